@@ -1,0 +1,50 @@
+import Foundation
+
+/// The tokens a signed-in user holds.
+///
+/// Its descriptions and reflection never show a token, so it is safe to log or `dump`.
+public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The bearer token sent in `Authorization`.
+    public var accessToken: String
+    /// The token the refresher trades for a new access token, if the backend issues one.
+    public var refreshToken: String?
+    /// When the access token expires, if known.
+    public var expiresAt: Date?
+
+    public init(accessToken: String, refreshToken: String? = nil, expiresAt: Date? = nil) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+        self.expiresAt = expiresAt
+    }
+
+    public var description: String {
+        "AuthTokens(accessToken: <redacted>, refreshToken: \(refreshToken == nil ? "nil" : "<redacted>"), "
+            + "expiresAt: \(expiresAt.map { "\($0)" } ?? "nil"))"
+    }
+
+    public var debugDescription: String { description }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: ["redacted": description], displayStyle: .struct)
+    }
+}
+
+/// Where the auth decorator reads and writes the user's tokens.
+///
+/// ShopKitAuth's keyring and encrypted-file stores conform; tests inject an in-memory one.
+public protocol TokenStore: Sendable {
+    /// The stored tokens, or `nil` when the user is signed out.
+    func loadTokens() async throws -> AuthTokens?
+    /// Replaces the stored tokens.
+    func saveTokens(_ tokens: AuthTokens) async throws
+    /// Removes the stored tokens (sign-out).
+    func clearTokens() async throws
+}
+
+/// Trades the current tokens for fresh ones (typically a call to the backend's token endpoint).
+public protocol TokenRefresher: Sendable {
+    /// Returns new tokens, or throws when the session cannot be refreshed.
+    func refresh(_ tokens: AuthTokens) async throws -> AuthTokens
+}

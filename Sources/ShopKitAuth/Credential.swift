@@ -1,0 +1,88 @@
+import Foundation
+import ShopKitAPI
+
+/// Names one stored credential: the service it belongs to and the account within it.
+public struct CredentialKey: Hashable, Sendable, CustomStringConvertible {
+    /// The service, e.g. `com.example.shop`.
+    public let service: String
+    /// The account within the service, e.g. a user id.
+    public let account: String
+
+    public init(service: String, account: String) {
+        self.service = service
+        self.account = account
+    }
+
+    public var description: String { "\(service)/\(account)" }
+}
+
+/// Who may read a stored credential, in the spirit of the Keychain's access control.
+public struct AccessPolicy: Sendable, Hashable, Codable {
+    /// When a read is allowed.
+    public enum Access: Sendable, Hashable, Codable {
+        /// Whenever the keyring or the file is unlocked.
+        case afterFirstUnlock
+        /// Only with a proof of presence no older than `reuseSeconds`.
+        case userPresence(reuseSeconds: Int)
+    }
+
+    /// When a read is allowed.
+    public var access: Access
+    /// Bound to this machine: a copy elsewhere does not open.
+    public var thisDeviceOnly: Bool
+
+    public init(access: Access = .afterFirstUnlock, thisDeviceOnly: Bool = false) {
+        self.access = access
+        self.thisDeviceOnly = thisDeviceOnly
+    }
+
+    /// Readable whenever unlocked, on any device.
+    public static let afterFirstUnlock = AccessPolicy()
+}
+
+/// A credential-store failure, typed so callers can tell a locked keyring from a missing one.
+/// Messages never contain a secret.
+public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The keyring collection is locked and unlocking was refused or not allowed.
+    case locked(String)
+    /// No Secret Service answered (no session bus, no daemon, timeout), with the reason.
+    case unavailable(String)
+    /// The passphrase does not open the file.
+    case wrongPassphrase
+    /// The file is truncated, tampered with or not a ShopKit store.
+    case corrupt(String)
+    /// The file or its directory is readable by others; the message says how to fix it.
+    case insecurePermissions(String)
+    /// The item is bound to another machine.
+    case wrongDevice
+    /// The access policy refused the read (no recent presence, the verifier refused, or none can run).
+    case accessDenied(String)
+    /// The policy cannot be honoured by this store on this machine.
+    case policyUnsupported(String)
+    /// A file-system or system-call failure.
+    case io(String)
+
+    public var description: String {
+        switch self {
+        case .locked(let why): return "keyring is locked: \(why)"
+        case .unavailable(let why): return "no Secret Service available: \(why)"
+        case .wrongPassphrase: return "wrong passphrase for the token file"
+        case .corrupt(let why): return "token file is corrupt or was tampered with: \(why)"
+        case .insecurePermissions(let fix): return "token file permissions are too open: \(fix)"
+        case .wrongDevice: return "this credential is bound to another device"
+        case .accessDenied(let why): return "access denied: \(why)"
+        case .policyUnsupported(let why): return "access policy cannot be honoured here: \(why)"
+        case .io(let why): return "token store I/O failed: \(why)"
+        }
+    }
+}
+
+/// A backend that stores credentials: the Secret Service keyring or the encrypted file.
+public protocol CredentialStore: Sendable {
+    /// Reads the tokens for `key`; `nil` when there is no such item.
+    func read(_ key: CredentialKey) async throws(CredentialError) -> AuthTokens?
+    /// Stores `tokens` for `key` under `policy`, replacing any earlier item.
+    func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy) async throws(CredentialError)
+    /// Deletes the item for `key`; deleting a missing item succeeds.
+    func delete(_ key: CredentialKey) async throws(CredentialError)
+}

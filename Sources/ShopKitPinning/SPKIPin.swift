@@ -1,0 +1,70 @@
+import Foundation
+
+/// A public-key pin: the SHA-256 digest of a certificate's DER `SubjectPublicKeyInfo`.
+///
+/// Its canonical form is OkHttp's `sha256/BASE64`; curl's `sha256//BASE64` is accepted on input.
+/// Pinning the key rather than the certificate lets a server renew its certificate with the same key.
+public struct SPKIPin: Hashable, Sendable, Codable, CustomStringConvertible {
+    /// The 32-byte SHA-256 digest of the DER `SubjectPublicKeyInfo`.
+    public let sha256: [UInt8]
+
+    /// A pin from a raw 32-byte SHA-256 digest.
+    public init(sha256 digest: some Collection<UInt8>) throws(PinParseError) {
+        let bytes = Array(digest)
+        guard bytes.count == 32 else { throw .wrongLength(bytes.count) }
+        self.sha256 = bytes
+    }
+
+    /// Parses `sha256/BASE64` (or curl's `sha256//BASE64`).
+    public init(_ text: String) throws(PinParseError) {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let body: Substring
+        if trimmed.hasPrefix("sha256//") {
+            body = trimmed.dropFirst("sha256//".count)
+        } else if trimmed.hasPrefix("sha256/") {
+            body = trimmed.dropFirst("sha256/".count)
+        } else {
+            throw .wrongPrefix(Self.redactedPreview(trimmed))
+        }
+        guard let data = Data(base64Encoded: String(body)) else { throw .badBase64 }
+        try self.init(sha256: data)
+    }
+
+    /// The pin in its canonical `sha256/BASE64` form.
+    public var description: String { "sha256/" + Data(sha256).base64EncodedString() }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        try self.init(container.decode(String.self))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+
+    private static func redactedPreview(_ text: String) -> String {
+        text.count <= 12 ? text : String(text.prefix(12)) + "…"
+    }
+}
+
+/// Why a pin string was refused.
+public enum PinParseError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The text does not start with `sha256/` (or `sha256//`).
+    case wrongPrefix(String)
+    /// The part after the prefix is not valid base64.
+    case badBase64
+    /// The digest is not 32 bytes long (a SHA-1 or certificate hash given by mistake, for example).
+    case wrongLength(Int)
+
+    public var description: String {
+        switch self {
+        case .wrongPrefix(let start):
+            return "pin \"\(start)\" must start with sha256/ followed by the base64 SHA-256 of the SubjectPublicKeyInfo"
+        case .badBase64:
+            return "pin is not valid base64 after sha256/"
+        case .wrongLength(let count):
+            return "pin digest is \(count) bytes; a SHA-256 SPKI pin is 32 bytes"
+        }
+    }
+}

@@ -1,0 +1,1 @@
+// Test-only helpers: loopback TLS server, certificate fixtures, stub transports.

@@ -1,0 +1,8 @@
+import Testing
+@testable import ShopKitAuth
+
+@Suite struct ShopKitAuthSmokeTests {
+    @Test func moduleLoads() {
+        #expect(Bool(true))
+    }
+}

@@ -1,0 +1,8 @@
+import Testing
+@testable import ShopKitTLS
+
+@Suite struct ShopKitTLSSmokeTests {
+    @Test func moduleLoads() {
+        #expect(Bool(true))
+    }
+}

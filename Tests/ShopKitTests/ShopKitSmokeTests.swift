@@ -1,0 +1,8 @@
+import Testing
+@testable import ShopKit
+
+@Suite struct ShopKitSmokeTests {
+    @Test func moduleLoads() {
+        #expect(Bool(true))
+    }
+}
