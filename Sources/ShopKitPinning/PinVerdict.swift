@@ -53,3 +53,9 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
         return lines.joined(separator: "\n")
     }
 }
+
+/// Receives the failure reports of report-only pin sets (and of expired ones), e.g. to send them to a backend.
+public protocol PinFailureReporter: Sendable {
+    /// Called once per connection whose chain matched no pin of a report-only or expired set.
+    func report(_ report: PinFailureReport)
+}

@@ -1,1 +1,0 @@
-// The pinned HTTPS transport: a NIO channel handler over ShopKitOpenSSL and a ClientTransport.
