@@ -77,12 +77,32 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     }
 }
 
+/// What a backend holds for one key: the tokens and the policy they were stored under.
+public struct StoredCredential: Sendable, Equatable {
+    /// The tokens.
+    public var tokens: AuthTokens
+    /// The access policy the item was stored with.
+    public var policy: AccessPolicy
+
+    public init(tokens: AuthTokens, policy: AccessPolicy) {
+        self.tokens = tokens
+        self.policy = policy
+    }
+}
+
 /// A backend that stores credentials: the Secret Service keyring or the encrypted file.
-public protocol CredentialStore: Sendable {
-    /// Reads the tokens for `key`; `nil` when there is no such item.
-    func read(_ key: CredentialKey) async throws(CredentialError) -> AuthTokens?
-    /// Stores `tokens` for `key` under `policy`, replacing any earlier item.
-    func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy) async throws(CredentialError)
+///
+/// - Warning: A backend's `read` does not check the access policy's presence requirement: go through
+///   ``CredentialVault``, which does. Device binding is enforced by the backend itself.
+public protocol CredentialBackend: Sendable {
+    /// A short name for logs: `keyring` or `file`.
+    var name: String { get }
+    /// Reads the item for `key`; `nil` when there is no such item.
+    func read(_ key: CredentialKey) async throws(CredentialError) -> StoredCredential?
+    /// Stores `credential` for `key`, replacing any earlier item.
+    func write(_ credential: StoredCredential, for key: CredentialKey) async throws(CredentialError)
     /// Deletes the item for `key`; deleting a missing item succeeds.
     func delete(_ key: CredentialKey) async throws(CredentialError)
+    /// Whether this backend can bind an item to this device (and so store `thisDeviceOnly` items).
+    var canBindToDevice: Bool { get }
 }

@@ -1,6 +1,6 @@
 import ShopKitAPI
 
-// Placeholder API of the Secret Service store; the real implementation replaces this file.
+// Placeholder API of the Secret Service backend; the real implementation replaces this file.
 
 /// What a non-prompting probe of the Secret Service found.
 public enum KeyringProbe: Sendable, Equatable {
@@ -11,17 +11,20 @@ public enum KeyringProbe: Sendable, Equatable {
 }
 
 /// Tokens in the Secret Service keyring (gnome-keyring, KWallet, KeePassXC) through libsecret.
-public final class KeyringStore: CredentialStore {
+public final class KeyringStore: CredentialBackend {
+    public let name = "keyring"
+    public let canBindToDevice = true
+
     public init(timeout: Duration = .seconds(5), allowUnlockPrompt: Bool = false) {}
 
     /// Asks whether a Secret Service answers, never prompting.
     public func probe() async -> KeyringProbe { .unavailable("not implemented") }
 
-    public func read(_ key: CredentialKey) async throws(CredentialError) -> AuthTokens? {
+    public func read(_ key: CredentialKey) async throws(CredentialError) -> StoredCredential? {
         throw .unavailable("not implemented")
     }
 
-    public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy) async throws(CredentialError) {
+    public func write(_ credential: StoredCredential, for key: CredentialKey) async throws(CredentialError) {
         throw .unavailable("not implemented")
     }
 
