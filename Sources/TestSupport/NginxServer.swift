@@ -1,0 +1,172 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real nginx on 127.0.0.1, for interop tests and benchmarks.
+///
+/// The listening socket is bound here (port 0) before nginx starts and handed to it through nginx's
+/// own `NGINX` inherited-socket variable, so the port is known at once and connections made before nginx
+/// is ready wait in the socket's backlog: no readiness polling, no sleeps.
+public final class NginxServer: Sendable {
+    /// What nginx serves.
+    public struct Configuration: Sendable {
+        /// PEM file with the leaf first, then the intermediates nginx sends.
+        public var certificateChainPath: String
+        /// PEM private key of the leaf.
+        public var privateKeyPath: String
+        /// `ssl_protocols` value.
+        public var protocols: String
+        /// `ssl_ciphers` value (TLS 1.2 suites), or `nil` for nginx's default.
+        public var ciphers: String?
+        /// Static files to serve under `/files/NAME`.
+        public var files: [String: Data]
+
+        public init(
+            certificateChainPath: String, privateKeyPath: String, protocols: String = "TLSv1.2 TLSv1.3",
+            ciphers: String? = nil, files: [String: Data] = [:]
+        ) {
+            self.certificateChainPath = certificateChainPath
+            self.privateKeyPath = privateKeyPath
+            self.protocols = protocols
+            self.ciphers = ciphers
+            self.files = files
+        }
+    }
+
+    /// Why nginx could not be started.
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The port nginx listens on, on 127.0.0.1.
+    public let port: Int
+    /// The folder holding nginx's config, logs and files.
+    public let directory: URL
+    private let pid: pid_t
+
+    /// The body of `GET /hello`.
+    public static let helloBody = "hello from nginx\n"
+    /// The body of `GET /json`.
+    public static let jsonBody = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#
+
+    /// Starts nginx with `configuration`; `nginxPath` defaults to Debian's `/usr/sbin/nginx`.
+    public init(configuration: Configuration, nginxPath: String = "/usr/sbin/nginx") throws {
+        guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
+            throw StartError(description: "nginx not found at \(nginxPath): run scripts/bootstrap")
+        }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("shopkit-nginx-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("files"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: directory.appendingPathComponent("tmp"), withIntermediateDirectories: true)
+        for (name, data) in configuration.files {
+            try data.write(to: directory.appendingPathComponent("files/\(name)"))
+        }
+
+        let (socket, port) = try Self.bindLoopback()
+        defer { close(socket) }
+        let config = Self.config(configuration, port: port, directory: directory.path)
+        try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+
+        self.pid = try Self.spawn(
+            nginxPath,
+            arguments: ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path],
+            inheriting: socket)
+        self.port = port
+        self.directory = directory
+    }
+
+    /// Stops nginx (and its worker) and removes its folder.
+    public func stop() {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// nginx's error log so far, for failure messages.
+    public var errorLog: String {
+        (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
+    }
+
+    private static func config(_ configuration: Configuration, port: Int, directory: String) -> String {
+        let ciphers = configuration.ciphers.map { "ssl_ciphers \($0); ssl_prefer_server_ciphers on;" } ?? ""
+        return """
+            daemon off;
+            worker_processes 1;
+            pid \(directory)/nginx.pid;
+            error_log \(directory)/error.log warn;
+            events { worker_connections 1024; }
+            http {
+                access_log off;
+                client_body_temp_path \(directory)/tmp;
+                proxy_temp_path \(directory)/tmp;
+                fastcgi_temp_path \(directory)/tmp;
+                uwsgi_temp_path \(directory)/tmp;
+                scgi_temp_path \(directory)/tmp;
+                keepalive_requests 1000000;
+                keepalive_timeout 60s;
+                server {
+                    listen 127.0.0.1:\(port) ssl;
+                    ssl_certificate \(configuration.certificateChainPath);
+                    ssl_certificate_key \(configuration.privateKeyPath);
+                    ssl_protocols \(configuration.protocols);
+                    \(ciphers)
+                    ssl_session_tickets on;
+                    location = /hello { default_type text/plain; return 200 "\(helloBody.replacingOccurrences(of: "\n", with: "\\n"))"; }
+                    location = /json { default_type application/json; return 200 '\(jsonBody)'; }
+                    location = /unauthorized { return 401; }
+                    location /files/ { alias \(directory)/files/; }
+                }
+            }
+            """
+    }
+
+    private static func bindLoopback() throws -> (Int32, Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw StartError(description: "socket() failed: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 511) == 0 else {
+            close(fd)
+            throw StartError(description: "bind/listen on 127.0.0.1 failed: errno \(errno)")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// Spawns nginx with the listening socket as its fd 3 and `NGINX=3;` so it adopts it.
+    private static func spawn(_ path: String, arguments: [String], inheriting socket: Int32) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, socket, 3)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+
+        var environment = ProcessInfo.processInfo.environment
+        environment["NGINX"] = "3;"
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard result == 0 else { throw StartError(description: "posix_spawn nginx failed: \(result)") }
+        return pid
+    }
+}
