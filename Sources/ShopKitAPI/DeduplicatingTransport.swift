@@ -140,4 +140,7 @@ public actor DeduplicatingTransport: ClientTransport {
 
     /// The number of requests in flight upstream (for tests and diagnostics).
     public var inFlightCount: Int { flights.count }
+
+    /// The number of callers waiting on in-flight requests (for tests).
+    var waiterCount: Int { flights.values.reduce(0) { $0 + $1.waiters.count } }
 }

@@ -49,27 +49,32 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// The backoff before retry `retry` (1-based) before jitter: `min(maxDelay, baseDelay × 2^(retry−1))`.
+    ///
+    /// Exact `Duration` arithmetic: doubling stops at the cap, so huge attempt numbers neither overflow nor loop.
     public func backoff(beforeRetry retry: Int) -> Duration {
-        let exponent = Double(max(0, min(retry - 1, 62)))
-        let seconds = baseDelay.inSeconds * pow2(exponent)
-        return min(maxDelay, Duration.seconds(min(seconds, maxDelay.inSeconds)))
+        guard baseDelay > .zero else { return .zero }
+        var delay = baseDelay
+        var doublings = max(0, retry - 1)
+        while doublings > 0, delay < maxDelay {
+            delay *= 2
+            doublings -= 1
+        }
+        return min(delay, maxDelay)
     }
 
     /// The wait before retry `retry` with the jitter factor `factor` applied, capped by ``maxDelay``.
     public func delay(beforeRetry retry: Int, jitterFactor factor: Double) -> Duration {
-        let seconds = backoff(beforeRetry: retry).inSeconds * max(0, factor)
-        return min(maxDelay, Duration.seconds(min(seconds, maxDelay.inSeconds)))
+        let backoff = backoff(beforeRetry: retry)
+        guard factor.isFinite, factor > 0 else { return .zero }
+        // Multiply in seconds, then cap before converting back, so a large factor cannot overflow Duration.
+        let seconds = backoff.inSeconds * factor
+        guard seconds < maxDelay.inSeconds else { return maxDelay }
+        return min(maxDelay, backoff * factor)
     }
 
     /// `Retry-After`'s delay capped by ``maxDelay``.
     public func delay(retryAfter: Duration) -> Duration {
         min(maxDelay, max(.zero, retryAfter))
-    }
-
-    private func pow2(_ exponent: Double) -> Double {
-        var result = 1.0
-        for _ in 0..<Int(exponent) { result *= 2 }
-        return result
     }
 }
 
