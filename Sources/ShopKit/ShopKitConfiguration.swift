@@ -5,7 +5,7 @@ import ShopKitAPI
 public struct ShopKitConfiguration: Sendable {
     /// The backend's base URL, e.g. `https://shop.example/api`.
     public var baseURL: URL
-    /// When and how often to retry. Default: ``RetryPolicy/default``.
+    /// When and how often to retry. Default: `RetryPolicy.default`.
     public var retryPolicy: RetryPolicy
     /// Where the user's tokens live (ShopKitAuth's keyring or encrypted-file store in production).
     public var tokenStore: any TokenStore

@@ -15,7 +15,7 @@ import ShopKitAPI
 ///       → base transport           the pinned HTTPS transport (ShopKitTLS) or a stub in tests
 ///
 /// Retry sits above auth so a retried attempt picks up a refreshed token, and a 401 (a final
-/// ``APIError/unauthorized`` from auth) is never retried. Dedup sits below auth so two users' requests can
+/// `APIError.unauthorized` from auth) is never retried. Dedup sits below auth so two users' requests can
 /// never share a response.
 public enum ShopKitFactory {
     /// The decorator chain over `base`, outermost first: retry → auth → dedup → `base`.
@@ -31,7 +31,7 @@ public enum ShopKitFactory {
             random: configuration.randomSource)
     }
 
-    /// An ``APIClient`` for `configuration.baseURL` over the full chain on top of `transport`.
+    /// An `APIClient` for `configuration.baseURL` over the full chain on top of `transport`.
     ///
     /// - Warning: `transport` is what carries the bearer token. In production pass the pinned HTTPS transport;
     ///   a transport without TLS would send tokens in clear text.

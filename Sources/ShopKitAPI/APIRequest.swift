@@ -32,7 +32,7 @@ public protocol APIRequest: Sendable {
     /// Whether the auth decorator attaches the user's bearer token. Defaults to `true`.
     ///
     /// Set `false` for endpoints that must work signed out (sign-in, public catalog). The flag travels to the
-    /// auth decorator as the ``HTTPField/Name/shopKitSkipAuth`` header, which that decorator strips.
+    /// auth decorator as the `HTTPField.Name.shopKitSkipAuth` header, which that decorator strips.
     var requiresAuth: Bool { get }
 }
 

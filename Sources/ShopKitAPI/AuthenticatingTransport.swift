@@ -5,7 +5,7 @@ import OpenAPIRuntime
 
 /// Attaches the user's bearer token and recovers from a 401 with one shared refresh and one replay.
 ///
-/// For each request (unless marked with ``HTTPField/Name/shopKitSkipAuth``, which is stripped and the request
+/// For each request (unless marked with `HTTPField.Name.shopKitSkipAuth`, which is stripped and the request
 /// passed through untouched):
 /// 1. Load the tokens from the ``TokenStore``; none → throw ``APIError/unauthorized`` without sending.
 /// 2. Send with `Authorization: Bearer <access token>`. Anything but 401 is returned as is.
