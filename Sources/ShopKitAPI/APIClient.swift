@@ -107,9 +107,9 @@ public struct APIClient: Sendable {
         return rooted.addingPercentEncoding(withAllowedCharacters: allowed) ?? rooted
     }
 
-    /// Decodes `type` from `bytes`; an empty body decodes as ``NoContent``.
+    /// Decodes `type` from `bytes`; ``NoContent`` ignores the body, whatever it holds.
     func decode<Response: Decodable>(_ type: Response.Type, from bytes: [UInt8]) throws(APIError) -> Response {
-        if bytes.isEmpty, let empty = NoContent() as? Response { return empty }
+        if let empty = NoContent() as? Response { return empty }
         do {
             return try decoder.decode(Response.self, from: Data(bytes))
         } catch {

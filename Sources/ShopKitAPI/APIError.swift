@@ -25,6 +25,7 @@ public enum APIError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The calling task was cancelled.
     case cancelled
 
+    /// What happened, for logs and error reports; never contains a token.
     public var description: String {
         switch self {
         case .unauthorized:
@@ -111,6 +112,7 @@ public struct DecodingFailure: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The expected type, the coding path and the decoder's reason.
     public var description: String {
         let location = codingPath.isEmpty ? "at the top level" : "at \(codingPath)"
         return "The response is not the expected \(typeName) JSON \(location): \(reason)"

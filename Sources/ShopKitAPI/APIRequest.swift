@@ -19,7 +19,8 @@ public protocol APIRequest: Sendable {
 
     /// The HTTP method. Defaults to GET.
     var method: HTTPRequest.Method { get }
-    /// The path below the client's base URL, starting with `/` (added when missing).
+    /// The path below the client's base URL, unencoded (the client percent-encodes it), starting with `/` (added
+    /// when missing). Put the query in ``queryItems``, not here.
     var path: String { get }
     /// Query items, percent-encoded by the client. Defaults to none.
     var queryItems: [URLQueryItem] { get }
@@ -49,7 +50,9 @@ extension APIRequest {
     public var requiresAuth: Bool { true }
 }
 
-/// The response type of endpoints that answer with an empty body (204 No Content, or 2xx with no JSON).
+/// The response type of endpoints whose 2xx body does not matter (204 No Content, or an ignored acknowledgement).
+///
+/// The client does not read it as JSON: any 2xx body, empty or not, decodes to `NoContent()`.
 public struct NoContent: Decodable, Sendable, Equatable {
     /// Creates the empty value.
     public init() {}

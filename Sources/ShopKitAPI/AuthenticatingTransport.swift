@@ -70,6 +70,7 @@ public actor AuthenticatingTransport: ClientTransport {
         self.logger = logger
     }
 
+    /// Sends `request` with the bearer token, recovering from one 401 as described on the type.
     public nonisolated func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {

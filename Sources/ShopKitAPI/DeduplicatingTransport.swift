@@ -16,6 +16,9 @@ import OpenAPIRuntime
 /// waiting; when the last waiter leaves, the upstream request is cancelled.
 ///
 /// Requests with a body, and all other methods, pass straight through.
+///
+/// - Warning: Place it *under* ``AuthenticatingTransport``. Above auth, requests carry no `Authorization` yet and
+///   the responses of two users could be merged.
 public actor DeduplicatingTransport: ClientTransport {
     /// The transport below (normally the HTTPS transport).
     public nonisolated let upstream: any ClientTransport
@@ -54,6 +57,7 @@ public actor DeduplicatingTransport: ClientTransport {
         self.maxBodyBytes = max(0, maxBodyBytes)
     }
 
+    /// Joins an identical in-flight GET/HEAD or starts one; everything else passes straight through.
     public nonisolated func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {

@@ -12,6 +12,7 @@ public struct ResponseBodyTooLargeError: Error, Sendable, Equatable, CustomStrin
     /// Creates the error for `limit`.
     public init(limit: Int) { self.limit = limit }
 
+    /// Says which limit was exceeded and how to raise it.
     public var description: String {
         "The response body was larger than the limit of \(limit) bytes and was not read; "
             + "raise maxResponseBodyBytes if this endpoint legitimately returns more."

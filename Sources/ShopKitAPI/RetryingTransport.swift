@@ -53,6 +53,7 @@ public struct RetryingTransport: ClientTransport {
         self.now = now
     }
 
+    /// Sends `request`, retrying as described on the type; returns the last response or throws the last error.
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {

@@ -5,6 +5,7 @@ public enum SignOutReason: Sendable, Equatable, CustomStringConvertible {
     /// The server answered 401 again to the one replay made with fresh tokens.
     case rejectedAfterReplay
 
+    /// The reason in words, for logs.
     public var description: String {
         switch self {
         case .refreshFailed: return "the session could not be refreshed"
@@ -30,6 +31,7 @@ public struct SignOutHandler: SignOutObserver {
         self.handler = handler
     }
 
+    /// Calls the handler.
     public func didSignOut(reason: SignOutReason) async {
         await handler(reason)
     }

@@ -9,6 +9,7 @@ public struct TaskSleeper: Sleeper {
     /// Creates the sleeper.
     public init() {}
 
+    /// `Task.sleep(for:)`.
     public func sleep(for duration: Duration) async throws {
         try await Task.sleep(for: duration)
     }
@@ -25,6 +26,7 @@ public struct SystemRandomSource: RandomSource {
     /// Creates the source.
     public init() {}
 
+    /// `Double.random(in:)`.
     public func jitterFactor(in range: ClosedRange<Double>) -> Double {
         Double.random(in: range)
     }

@@ -13,13 +13,16 @@ public actor InMemoryTokenStore: TokenStore {
     /// A store holding `tokens`.
     public init(_ tokens: AuthTokens? = nil) { self.tokens = tokens }
 
+    /// The stored tokens.
     public func loadTokens() async throws -> AuthTokens? { tokens }
 
+    /// Stores `tokens` and counts the save.
     public func saveTokens(_ tokens: AuthTokens) async throws {
         saveCount += 1
         self.tokens = tokens
     }
 
+    /// Removes the tokens and counts the clear.
     public func clearTokens() async throws {
         clearCount += 1
         tokens = nil
@@ -44,6 +47,7 @@ public actor CountingRefresher: TokenRefresher {
         self.init(gate: gate) { _ in tokens }
     }
 
+    /// Counts the call, waits for the gate if any, then answers.
     public func refresh(_ tokens: AuthTokens) async throws -> AuthTokens {
         count += 1
         try await gate?.wait()
@@ -59,6 +63,7 @@ public actor RecordingSignOutObserver: SignOutObserver {
     /// Creates an empty recorder.
     public init() {}
 
+    /// Records `reason`.
     public func didSignOut(reason: SignOutReason) async { reasons.append(reason) }
 }
 
@@ -70,6 +75,7 @@ public actor RecordingSleeper: Sleeper {
     /// Creates an empty recorder.
     public init() {}
 
+    /// Records `duration`; throws `CancellationError` if the task is cancelled.
     public func sleep(for duration: Duration) async throws {
         durations.append(duration)
         try Task.checkCancellation()
@@ -84,6 +90,7 @@ public struct FixedRandomSource: RandomSource {
     /// A source returning `factor`.
     public init(_ factor: Double = 1) { self.factor = factor }
 
+    /// The fixed factor, clamped into `range`.
     public func jitterFactor(in range: ClosedRange<Double>) -> Double {
         min(max(factor, range.lowerBound), range.upperBound)
     }

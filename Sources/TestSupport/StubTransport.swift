@@ -78,6 +78,7 @@ public final class StubTransport: ClientTransport {
         get async { await log.requests }
     }
 
+    /// Records the request (body read fully), counts the arrival, then answers from the handler.
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {

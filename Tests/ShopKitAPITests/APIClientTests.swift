@@ -38,6 +38,18 @@ import TestSupport
         #expect(await stub.requests.first?.request.headerFields[.shopKitSkipAuth] == "1")
     }
 
+    struct SneakyRequest: APIRequest {
+        typealias Response = NoContent
+        var path: String { "/me" }
+        var headerFields: HTTPFields { [.shopKitSkipAuth: "1"] }
+    }
+
+    @Test func requestsCannotOptOutOfAuthThroughHeaders() async throws {
+        let stub = StubTransport(replies: [.status(200, body: Data("OK".utf8))])
+        #expect(try await APIClient(baseURL: baseURL, transport: stub).send(SneakyRequest()) == NoContent())
+        #expect(await stub.requests.first?.request.headerFields[.shopKitSkipAuth] == nil)
+    }
+
     static let statusCases: [(Int, APIError)] = [
         (401, .unauthorized),
         (403, .forbidden),
