@@ -21,8 +21,8 @@ import OpenAPIRuntime
 /// ``RetryClassifiableError`` with `isRetryable == true` (offline, server down): then the session is kept and
 /// the error is thrown to the caller. At most two requests go upstream per call, so no path can loop.
 ///
-/// The refresh runs in its own task: a caller that is cancelled stops waiting for nothing but its own replay,
-/// and a rotated refresh token is always saved even if every caller went away.
+/// The refresh runs in its own task: a cancelled caller stops waiting at once, while the refresh goes on, so a
+/// rotated refresh token is always saved even if every caller went away.
 ///
 /// A 401 for a request whose body can be iterated only once is returned without recovery (it cannot be replayed);
 /// ``APIClient`` maps it to ``APIError/unauthorized``.
@@ -46,8 +46,14 @@ public actor AuthenticatingTransport: ClientTransport {
         case failed(any Error)
     }
 
-    /// In-flight recoveries, keyed by the rejected access token.
-    private var recoveries: [String: Task<Recovery, Never>] = [:]
+    /// The callers waiting for one in-flight recovery.
+    private struct RecoveryFlight {
+        var waiters: [UInt64: CheckedContinuation<Recovery, any Error>]
+    }
+
+    /// In-flight recoveries, keyed by the rejected access token; evicted when the recovery ends.
+    private var recoveries: [String: RecoveryFlight] = [:]
+    private var nextWaiterID: UInt64 = 0
     /// A fingerprint (`hashValue`, per-process seed) of the last signed-out access token, to tell the observer once.
     private var lastSignOutFingerprint: Int?
 
@@ -86,7 +92,7 @@ public actor AuthenticatingTransport: ClientTransport {
         guard first.0.status.code == 401, body.isReplayable else { return first }
         try Task.checkCancellation()
 
-        switch await recover(rejected: tokens.accessToken) {
+        switch try await recover(rejected: tokens.accessToken) {
         case .tokens(let fresh):
             try Task.checkCancellation()
             let replay = try await upstream.send(
@@ -108,15 +114,44 @@ public actor AuthenticatingTransport: ClientTransport {
         return authorized
     }
 
-    /// Joins or starts the single-flight recovery for `rejected`.
-    func recover(rejected: String) async -> Recovery {
-        if let running = recoveries[rejected] { return await running.value }
-        // Set before the first suspension, so every caller that arrives later joins this task.
-        let task = Task { await self.performRecovery(rejected: rejected) }
-        recoveries[rejected] = task
-        let result = await task.value
-        if recoveries[rejected] == task { recoveries[rejected] = nil }
-        return result
+    /// Joins or starts the single-flight recovery for `rejected` and waits for its result.
+    ///
+    /// A cancelled caller stops waiting at once (`CancellationError`); the recovery itself runs in its own task and
+    /// is never cancelled, so a rotated refresh token is always saved and later callers can still join it.
+    func recover(rejected: String) async throws -> Recovery {
+        nextWaiterID &+= 1
+        let waiterID = nextWaiterID
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                // Runs on this actor before the first suspension: check, join or start without interleaving.
+                guard !Task.isCancelled else {
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                if recoveries[rejected] != nil {
+                    recoveries[rejected]?.waiters[waiterID] = continuation
+                    return
+                }
+                recoveries[rejected] = RecoveryFlight(waiters: [waiterID: continuation])
+                Task {
+                    let result = await self.performRecovery(rejected: rejected)
+                    self.finishRecovery(rejected: rejected, result: result)
+                }
+            }
+        } onCancel: {
+            Task { await self.leaveRecovery(rejected: rejected, waiterID: waiterID) }
+        }
+    }
+
+    /// Evicts the recovery and hands its result to everyone still waiting.
+    private func finishRecovery(rejected: String, result: Recovery) {
+        guard let flight = recoveries.removeValue(forKey: rejected) else { return }
+        for continuation in flight.waiters.values { continuation.resume(returning: result) }
+    }
+
+    /// A waiter was cancelled: only it stops waiting; the recovery goes on.
+    private func leaveRecovery(rejected: String, waiterID: UInt64) {
+        recoveries[rejected]?.waiters.removeValue(forKey: waiterID)?.resume(throwing: CancellationError())
     }
 
     /// Re-reads the store; refreshes only if it still holds the rejected token.

@@ -141,6 +141,26 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         #expect(await stub.requests.count <= 2 * callers)
     }
 
+    @Test func cancelledCallerStopsWaitingWhileTheRefreshCompletes() async throws {
+        let gate = Gate()
+        let stub = StubTransport(handler: Self.acceptsOnlyNewToken)
+        let store = InMemoryTokenStore(oldTokens)
+        let refresher = CountingRefresher(returning: newTokens, gate: gate)
+        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher)
+
+        let leaving = Task { try await get(auth, path: "/leaving") }
+        let staying = Task { try await get(auth, path: "/staying") }
+        await stub.arrivals.wait(until: 2)
+        while await refresher.count == 0 { await Task.yield() }
+        leaving.cancel()
+        await #expect(throws: CancellationError.self) { try await leaving.value }  // while the refresh is held
+        await gate.open()
+        #expect(try await staying.value.status.code == 200)
+        #expect(await refresher.count == 1)
+        #expect(await store.tokens == newTokens)
+        #expect(await stub.requests.filter { $0.request.path == "/leaving" }.count == 1)
+    }
+
     @Test func failedRefreshSignsOut() async throws {
         let stub = StubTransport(handler: Self.acceptsOnlyNewToken)
         let store = InMemoryTokenStore(oldTokens)
