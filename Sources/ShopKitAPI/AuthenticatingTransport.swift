@@ -177,12 +177,19 @@ public actor AuthenticatingTransport: ClientTransport {
     }
 
     /// Clears the store if it still holds `rejected`, then tells the observer; once per rejected token.
+    ///
+    /// When the store already holds other tokens (the user signed in again meanwhile) or none, there is nothing to
+    /// sign out: the caller still gets `unauthorized`, but the new session is kept and the observer is not told.
+    /// When the store cannot be read, it is cleared anyway: failing closed is the safe side.
     private func signOut(rejected: String, reason: SignOutReason) async {
         let fingerprint = rejected.hashValue
         guard lastSignOutFingerprint != fingerprint else { return }
         lastSignOutFingerprint = fingerprint  // before any suspension: concurrent callers stop above
+        let holdsRejected: Bool
+        do { holdsRejected = try await store.loadTokens()?.accessToken == rejected } catch { holdsRejected = true }
+        guard holdsRejected else { return }
         do {
-            if try await store.loadTokens()?.accessToken == rejected { try await store.clearTokens() }
+            try await store.clearTokens()
         } catch {
             logger.error("could not clear the stored tokens on sign-out", metadata: ["error": "\(error)"])
         }

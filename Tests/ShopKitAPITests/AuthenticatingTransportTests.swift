@@ -192,13 +192,15 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let signedInAgain = AuthTokens(accessToken: "other-access")
         let refresher = CountingRefresher(gate: gate) { _ in throw OpaqueFailure(detail: "invalid_grant") }
         let stub = StubTransport(replies: [.status(401)])
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher)
+        let observer = RecordingSignOutObserver()
+        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
         let call = Task { try await get(auth) }
         while await refresher.count == 0 { await Task.yield() }
         try await store.saveTokens(signedInAgain)  // the user signs in again while the refresh is running
         await gate.open()
         await #expect(throws: APIError.unauthorized) { try await call.value }
         #expect(await store.tokens == signedInAgain)
+        #expect(await observer.reasons.isEmpty)
     }
 
     @Test func singleIterationBodyIsNotReplayed() async throws {
