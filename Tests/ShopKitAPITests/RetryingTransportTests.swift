@@ -66,6 +66,20 @@ import TestSupport
         #expect(abs((expected[0] - .seconds(0.2 * factor)).inSeconds) < 1e-9)
     }
 
+    // Waits recorded for a request that always gets 503, by max attempts: the doc table's first rows.
+    @Test(arguments: 1...8)
+    func recordsTheBackoffTableUpToMaxAttempts(maxAttempts: Int) async throws {
+        let table: [Duration] = [.milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1600),
+                                 .milliseconds(3200), .milliseconds(6400), .seconds(10)]
+        let stub = StubTransport(replies: [.status(503)])
+        let sleeper = RecordingSleeper()
+        let retrying = RetryingTransport(
+            wrapping: stub, policy: RetryPolicy(maxAttempts: maxAttempts), sleeper: sleeper, random: FixedRandomSource(1))
+        #expect(try await send(retrying).status.code == 503)
+        #expect(await stub.requests.count == maxAttempts)
+        #expect(await sleeper.durations == Array(table.prefix(maxAttempts - 1)))
+    }
+
     @Test func stopsRetryingOnSuccess() async throws {
         let stub = StubTransport(replies: [.status(502), .status(500), .status(200)])
         let sleeper = RecordingSleeper()
