@@ -46,14 +46,8 @@ public actor AuthenticatingTransport: ClientTransport {
         case failed(any Error)
     }
 
-    /// The callers waiting for one in-flight recovery.
-    private struct RecoveryFlight {
-        var waiters: [UInt64: CheckedContinuation<Recovery, any Error>]
-    }
-
-    /// In-flight recoveries, keyed by the rejected access token; evicted when the recovery ends.
-    private var recoveries: [String: RecoveryFlight] = [:]
-    private var nextWaiterID: UInt64 = 0
+    /// Who waits for which recovery, keyed by the rejected access token (pure bookkeeping; evicted when it ends).
+    private var recoveries = SingleFlight<String, CheckedContinuation<Recovery, any Error>>()
     /// A fingerprint (`hashValue`, per-process seed) of the last signed-out access token, to tell the observer once.
     private var lastSignOutFingerprint: Int?
 
@@ -119,8 +113,7 @@ public actor AuthenticatingTransport: ClientTransport {
     /// A cancelled caller stops waiting at once (`CancellationError`); the recovery itself runs in its own task and
     /// is never cancelled, so a rotated refresh token is always saved and later callers can still join it.
     func recover(rejected: String) async throws -> Recovery {
-        nextWaiterID &+= 1
-        let waiterID = nextWaiterID
+        let waiterID = recoveries.makeWaiterID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Runs on this actor before the first suspension: check, join or start without interleaving.
@@ -128,14 +121,13 @@ public actor AuthenticatingTransport: ClientTransport {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                if recoveries[rejected] != nil {
-                    recoveries[rejected]?.waiters[waiterID] = continuation
-                    return
-                }
-                recoveries[rejected] = RecoveryFlight(waiters: [waiterID: continuation])
+                let action = recoveries.join(rejected, waiterID: waiterID, waiter: continuation)
+                guard case .start(let flightID) = action else { return }
                 Task {
                     let result = await self.performRecovery(rejected: rejected)
-                    self.finishRecovery(rejected: rejected, result: result)
+                    for waiter in self.recoveries.finish(rejected, flightID: flightID) {
+                        waiter.resume(returning: result)
+                    }
                 }
             }
         } onCancel: {
@@ -143,15 +135,11 @@ public actor AuthenticatingTransport: ClientTransport {
         }
     }
 
-    /// Evicts the recovery and hands its result to everyone still waiting.
-    private func finishRecovery(rejected: String, result: Recovery) {
-        guard let flight = recoveries.removeValue(forKey: rejected) else { return }
-        for continuation in flight.waiters.values { continuation.resume(returning: result) }
-    }
-
     /// A waiter was cancelled: only it stops waiting; the recovery goes on.
     private func leaveRecovery(rejected: String, waiterID: UInt64) {
-        recoveries[rejected]?.waiters.removeValue(forKey: waiterID)?.resume(throwing: CancellationError())
+        if case .resume(let waiter) = recoveries.leave(rejected, waiterID: waiterID, cancelWhenEmpty: false) {
+            waiter.resume(throwing: CancellationError())
+        }
     }
 
     /// Re-reads the store; refreshes only if it still holds the rejected token.

@@ -41,15 +41,10 @@ public actor DeduplicatingTransport: ClientTransport {
         let body: [UInt8]?
     }
 
-    /// One upstream request and the callers waiting for it.
-    struct Flight {
-        let id: UInt64
-        var task: Task<Void, Never>?
-        var waiters: [UInt64: CheckedContinuation<Buffered, any Error>]
-    }
-
-    private var flights: [Key: Flight] = [:]
-    private var nextID: UInt64 = 0
+    /// Who waits for which upstream request (pure bookkeeping; this actor carries out its actions).
+    private var state = SingleFlight<Key, CheckedContinuation<Buffered, any Error>>()
+    /// The running upstream requests, by flight ID, so the last waiter to leave can cancel its request.
+    private var tasks: [UInt64: Task<Void, Never>] = [:]
 
     /// Creates the decorator.
     public init(wrapping upstream: any ClientTransport, maxBodyBytes: Int = 10 * 1024 * 1024) {
@@ -86,8 +81,7 @@ public actor DeduplicatingTransport: ClientTransport {
     private func wait(
         for key: Key, request: HTTPRequest, baseURL: URL, operationID: String
     ) async throws -> Buffered {
-        nextID &+= 1
-        let waiterID = nextID
+        let waiterID = state.makeWaiterID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Runs on this actor before the first suspension, so no cancellation can slip in between.
@@ -95,16 +89,10 @@ public actor DeduplicatingTransport: ClientTransport {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                if flights[key] != nil {
-                    flights[key]?.waiters[waiterID] = continuation
-                } else {
-                    nextID &+= 1
-                    let flightID = nextID
-                    flights[key] = Flight(id: flightID, task: nil, waiters: [waiterID: continuation])
-                    flights[key]?.task = Task {
-                        let result = await self.fetch(request, baseURL: baseURL, operationID: operationID)
-                        self.finish(key: key, flightID: flightID, result: result)
-                    }
+                guard case .start(let flightID) = state.join(key, waiterID: waiterID, waiter: continuation) else { return }
+                tasks[flightID] = Task {
+                    let result = await self.fetch(request, baseURL: baseURL, operationID: operationID)
+                    self.finish(key: key, flightID: flightID, result: result)
                 }
             }
         } onCancel: {
@@ -127,24 +115,26 @@ public actor DeduplicatingTransport: ClientTransport {
 
     /// Evicts the flight and hands its result to every remaining waiter.
     private func finish(key: Key, flightID: UInt64, result: Result<Buffered, any Error>) {
-        guard let flight = flights[key], flight.id == flightID else { return }  // every waiter left already
-        flights[key] = nil
-        for continuation in flight.waiters.values { continuation.resume(with: result) }
+        tasks[flightID] = nil
+        for continuation in state.finish(key, flightID: flightID) { continuation.resume(with: result) }
     }
 
     /// A waiter was cancelled: it stops waiting; the last one to leave cancels the upstream request.
     private func leave(key: Key, waiterID: UInt64) {
-        guard let continuation = flights[key]?.waiters.removeValue(forKey: waiterID) else { return }
-        continuation.resume(throwing: CancellationError())
-        if let flight = flights[key], flight.waiters.isEmpty {
-            flights[key] = nil
-            flight.task?.cancel()
+        switch state.leave(key, waiterID: waiterID, cancelWhenEmpty: true) {
+        case .none:
+            break
+        case .resume(let continuation):
+            continuation.resume(throwing: CancellationError())
+        case .resumeAndCancel(let continuation, let flightID):
+            continuation.resume(throwing: CancellationError())
+            tasks.removeValue(forKey: flightID)?.cancel()
         }
     }
 
     /// The number of requests in flight upstream (for tests and diagnostics).
-    public var inFlightCount: Int { flights.count }
+    public var inFlightCount: Int { state.flightCount }
 
     /// The number of callers waiting on in-flight requests (for tests).
-    var waiterCount: Int { flights.values.reduce(0) { $0 + $1.waiters.count } }
+    var waiterCount: Int { state.waiterCount }
 }
