@@ -31,7 +31,10 @@ public actor DeduplicatingTransport: ClientTransport {
     /// What identifies identical requests.
     struct Key: Hashable, Sendable {
         let method: String
+        /// Base URL and path; plus the request's own scheme and authority when it carries them (absolute form).
         let url: String
+        let scheme: String?
+        let authority: String?
         let headers: [String]
     }
 
@@ -74,7 +77,9 @@ public actor DeduplicatingTransport: ClientTransport {
             .enumerated()
             .sorted { ($0.element.name.canonicalName, $0.offset) < ($1.element.name.canonicalName, $1.offset) }
             .map { "\($0.element.name.canonicalName): \($0.element.value)" }
-        return Key(method: request.method.rawValue, url: base + (request.path ?? ""), headers: fields)
+        return Key(
+            method: request.method.rawValue, url: base + (request.path ?? ""), scheme: request.scheme,
+            authority: request.authority, headers: fields)
     }
 
     /// Joins the flight for `key`, starting it when there is none, and waits for its result or cancellation.

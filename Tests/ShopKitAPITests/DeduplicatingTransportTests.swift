@@ -90,6 +90,15 @@ import TestSupport
         _ = try await (first, second)
     }
 
+    @Test func absoluteFormAuthoritiesSeparate() {
+        var first = Self.request()
+        first.authority = "a.example"
+        var second = first
+        second.authority = "b.example"
+        #expect(DeduplicatingTransport.key(for: first, baseURL: baseURL) != DeduplicatingTransport.key(for: second, baseURL: baseURL))
+        #expect(DeduplicatingTransport.key(for: Self.request(), baseURL: baseURL) != DeduplicatingTransport.key(for: Self.request(), baseURL: URL(string: "https://other.example/api")!))
+    }
+
     @Test func tracingHeadersDoNotSeparate() {
         let plain = DeduplicatingTransport.key(for: Self.request(), baseURL: baseURL)
         var traced = Self.request()
