@@ -16,6 +16,11 @@ extension APIError: RetryClassifiableError {
     public var isRetryable: Bool { false }
 }
 
+extension ResponseBodyTooLargeError: RetryClassifiableError {
+    /// Always `false`: the same response would be just as large.
+    public var isRetryable: Bool { false }
+}
+
 /// Retries failed requests that are safe to send again, with exponential backoff and jitter.
 ///
 /// A request is retried only when all of these hold:

@@ -165,7 +165,7 @@ import TestSupport
     }
 
     @Test func finalErrorsFromBelowAreNotRetried() async throws {
-        for error in [APIError.unauthorized as any Error, PermanentFailure()] {
+        for error in [APIError.unauthorized as any Error, PermanentFailure(), ResponseBodyTooLargeError(limit: 1)] {
             let stub = StubTransport(replies: [.failure(error), .status(200)])
             let retrying = RetryingTransport(wrapping: stub, sleeper: RecordingSleeper())
             await #expect(throws: (any Error).self) { try await send(retrying) }
