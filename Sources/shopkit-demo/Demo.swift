@@ -1,9 +1,110 @@
+import Foundation
 import ShopKit
+import TestSupport
 
 /// Runs ShopKit end to end on this machine: no outside network.
 @main
 struct Demo {
     static func main() async throws {
         print("ShopKit demo")
+        try await apiClientDemo()
+    }
+
+    // MARK: - API client over an in-process stub backend
+
+    /// The API client with the full decorator chain (retry → auth → dedup) over a stub backend.
+    static func apiClientDemo() async throws {
+        let backend = StubBackend()
+        let store = InMemoryTokenStore(AuthTokens(accessToken: "expired-token", refreshToken: "refresh-1"))
+        let refresher = DemoRefresher()
+        let configuration = ShopKitConfiguration(
+            baseURL: URL(string: "https://shop.example/api")!,
+            retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(20)),
+            tokenStore: store, tokenRefresher: refresher,
+            signOutObserver: SignOutHandler { reason in print("  signed out: \(reason)") })
+        let client = ShopKitFactory.makeAPIClient(configuration, transport: backend.transport)
+
+        try await showTypedDecode(client)
+        try await showRefreshAndReplay(client, backend: backend)
+        try await showRetryOf503(client, backend: backend)
+    }
+
+    /// A typed decode (the first call also shows the 401 → refresh → replay under the hood).
+    static func showTypedDecode(_ client: APIClient) async throws {
+        let product = try await client.send(DemoGetProduct(id: "42"))
+        print("API: decoded \(product.name) for \(product.price) \(product.currency)")
+    }
+
+    /// A 401 answered with one refresh and one replay.
+    static func showRefreshAndReplay(_ client: APIClient, backend: StubBackend) async throws {
+        await backend.revokeCurrentToken()
+        let product = try await client.send(DemoGetProduct(id: "7"))
+        let replayed = await backend.log.suffix(2)
+        print("API: 401 → refresh → replay: \(replayed.joined(separator: " then ")) → \(product.name)")
+    }
+
+    /// A 503 retried with backoff.
+    static func showRetryOf503(_ client: APIClient, backend: StubBackend) async throws {
+        await backend.failNext(with: 503)
+        let product = try await client.send(DemoGetProduct(id: "9"))
+        let attempts = await backend.log.suffix(2)
+        print("API: retried after 503: \(attempts.joined(separator: " then ")) → \(product.name)")
+    }
+}
+
+struct DemoProduct: Decodable, Sendable {
+    let id: String
+    let name: String
+    let price: Double
+    let currency: String
+}
+
+struct DemoGetProduct: APIRequest {
+    typealias Response = DemoProduct
+    let id: String
+    var path: String { "/products/\(id)" }
+}
+
+/// Issues `token-1`, `token-2`, … for every refresh.
+actor DemoRefresher: TokenRefresher {
+    private var issued = 0
+
+    func refresh(_ tokens: AuthTokens) async throws -> AuthTokens {
+        issued += 1
+        return AuthTokens(accessToken: "token-\(issued)", refreshToken: "refresh-\(issued + 1)")
+    }
+}
+
+/// A pretend shop backend: accepts only the token it last saw refreshed, can fail on demand.
+actor StubBackend {
+    private(set) var log: [String] = []
+    private var validToken = "token-1"
+    private var failures: [Int] = []
+
+    /// The backend as a `ClientTransport` (the base of the decorator chain).
+    nonisolated var transport: StubTransport {
+        StubTransport { request in await self.answer(request) }
+    }
+
+    func revokeCurrentToken() {
+        let number = Int(validToken.dropFirst("token-".count)) ?? 1
+        validToken = "token-\(number + 1)"
+    }
+
+    func failNext(with status: Int) { failures.append(status) }
+
+    private func answer(_ request: RecordedRequest) -> StubReply {
+        if !failures.isEmpty {
+            let status = failures.removeFirst()
+            log.append("\(status)")
+            return .status(status)
+        }
+        guard request.authorization == "Bearer \(validToken)" else {
+            log.append("401")
+            return .status(401)
+        }
+        log.append("200")
+        let id = request.request.path?.split(separator: "/").last.map(String.init) ?? "?"
+        return .json(#"{"id":"\#(id)","name":"Trail shoe #\#(id)","price":59.5,"currency":"EUR"}"#)
     }
 }

@@ -1,0 +1,151 @@
+import Foundation
+import HTTPTypes
+import Logging
+import OpenAPIRuntime
+
+/// Sends typed ``APIRequest``s through a `ClientTransport` and returns decoded responses or an ``APIError``.
+///
+/// The transport is normally the decorator chain built by ShopKit's factory (retry → auth → dedup → HTTPS), but
+/// any `ClientTransport` works, which is what makes the client testable with a stub.
+///
+/// ```swift
+/// let client = APIClient(baseURL: URL(string: "https://shop.example")!, transport: transport)
+/// let product = try await client.send(GetProduct(id: "42"))
+/// ```
+public struct APIClient: Sendable {
+    /// Where every request's path is resolved.
+    public let baseURL: URL
+    /// The transport (or decorator chain) that carries requests.
+    public let transport: any ClientTransport
+    /// Decodes 2xx bodies.
+    public let decoder: JSONDecoder
+    /// The largest response body read into memory; bigger bodies fail with ``ResponseBodyTooLargeError``.
+    public let maxResponseBodyBytes: Int
+    /// Logs method, path (without query) and status at debug level; never headers or bodies.
+    public let logger: Logger
+
+    /// 10 MiB: the default ``maxResponseBodyBytes``.
+    public static let defaultMaxResponseBodyBytes = 10 * 1024 * 1024
+
+    /// Creates a client.
+    ///
+    /// - Parameters:
+    ///   - baseURL: The backend's base URL, e.g. `https://shop.example/api`.
+    ///   - transport: The transport or decorator chain.
+    ///   - decoder: The JSON decoder for response bodies.
+    ///   - maxResponseBodyBytes: The largest response body read into memory (default 10 MiB).
+    ///   - logger: Where debug lines go; the default logs nowhere unless a logging backend is bootstrapped.
+    public init(
+        baseURL: URL, transport: any ClientTransport, decoder: JSONDecoder = JSONDecoder(),
+        maxResponseBodyBytes: Int = APIClient.defaultMaxResponseBodyBytes,
+        logger: Logger = Logger(label: "ShopKit.APIClient")
+    ) {
+        self.baseURL = baseURL
+        self.transport = transport
+        self.decoder = decoder
+        self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
+        self.logger = logger
+    }
+
+    /// Sends `request` and decodes its response.
+    ///
+    /// Statuses map to ``APIError``: 401 → `unauthorized`, 403 → `forbidden`, 404 → `notFound`, 429 →
+    /// `rateLimited`, any other non-2xx → `server`. A cancelled task gets `cancelled`, whatever the transport threw.
+    ///
+    /// - Throws: Only ``APIError``.
+    public func send<Request: APIRequest>(_ request: Request) async throws(APIError) -> Request.Response {
+        if Task.isCancelled { throw .cancelled }
+        let httpRequest = makeHTTPRequest(for: request)
+        let body = request.body.map { HTTPBody($0) }
+        let logPath = request.path
+        logger.debug("request", metadata: ["method": "\(httpRequest.method)", "path": "\(logPath)"])
+
+        let response: HTTPResponse
+        let bytes: [UInt8]
+        do {
+            let (received, responseBody) = try await transport.send(
+                httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
+            response = received
+            bytes = try await responseBody?.collectBounded(limit: maxResponseBodyBytes) ?? []
+        } catch {
+            throw Self.map(transportError: error)
+        }
+        if Task.isCancelled { throw .cancelled }
+        logger.debug(
+            "response", metadata: ["method": "\(httpRequest.method)", "path": "\(logPath)", "status": "\(response.status.code)"])
+
+        guard response.status.kind == .successful else {
+            throw Self.map(status: response, body: bytes)
+        }
+        return try decode(Request.Response.self, from: bytes)
+    }
+
+    /// Builds the `HTTPRequest` for `request`: path with encoded query, `Accept`, `Content-Type`, skip-auth marker.
+    func makeHTTPRequest<Request: APIRequest>(for request: Request) -> HTTPRequest {
+        var components = URLComponents()
+        components.percentEncodedPath = Self.encodePath(request.path)
+        if !request.queryItems.isEmpty {
+            components.queryItems = request.queryItems
+            // URLComponents leaves "+" alone, which many servers read as a space.
+            components.percentEncodedQuery = components.percentEncodedQuery?
+                .replacingOccurrences(of: "+", with: "%2B")
+        }
+        var fields = request.headerFields
+        if fields[.accept] == nil { fields[.accept] = "application/json" }
+        if request.body != nil, fields[.contentType] == nil { fields[.contentType] = "application/json" }
+        fields[.shopKitSkipAuth] = nil
+        if !request.requiresAuth { fields[.shopKitSkipAuth] = "1" }
+        let path = components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
+        return HTTPRequest(method: request.method, scheme: nil, authority: nil, path: path, headerFields: fields)
+    }
+
+    /// Adds the leading `/` and percent-encodes characters that are not allowed in a path (spaces, `?`, `#`).
+    static func encodePath(_ path: String) -> String {
+        let rooted = path.hasPrefix("/") ? path : "/" + path
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#")
+        return rooted.addingPercentEncoding(withAllowedCharacters: allowed) ?? rooted
+    }
+
+    /// Decodes `type` from `bytes`; ``NoContent`` ignores the body, whatever it holds.
+    func decode<Response: Decodable>(_ type: Response.Type, from bytes: [UInt8]) throws(APIError) -> Response {
+        if let empty = NoContent() as? Response { return empty }
+        do {
+            return try decoder.decode(Response.self, from: Data(bytes))
+        } catch {
+            throw .decoding(DecodingFailure(decoding: Response.self, error: error))
+        }
+    }
+
+    /// Maps what a transport threw: APIErrors pass through, cancellation becomes `.cancelled`.
+    static func map(transportError error: any Error) -> APIError {
+        if let apiError = error as? APIError { return apiError }
+        if error is CancellationError || Task.isCancelled { return .cancelled }
+        return .transport(error)
+    }
+
+    /// Maps a non-2xx response to its ``APIError``.
+    static func map(status response: HTTPResponse, body: [UInt8]) -> APIError {
+        switch response.status.code {
+        case 401: return .unauthorized
+        case 403: return .forbidden
+        case 404: return .notFound
+        case 429:
+            let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: Date()) }
+            return .rateLimited(retryAfter: retryAfter)
+        default:
+            return .server(status: response.status.code, message: serverMessage(in: body))
+        }
+    }
+
+    /// The `message` (or `error`) string of a JSON error body, trimmed to 200 characters; `nil` otherwise.
+    ///
+    /// Only a named string field is taken, never the raw body, so an HTML error page does not end up in the UI.
+    static func serverMessage(in body: [UInt8]) -> String? {
+        guard !body.isEmpty, body.count <= 64 * 1024,
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else { return nil }
+        let message = (object["message"] as? String) ?? (object["error"] as? String)
+        return message.map { String($0.prefix(200)) }
+    }
+}

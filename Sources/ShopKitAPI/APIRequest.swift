@@ -1,0 +1,70 @@
+import Foundation
+import HTTPTypes
+
+/// One typed call to the backend: where it goes, what it sends, and what it decodes to.
+///
+/// Conform a small struct per endpoint; ``APIClient/send(_:)`` builds the `HTTPRequest`, sends it through the
+/// decorator chain and decodes ``Response`` from the JSON body.
+///
+/// ```swift
+/// struct GetProduct: APIRequest {
+///     typealias Response = Product
+///     let id: String
+///     var path: String { "/products/\(id)" }
+/// }
+/// ```
+public protocol APIRequest: Sendable {
+    /// The type decoded from a successful (2xx) response's JSON body. Use ``NoContent`` for empty bodies.
+    associatedtype Response: Decodable & Sendable
+
+    /// The HTTP method. Defaults to GET.
+    var method: HTTPRequest.Method { get }
+    /// The path below the client's base URL, unencoded (the client percent-encodes it), starting with `/` (added
+    /// when missing). Put the query in ``queryItems``, not here.
+    var path: String { get }
+    /// Query items, percent-encoded by the client. Defaults to none.
+    var queryItems: [URLQueryItem] { get }
+    /// Extra request headers. Defaults to none; the client adds `Accept` and, with a body, `Content-Type`.
+    var headerFields: HTTPFields { get }
+    /// The request body, sent as is (typically JSON). Defaults to none.
+    ///
+    /// A `Data` body can be sent more than once, so retries and auth replays can resend it.
+    var body: Data? { get }
+    /// Whether the auth decorator attaches the user's bearer token. Defaults to `true`.
+    ///
+    /// Set `false` for endpoints that must work signed out (sign-in, public catalog). The flag travels to the
+    /// auth decorator as the `HTTPField.Name.shopKitSkipAuth` header, which that decorator strips.
+    var requiresAuth: Bool { get }
+}
+
+extension APIRequest {
+    /// GET.
+    public var method: HTTPRequest.Method { .get }
+    /// No query items.
+    public var queryItems: [URLQueryItem] { [] }
+    /// No extra headers.
+    public var headerFields: HTTPFields { [:] }
+    /// No body.
+    public var body: Data? { nil }
+    /// Authenticated.
+    public var requiresAuth: Bool { true }
+}
+
+/// The response type of endpoints whose 2xx body does not matter (204 No Content, or an ignored acknowledgement).
+///
+/// The client does not read it as JSON: any 2xx body, empty or not, decodes to `NoContent()`.
+public struct NoContent: Decodable, Sendable, Equatable {
+    /// Creates the empty value.
+    public init() {}
+}
+
+extension HTTPField.Name {
+    /// Marks a request that must go out without `Authorization` (``APIRequest/requiresAuth`` is `false`).
+    ///
+    /// ``APIClient`` sets it, ``AuthenticatingTransport`` removes it before the request leaves, so the server never
+    /// sees it when the chain holds the auth decorator. Without that decorator nothing attaches a token anyway.
+    public static let shopKitSkipAuth = HTTPField.Name("X-ShopKit-Skip-Auth")!
+
+    /// `Idempotency-Key`: a request carrying it may be retried even when its method is not idempotent.
+    public static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+}

@@ -1,0 +1,180 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import Testing
+import TestSupport
+
+@testable import ShopKitAPI
+
+@Suite(.timeLimit(.minutes(1))) struct DeduplicatingTransportTests {
+    static func request(
+        _ method: HTTPRequest.Method = .get, path: String = "/products", headers: HTTPFields = [.authorization: "Bearer a"]
+    ) -> HTTPRequest {
+        HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: headers)
+    }
+
+    /// Sends and reads the body, as a caller would.
+    static func fetch(_ dedup: DeduplicatingTransport, _ request: HTTPRequest, body: HTTPBody? = nil) async throws -> (Int, Data) {
+        let (response, responseBody) = try await dedup.send(request, body: body, baseURL: baseURL, operationID: "t")
+        var bytes: [UInt8] = []
+        if let responseBody { bytes = try await [UInt8](collecting: responseBody, upTo: 1 << 20) }
+        return (response.status.code, Data(bytes))
+    }
+
+    /// Waits (without sleeping) until `count` callers are parked on the decorator.
+    static func waitForWaiters(_ dedup: DeduplicatingTransport, _ count: Int) async {
+        while await dedup.waiterCount < count { await Task.yield() }
+    }
+
+    static func heldStub(_ gate: Gate, body: String = productJSON) -> StubTransport {
+        StubTransport { _ in
+            try await gate.wait()
+            return .json(body)
+        }
+    }
+
+    @Test func concurrentIdenticalGETsMakeOneCallAndEachGetsItsOwnBody() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        let tasks = (0..<5).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
+        await Self.waitForWaiters(dedup, 5)
+        #expect(await dedup.inFlightCount == 1)
+        await gate.open()
+        for task in tasks {
+            let (status, body) = try await task.value
+            #expect(status == 200)
+            #expect(body == Data(productJSON.utf8))
+        }
+        #expect(await stub.requests.count == 1)
+        #expect(await dedup.inFlightCount == 0)
+    }
+
+    @Test func entryIsEvictedWhenTheRequestEnds() async throws {
+        let stub = StubTransport(replies: [.json(productJSON)])
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        _ = try await Self.fetch(dedup, Self.request())
+        _ = try await Self.fetch(dedup, Self.request())
+        #expect(await stub.requests.count == 2)
+        #expect(await dedup.inFlightCount == 0)
+    }
+
+    @Test(arguments: [
+        ("authorization", "Bearer b"), ("accept", "text/csv"), ("accept-language", "de"), ("accept-encoding", "br"),
+        ("cookie", "session=2"), ("range", "bytes=0-9"), ("x-tenant", "other"),
+    ])
+    func differentResponseHeadersAreNotMerged(name: String, value: String) async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        var other = Self.request()
+        other.headerFields[HTTPField.Name(name)!] = value
+        async let first = Self.fetch(dedup, Self.request())
+        async let second = Self.fetch(dedup, other)
+        await Self.waitForWaiters(dedup, 2)
+        #expect(await dedup.inFlightCount == 2)
+        await gate.open()
+        _ = try await (first, second)
+        #expect(await stub.requests.count == 2)
+    }
+
+    @Test func differentURLsAreNotMerged() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        async let first = Self.fetch(dedup, Self.request(path: "/products?page=1"))
+        async let second = Self.fetch(dedup, Self.request(path: "/products?page=2"))
+        await Self.waitForWaiters(dedup, 2)
+        #expect(await dedup.inFlightCount == 2)
+        await gate.open()
+        _ = try await (first, second)
+    }
+
+    @Test func absoluteFormAuthoritiesSeparate() {
+        var first = Self.request()
+        first.authority = "a.example"
+        var second = first
+        second.authority = "b.example"
+        #expect(DeduplicatingTransport.key(for: first, baseURL: baseURL) != DeduplicatingTransport.key(for: second, baseURL: baseURL))
+        #expect(DeduplicatingTransport.key(for: Self.request(), baseURL: baseURL) != DeduplicatingTransport.key(for: Self.request(), baseURL: URL(string: "https://other.example/api")!))
+    }
+
+    @Test func tracingHeadersDoNotSeparate() {
+        let plain = DeduplicatingTransport.key(for: Self.request(), baseURL: baseURL)
+        var traced = Self.request()
+        traced.headerFields[HTTPField.Name("traceparent")!] = "00-abc-def-01"
+        #expect(DeduplicatingTransport.key(for: traced, baseURL: baseURL) == plain)
+    }
+
+    @Test func postsAreNeverMerged() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        async let first = Self.fetch(dedup, Self.request(.post), body: HTTPBody("{}"))
+        async let second = Self.fetch(dedup, Self.request(.post), body: HTTPBody("{}"))
+        await stub.arrivals.wait(until: 2)  // both reached the transport: not merged
+        #expect(await dedup.inFlightCount == 0)
+        await gate.open()
+        _ = try await (first, second)
+    }
+
+    @Test func oneWaiterCancellingDoesNotCancelTheOthers() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        let leaving = Task { try await Self.fetch(dedup, Self.request()) }
+        let staying = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
+        await Self.waitForWaiters(dedup, 3)
+        leaving.cancel()
+        await #expect(throws: CancellationError.self) { try await leaving.value }  // at once, while the gate is shut
+        #expect(await dedup.inFlightCount == 1)
+        await gate.open()
+        for task in staying { #expect(try await task.value.0 == 200) }
+        #expect(await stub.cancellations.count == 0)
+        #expect(await stub.requests.count == 1)
+    }
+
+    @Test func allWaitersCancellingCancelsTheRequest() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        let tasks = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
+        await Self.waitForWaiters(dedup, 2)
+        await stub.arrivals.wait(until: 1)
+        for task in tasks { task.cancel() }
+        for task in tasks { await #expect(throws: CancellationError.self) { try await task.value } }
+        await stub.cancellations.wait(until: 1)  // the upstream request saw the cancellation
+        #expect(await dedup.inFlightCount == 0)
+
+        // A new identical request is not joined to the cancelled one.
+        await gate.open()
+        #expect(try await Self.fetch(dedup, Self.request()).0 == 200)
+        #expect(await stub.requests.count == 2)
+    }
+
+    @Test func oversizeSharedBodyFailsEveryWaiter() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate, body: String(repeating: "x", count: 100))
+        let dedup = DeduplicatingTransport(wrapping: stub, maxBodyBytes: 10)
+        let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
+        await Self.waitForWaiters(dedup, 3)
+        await gate.open()
+        for task in tasks {
+            await #expect(throws: ResponseBodyTooLargeError(limit: 10)) { try await task.value }
+        }
+    }
+
+    @Test func upstreamErrorReachesEveryWaiter() async throws {
+        let gate = Gate()
+        let stub = StubTransport { _ in
+            try await gate.wait()
+            return .failure(EquatableFailure(code: 5))
+        }
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request(.head)) } }
+        await Self.waitForWaiters(dedup, 3)
+        await gate.open()
+        for task in tasks { await #expect(throws: EquatableFailure(code: 5)) { try await task.value } }
+        #expect(await stub.requests.count == 1)
+    }
+}

@@ -1,0 +1,77 @@
+// README-BEGIN (this block is the README's "API client" example, verbatim; a test checks they match)
+import Foundation
+import ShopKit
+
+struct Product: Decodable, Sendable {
+    let id: String
+    let name: String
+}
+
+struct GetProduct: APIRequest {
+    typealias Response = Product
+    let id: String
+    var path: String { "/products/\(id)" }
+}
+
+/// Loads a product through retry → auth → dedup → `transport` (in an app: the pinned HTTPS transport).
+func productTitle(id: String, transport: any ClientTransport, store: any TokenStore, refresher: any TokenRefresher)
+    async -> String
+{
+    let configuration = ShopKitConfiguration(
+        baseURL: URL(string: "https://shop.example/api")!,
+        tokenStore: store,
+        tokenRefresher: refresher,
+        signOutObserver: SignOutHandler { reason in print("Signed out: \(reason)") })
+    let client = ShopKitFactory.makeAPIClient(configuration, transport: transport)
+    do throws(APIError) {
+        let product = try await client.send(GetProduct(id: id))
+        return product.name
+    } catch {
+        switch error {
+        case .unauthorized: return "Please sign in again."
+        case .notFound: return "No such product."
+        case .rateLimited, .server, .transport: return "The shop is unavailable; try again later."
+        case .forbidden, .decoding, .cancelled: return "Something went wrong: \(error)"
+        }
+    }
+}
+// README-END
+
+import Testing
+import TestSupport
+
+@Suite struct READMEExampleTests {
+    @Test func exampleIsTheREADMEsExample() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let begin = try #require(source.range(of: "README-BEGIN"))
+        let afterBeginLine = try #require(source[begin.upperBound...].firstIndex(of: "\n"))
+        let end = try #require(source.range(of: "// README-END"))
+        let example = String(source[source.index(after: afterBeginLine)..<end.lowerBound])
+        #expect(example.count > 500)
+        #expect(readme.contains("```swift\n" + example + "```\n"), "README.md's API client example differs from this file")
+    }
+
+    @Test func exampleRunsThroughRefreshAndReplay() async {
+        let stub = StubTransport { request in
+            request.authorization == "Bearer fresh" ? .json(#"{"id":"42","name":"Trail shoe"}"#) : .status(401)
+        }
+        let store = InMemoryTokenStore(AuthTokens(accessToken: "stale", refreshToken: "r"))
+        let refresher = CountingRefresher(returning: AuthTokens(accessToken: "fresh", refreshToken: "r2"))
+        #expect(await productTitle(id: "42", transport: stub, store: store, refresher: refresher) == "Trail shoe")
+        #expect(await refresher.count == 1)
+    }
+
+    @Test func exampleMapsErrors() async {
+        let store = InMemoryTokenStore(AuthTokens(accessToken: "a"))
+        let refresher = CountingRefresher(returning: AuthTokens(accessToken: "b"))
+        let missing = StubTransport(replies: [.status(404)])
+        #expect(await productTitle(id: "1", transport: missing, store: store, refresher: refresher) == "No such product.")
+        let signedOut = InMemoryTokenStore(nil)
+        #expect(
+            await productTitle(id: "1", transport: missing, store: signedOut, refresher: refresher)
+                == "Please sign in again.")
+    }
+}
