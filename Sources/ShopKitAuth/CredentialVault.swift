@@ -96,9 +96,9 @@ public actor CredentialVault {
     }
 
     private func requirePresence(for key: CredentialKey, reuseSeconds: Int) async throws(CredentialError) {
-        if let proof = lastPresence {
+        // A window of 0 asks every time; a clock that went backwards (negative age) does not count as fresh.
+        if let proof = lastPresence, reuseSeconds > 0 {
             let age = clock().timeIntervalSince(proof)
-            // A clock that went backwards (negative age) does not count as fresh.
             if age >= 0, age <= Double(reuseSeconds) {
                 logger.debug("read allowed: presence proven within the reuse window", metadata: ["key": "\(key)"])
                 return
