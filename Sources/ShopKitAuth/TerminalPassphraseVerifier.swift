@@ -49,36 +49,25 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
     /// Prompts (showing `reason`) and reads a passphrase without echo; throws `.accessDenied` after the last
     /// wrong try or when the terminal cannot be used.
     public func verifyPresence(reason: String) async throws(CredentialError) {
-        let result: Result<Void, CredentialError> = await withCheckedContinuation { continuation in
-            DispatchQueue(label: "ShopKitAuth.TerminalPassphraseVerifier").async {
-                continuation.resume(returning: Result { () throws(CredentialError) in try self.promptBlocking(reason) })
-            }
-        }
-        try result.get()
+        try await TerminalIO.offPool { () throws(CredentialError) in try self.promptBlocking(reason) }
     }
 
     private func promptBlocking(_ reason: String) throws(CredentialError) {
-        let fd = open(terminalPath, O_RDWR | O_NOCTTY | O_CLOEXEC)
-        guard fd >= 0, isatty(fd) == 1 else {
-            if fd >= 0 { close(fd) }
-            throw .accessDenied("cannot open the terminal \(terminalPath) to confirm presence")
+        do {
+            try TerminalIO.withSilentTerminal(terminalPath) { (fd) throws(CredentialError) in
+                for attempt in 1...attempts {
+                    TerminalIO.writeAll(fd, "ShopKit wants to \(reason).\nPassphrase to confirm it is you: ")
+                    guard let typed = TerminalIO.readLine(fd) else { throw .accessDenied("no passphrase was entered") }
+                    TerminalIO.writeAll(fd, "\n")
+                    if try matches(typed) { return }
+                    if attempt < attempts { TerminalIO.writeAll(fd, "Wrong passphrase, try again.\n") }
+                }
+                throw .accessDenied("the passphrase did not match after \(attempts) tries")
+            }
+        } catch {
+            if case .io(let why) = error { throw .accessDenied(why) }
+            throw error
         }
-        defer { close(fd) }
-        var original = termios()
-        guard tcgetattr(fd, &original) == 0 else { throw .accessDenied("cannot read the terminal settings") }
-        var silent = original
-        silent.c_lflag &= ~tcflag_t(ECHO)
-        guard tcsetattr(fd, TCSAFLUSH, &silent) == 0 else { throw .accessDenied("cannot turn terminal echo off") }
-        defer { _ = tcsetattr(fd, TCSAFLUSH, &original) }
-
-        for attempt in 1...attempts {
-            writeAll(fd, "ShopKit wants to \(reason).\nPassphrase to confirm it is you: ")
-            guard let typed = readLine(fd) else { throw .accessDenied("no passphrase was entered") }
-            writeAll(fd, "\n")
-            if try matches(typed) { return }
-            if attempt < attempts { writeAll(fd, "Wrong passphrase, try again.\n") }
-        }
-        throw .accessDenied("the passphrase did not match after \(attempts) tries")
     }
 
     private func matches(_ typed: Passphrase) throws(CredentialError) -> Bool {
@@ -89,37 +78,6 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
             return a.constantTimeEquals(b)
         case .hash(let hash):
             return try hash.matchesBlocking(typed)
-        }
-    }
-
-    /// Reads one line (without its newline) into wiped memory; `nil` at end of input.
-    private func readLine(_ fd: Int32) -> Passphrase? {
-        let capacity = 4096
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: capacity, alignment: 1)
-        defer {
-            SecureBytes.wipe(buffer)
-            buffer.deallocate()
-        }
-        var count = 0
-        var byte: UInt8 = 0
-        while true {
-            let got = read(fd, &byte, 1)
-            if got < 0 && errno == EINTR { continue }
-            if got <= 0 { if count == 0 { return nil } else { break } }
-            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { break }
-            if count < capacity { buffer[count] = byte; count += 1 }
-        }
-        byte = 0
-        return Passphrase(bytes: UnsafeRawBufferPointer(rebasing: buffer[0..<count]))
-    }
-
-    private func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
         }
     }
 }

@@ -105,4 +105,27 @@ private final class PseudoTerminal {
         _ = await terminal.answer(after: "confirm it is you: ", with: "presence\n")
         #expect(await verdict == nil)
     }
+
+    @Test func passphraseFromAFileDescriptor() async throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let input = Array("pipe secret\r\nnext line\n".utf8)
+        _ = write(fds[1], input, input.count)
+        close(fds[1])
+        let read = try await Passphrase.read(fromFileDescriptor: fds[0])
+        #expect(read.withBytes { Array($0) } == Array("pipe secret".utf8))
+        #expect(try await Passphrase.read(fromFileDescriptor: fds[0]).withBytes { Array($0) } == Array("next line".utf8))
+        await #expect(throws: CredentialError.self) { try await Passphrase.read(fromFileDescriptor: fds[0]) }
+        close(fds[0])
+    }
+
+    @Test func passphrasePromptReadsTheTerminalWithoutEcho() async throws {
+        let terminal = try PseudoTerminal()
+        let path = terminal.slavePath
+        async let typed = Passphrase.prompt("Token file passphrase: ", terminalPath: path)
+        let shown = await terminal.answer(after: "passphrase: ", with: "typed secret\n")
+        #expect(try await typed.withBytes { Array($0) } == Array("typed secret".utf8))
+        #expect(!shown.contains("typed secret"))
+        await #expect(throws: CredentialError.self) { try await Passphrase.prompt("x", terminalPath: "/dev/null") }
+    }
 }
