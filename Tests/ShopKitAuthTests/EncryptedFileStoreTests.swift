@@ -174,6 +174,26 @@ import Testing
         }
     }
 
+    /// Two store instances in one process lock each other out too (flock locks belong to the open file).
+    @Test func twoInstancesInOneProcessLoseNoUpdate() async throws {
+        try await withTempDirectory { dir in
+            let first = makeStore(dir.storeURL), second = makeStore(dir.storeURL)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for index in 0..<20 {
+                    let store = index % 2 == 0 ? first : second
+                    group.addTask {
+                        try await store.write(
+                            StoredCredential(tokens: AuthTokens(accessToken: "t\(index)"), policy: .afterFirstUnlock),
+                            for: CredentialKey(service: "parallel", account: "\(index)"))
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try await first.keys().count == 20)
+            #expect(try await second.generation() == 20)
+        }
+    }
+
     @Test func passphraseNeverAppearsInDescriptions() {
         let secret = passphrase("hunter2-very-secret")
         #expect(!"\(secret)".contains("hunter2"))
