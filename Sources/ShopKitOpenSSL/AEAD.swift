@@ -19,7 +19,7 @@ public enum AES256GCM {
         _ plaintext: UnsafeRawBufferPointer, key: SecureBytes, nonce: [UInt8], aad: [UInt8]
     ) throws(OpenSSLError) -> (ciphertext: [UInt8], tag: [UInt8]) {
         try checkSizes(key: key, nonce: nonce, operation: "AES-256-GCM seal")
-        let context = try CipherContext()
+        let context = try GCMCipherContext()
         OpenSSLError.clearQueue()
         let initialised = key.withUnsafeBytes { keyBytes in
             nonce.withUnsafeBufferPointer { nonceBytes in
@@ -53,7 +53,7 @@ public enum AES256GCM {
         guard tag.count == tagSize else {
             throw OpenSSLError(operation: "AES-256-GCM open", queue: ["tag must be \(tagSize) bytes"])
         }
-        let context = try CipherContext()
+        let context = try GCMCipherContext()
         OpenSSLError.clearQueue()
         let initialised = key.withUnsafeBytes { keyBytes in
             nonce.withUnsafeBufferPointer { nonceBytes in
@@ -95,7 +95,7 @@ public enum AES256GCM {
 }
 
 /// Owns one `EVP_CIPHER_CTX`, freed (and so wiped by OpenSSL) in `deinit`.
-final class CipherContext {
+final class GCMCipherContext {
     let pointer: OpaquePointer
 
     init() throws(OpenSSLError) {

@@ -79,6 +79,18 @@ import Testing
         }
     }
 
+    /// Someone who edits the wrapped key or its tag *and* recomputes the unkeyed header checksum gets
+    /// `.wrongPassphrase` (the checksum only classifies accidental damage; GCM is what refuses the file).
+    @Test func forgedWrapWithRecomputedChecksumReadsAsWrongPassphrase() async throws {
+        try await withTempDirectory { dir in
+            var file = try TokenFile.parse(try await sampleFile(dir))
+            file.wrapTag[0] ^= 1
+            try writeBytes(try file.serialized(), to: dir.storeURL)
+            let store = makeStore(dir.storeURL)
+            #expect(await caughtError { () async throws(CredentialError) in try await store.read(aliceKey) } == .wrongPassphrase)
+        }
+    }
+
     @Test func otherHeaderFieldsAreChecked() async throws {
         try await withTempDirectory { dir in
             let original = try await sampleFile(dir)
