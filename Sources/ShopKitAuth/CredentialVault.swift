@@ -28,6 +28,10 @@ public actor CredentialVault {
     private let logger: Logger
     /// When the user last proved presence through this vault.
     private var lastPresence: Date?
+    /// The prompt in progress, if any; concurrent protected reads wait for it instead of prompting again.
+    private var pendingVerification: Task<Result<Void, CredentialError>, Never>?
+    /// How many reads waited for another read's prompt (for tests).
+    private(set) var joinedVerifications = 0
 
     /// A vault over `backend`. `clock` is injectable for tests; `presenceVerifier` is required for
     /// `userPresence` items.
@@ -95,14 +99,18 @@ public actor CredentialVault {
         lastPresence = nil
     }
 
+    /// Whether the last proof is fresh for a window of `reuseSeconds` (0 is never fresh; a clock that went
+    /// backwards does not count as fresh).
+    private func isFresh(_ reuseSeconds: Int) -> Bool {
+        guard let proof = lastPresence, reuseSeconds > 0 else { return false }
+        let age = clock().timeIntervalSince(proof)
+        return age >= 0 && age <= Double(reuseSeconds)
+    }
+
     private func requirePresence(for key: CredentialKey, reuseSeconds: Int) async throws(CredentialError) {
-        // A window of 0 asks every time; a clock that went backwards (negative age) does not count as fresh.
-        if let proof = lastPresence, reuseSeconds > 0 {
-            let age = clock().timeIntervalSince(proof)
-            if age >= 0, age <= Double(reuseSeconds) {
-                logger.debug("read allowed: presence proven within the reuse window", metadata: ["key": "\(key)"])
-                return
-            }
+        if isFresh(reuseSeconds) {
+            logger.debug("read allowed: presence proven within the reuse window", metadata: ["key": "\(key)"])
+            return
         }
         guard let verifier = presenceVerifier else {
             logger.notice("read denied: userPresence item and no presence verifier", metadata: ["key": "\(key)"])
@@ -112,13 +120,35 @@ public actor CredentialVault {
             logger.notice("read denied: presence verifier cannot run here", metadata: ["key": "\(key)"])
             throw .accessDenied("\(key) requires user presence and the verifier cannot run here (no terminal?)")
         }
-        do {
-            try await verifier.verifyPresence(reason: "read the credential \(key)")
-        } catch {
+        // One prompt at a time: a read arriving during another read's prompt waits for that outcome. A refusal
+        // answers every waiting read; a proof serves them when their window allows (a window of 0 asks again).
+        while let pending = pendingVerification {
+            joinedVerifications += 1
+            if case .failure(let error) = await pending.value {
+                logger.notice("read denied: presence not proven", metadata: ["key": "\(key)"])
+                throw error
+            }
+            if isFresh(reuseSeconds) {
+                logger.debug("read allowed: presence proven by a concurrent prompt", metadata: ["key": "\(key)"])
+                return
+            }
+        }
+        // The task is isolated to this actor, so the proof is recorded before any waiter sees the outcome.
+        let verification = Task<Result<Void, CredentialError>, Never> {
+            defer { self.pendingVerification = nil }
+            do throws(CredentialError) {
+                try await verifier.verifyPresence(reason: "read the credential \(key)")
+            } catch {
+                return .failure(error)
+            }
+            self.lastPresence = self.clock()
+            return .success(())
+        }
+        pendingVerification = verification
+        if case .failure(let error) = await verification.value {
             logger.notice("read denied: presence not proven", metadata: ["key": "\(key)"])
             throw error
         }
-        lastPresence = clock()
         logger.info("read allowed: presence proven", metadata: ["key": "\(key)"])
     }
 }

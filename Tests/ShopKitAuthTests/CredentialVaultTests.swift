@@ -144,4 +144,48 @@ import Testing
             #expect(try await destination.read(aliceKey) != nil)
         }
     }
+
+    /// Reads arriving while a prompt is open wait for it: one prompt, one answer for all of them.
+    @Test(arguments: [true, false]) func concurrentReadsShareOnePrompt(answer: Bool) async throws {
+        try await withTempDirectory { dir in
+            let gate = PresenceGate()
+            let vault = vault(dir, verifier: ClosurePresenceVerifier { _ in await gate.ask() })
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            async let first = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            let prompted = await eventually { await gate.waiting == 1 }
+            async let second = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            let joined = await eventually { await vault.joinedVerifications == 1 }
+            await gate.answerAll(answer)
+            let outcomes = await [first, second]
+            #expect(prompted && joined)
+            #expect(await gate.asked == 1)
+            #expect(outcomes == (answer ? [nil, nil] : Array(repeating: .accessDenied("the user did not confirm presence"), count: 2)))
+        }
+    }
+}
+
+/// A presence prompt the test answers: `ask` waits until `answerAll`.
+private actor PresenceGate {
+    private var waiters: [CheckedContinuation<Bool, Never>] = []
+    private(set) var asked = 0
+    var waiting: Int { waiters.count }
+
+    func ask() async -> Bool {
+        asked += 1
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func answerAll(_ answer: Bool) {
+        for waiter in waiters { waiter.resume(returning: answer) }
+        waiters.removeAll()
+    }
+}
+
+/// Yields until `condition` holds (bounded, no sleeping); returns whether it did.
+private func eventually(_ condition: () async -> Bool) async -> Bool {
+    for _ in 0..<100_000 {
+        if await condition() { return true }
+        await Task.yield()
+    }
+    return false
 }
