@@ -2,8 +2,6 @@ import Foundation
 import Logging
 import ShopKitAPI
 
-// Placeholder API of the policy-enforcing front; the real implementation replaces this file.
-
 /// Proves that the user is present (typed a passphrase, touched a key) before a protected read.
 public protocol PresenceVerifier: Sendable {
     /// Whether a proof can be asked for here (a terminal is attached, a prompt is possible).
@@ -15,11 +13,28 @@ public protocol PresenceVerifier: Sendable {
 /// The front door to stored credentials: a backend plus the access policy's presence check.
 ///
 /// Reads of `userPresence` items need a proof from the verifier no older than the item's reuse window;
-/// with no verifier able to run, the read fails closed.
+/// with no verifier able to run, the read fails closed. Writes refuse a policy this machine cannot honour:
+/// `thisDeviceOnly` on a backend that cannot bind, or `userPresence` with no verifier able to run (the item could
+/// never be read back), as the Keychain refuses passcode-bound items on a device without a passcode.
+///
+/// - Warning: The presence check is enforced by this API. Any process running as the same user can still ask
+///   the keyring directly, or try passphrases against the file: the policy protects against a careless caller
+///   and an unattended session, not against malware running as the user.
 public actor CredentialVault {
     /// The backend holding the items.
     public nonisolated let backend: any CredentialBackend
+    private let presenceVerifier: (any PresenceVerifier)?
+    private let clock: @Sendable () -> Date
+    private let logger: Logger
+    /// When the user last proved presence through this vault.
+    private var lastPresence: Date?
+    /// The prompt in progress, if any; concurrent protected reads wait for it instead of prompting again.
+    private var pendingVerification: Task<Result<Void, CredentialError>, Never>?
+    /// How many reads waited for another read's prompt (for tests).
+    private(set) var joinedVerifications = 0
 
+    /// A vault over `backend`. `clock` is injectable for tests; `presenceVerifier` is required for
+    /// `userPresence` items.
     public init(
         backend: any CredentialBackend,
         presenceVerifier: (any PresenceVerifier)? = nil,
@@ -27,22 +42,113 @@ public actor CredentialVault {
         logger: Logger = Logger(label: "ShopKitAuth")
     ) {
         self.backend = backend
+        self.presenceVerifier = presenceVerifier
+        self.clock = clock
+        self.logger = logger
     }
 
     /// Reads the tokens for `key`, enforcing the item's policy; `nil` when there is no item.
+    ///
+    /// Throws `.accessDenied` when a `userPresence` item has no fresh proof and none can be obtained, plus
+    /// whatever the backend throws (`.wrongDevice`, `.locked`, `.wrongPassphrase`, `.corrupt`, …).
     public func read(_ key: CredentialKey) async throws(CredentialError) -> AuthTokens? {
-        try await backend.read(key)?.tokens
+        guard let item = try await backend.read(key) else {
+            logger.debug("no credential", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
+            return nil
+        }
+        switch item.policy.access {
+        case .afterFirstUnlock:
+            logger.debug("read allowed: afterFirstUnlock", metadata: ["key": "\(key)"])
+        case .userPresence(let reuseSeconds):
+            try await requirePresence(for: key, reuseSeconds: reuseSeconds)
+        }
+        return item.tokens
     }
 
-    /// Stores `tokens` for `key` under `policy`; refuses a policy this machine cannot honour.
+    /// Stores `tokens` for `key` under `policy`; refuses (`.policyUnsupported`) a policy this machine cannot honour.
     public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy = .afterFirstUnlock)
         async throws(CredentialError)
     {
+        if policy.thisDeviceOnly && !backend.canBindToDevice {
+            logger.warning("write refused: backend cannot bind to this device", metadata: ["key": "\(key)"])
+            throw .policyUnsupported(
+                "the \(backend.name) store cannot bind items to this device (no machine id); "
+                    + "store the item without thisDeviceOnly or configure a device id")
+        }
+        if case .userPresence(let reuseSeconds) = policy.access {
+            guard reuseSeconds >= 0 else { throw .policyUnsupported("userPresence reuseSeconds must not be negative") }
+            guard presenceVerifier?.canVerify == true else {
+                logger.warning("write refused: no presence verifier can run", metadata: ["key": "\(key)"])
+                throw .policyUnsupported(
+                    "a userPresence item needs a PresenceVerifier that can run here (none can, so the item could "
+                        + "never be read); pass one to CredentialVault or store it as afterFirstUnlock")
+            }
+        }
         try await backend.write(StoredCredential(tokens: tokens, policy: policy), for: key)
+        logger.debug("credential stored", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
     }
 
-    /// Deletes the item for `key`.
+    /// Deletes the item for `key` (no presence needed: deleting reveals nothing).
     public func delete(_ key: CredentialKey) async throws(CredentialError) {
         try await backend.delete(key)
+        logger.debug("credential deleted", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
+    }
+
+    /// Forgets the last proof of presence, so the next protected read asks again (e.g. on screen lock).
+    public func forgetPresence() {
+        lastPresence = nil
+    }
+
+    /// Whether the last proof is fresh for a window of `reuseSeconds` (0 is never fresh; a clock that went
+    /// backwards does not count as fresh).
+    private func isFresh(_ reuseSeconds: Int) -> Bool {
+        guard let proof = lastPresence, reuseSeconds > 0 else { return false }
+        let age = clock().timeIntervalSince(proof)
+        return age >= 0 && age <= Double(reuseSeconds)
+    }
+
+    private func requirePresence(for key: CredentialKey, reuseSeconds: Int) async throws(CredentialError) {
+        if isFresh(reuseSeconds) {
+            logger.debug("read allowed: presence proven within the reuse window", metadata: ["key": "\(key)"])
+            return
+        }
+        guard let verifier = presenceVerifier else {
+            logger.notice("read denied: userPresence item and no presence verifier", metadata: ["key": "\(key)"])
+            throw .accessDenied("\(key) requires user presence and no PresenceVerifier is configured")
+        }
+        guard verifier.canVerify else {
+            logger.notice("read denied: presence verifier cannot run here", metadata: ["key": "\(key)"])
+            throw .accessDenied("\(key) requires user presence and the verifier cannot run here (no terminal?)")
+        }
+        // One prompt at a time: a read arriving during another read's prompt waits for that outcome. A refusal
+        // answers every waiting read; a proof serves them when their window allows (a window of 0 asks again).
+        while let pending = pendingVerification {
+            joinedVerifications += 1
+            if case .failure(let error) = await pending.value {
+                logger.notice("read denied: presence not proven", metadata: ["key": "\(key)"])
+                throw error
+            }
+            if isFresh(reuseSeconds) {
+                logger.debug("read allowed: presence proven by a concurrent prompt", metadata: ["key": "\(key)"])
+                return
+            }
+        }
+        // The task is isolated to this actor, so the proof is recorded before any waiter sees the outcome.
+        let verification = Task<Result<Void, CredentialError>, Never> {
+            defer { self.pendingVerification = nil }
+            do throws(CredentialError) {
+                try await verifier.verifyPresence(reason: "read the credential \(key)")
+            } catch {
+                return .failure(error)
+            }
+            self.lastPresence = self.clock()
+            return .success(())
+        }
+        pendingVerification = verification
+        if case .failure(let error) = await verification.value {
+            logger.notice("read denied: presence not proven", metadata: ["key": "\(key)"])
+            throw error
+        }
+        logger.info("read allowed: presence proven", metadata: ["key": "\(key)"])
     }
 }

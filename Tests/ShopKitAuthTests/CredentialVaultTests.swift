@@ -1,0 +1,191 @@
+import Foundation
+import ShopKitAPI
+import Testing
+@testable import ShopKitAuth
+
+/// The access policy over a real file store; only the presence prompt and the clock are stubbed.
+@Suite struct CredentialVaultTests {
+    static let presence = AccessPolicy(access: .userPresence(reuseSeconds: 30))
+
+    private func vault(
+        _ dir: TempDirectory, verifier: (any PresenceVerifier)?, clock: TestClock = TestClock()
+    ) -> CredentialVault {
+        CredentialVault(backend: makeStore(dir.storeURL), presenceVerifier: verifier, clock: { clock.read() })
+    }
+
+    private func counting(_ counter: PromptCounter, answer: Bool = true, canVerify: Bool = true) -> ClosurePresenceVerifier {
+        ClosurePresenceVerifier(canVerify: canVerify) { _ in
+            counter.record()
+            return answer
+        }
+    }
+
+    @Test func afterFirstUnlockReadsWithoutAnyVerifier() async throws {
+        try await withTempDirectory { dir in
+            let vault = vault(dir, verifier: nil)
+            try await vault.write(aliceTokens, for: aliceKey)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(try await vault.read(bobKey) == nil)
+        }
+    }
+
+    @Test func presenceIsReusedWithinTheWindowAndAskedAgainAfterIt() async throws {
+        try await withTempDirectory { dir in
+            let clock = TestClock(), prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts), clock: clock)
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            #expect(prompts.count == 0)  // writing needs no presence
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 1)
+            clock.advance(10)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            clock.advance(20)  // exactly 30 s old: still within the window
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 1)
+            clock.advance(1)  // 31 s: too old
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 2)
+            // The new proof restarts the window; a clock that jumps backwards does not count as fresh.
+            clock.advance(-5)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 3)
+            await vault.forgetPresence()
+            _ = try await vault.read(aliceKey)
+            #expect(prompts.count == 4)
+        }
+    }
+
+    @Test func zeroReuseAsksEveryTime() async throws {
+        try await withTempDirectory { dir in
+            let prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts))
+            try await vault.write(aliceTokens, for: aliceKey, policy: AccessPolicy(access: .userPresence(reuseSeconds: 0)))
+            for _ in 0..<3 { _ = try await vault.read(aliceKey) }
+            #expect(prompts.count == 3)
+        }
+    }
+
+    @Test func refusingVerifierDeniesTheRead() async throws {
+        try await withTempDirectory { dir in
+            let prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts, answer: false))
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            #expect(await caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+                == .accessDenied("the user did not confirm presence"))
+            // A refusal is not a proof: the next read asks again.
+            _ = await caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            #expect(prompts.count == 2)
+        }
+    }
+
+    @Test func noVerifierOrOneThatCannotRunFailsClosed() async throws {
+        try await withTempDirectory { dir in
+            let prompts = PromptCounter()
+            try await vault(dir, verifier: counting(prompts)).write(aliceTokens, for: aliceKey, policy: Self.presence)
+            guard case .accessDenied(let why) = await caughtError({ () async throws(CredentialError) in
+                try await vault(dir, verifier: nil).read(aliceKey)
+            }) else { Issue.record("no verifier must deny"); return }
+            #expect(why.contains("no PresenceVerifier"))
+            guard case .accessDenied(let reason) = await caughtError({ () async throws(CredentialError) in
+                try await vault(dir, verifier: counting(prompts, canVerify: false)).read(aliceKey)
+            }) else { Issue.record("a verifier that cannot run must deny"); return }
+            #expect(reason.contains("cannot run"))
+            #expect(prompts.count == 0)
+            // Reading the backend directly still works: the policy is the vault's job (documented limit).
+            #expect(try await makeStore(dir.storeURL).read(aliceKey)?.tokens == aliceTokens)
+        }
+    }
+
+    @Test func writesThatCannotBeHonouredAreRefused() async throws {
+        try await withTempDirectory { dir in
+            for verifier in [nil, ClosurePresenceVerifier(canVerify: false) { _ in true }] as [ClosurePresenceVerifier?] {
+                guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                    try await vault(dir, verifier: verifier).write(aliceTokens, for: aliceKey, policy: Self.presence)
+                }) else { Issue.record("userPresence without a usable verifier must be refused"); return }
+            }
+            let unbindable = CredentialVault(backend: UnbindableBackend(inner: makeStore(dir.storeURL)))
+            guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                try await unbindable.write(aliceTokens, for: aliceKey, policy: AccessPolicy(thisDeviceOnly: true))
+            }) else { Issue.record("thisDeviceOnly on a backend that cannot bind must be refused"); return }
+            let remaining = try await makeStore(dir.storeURL).keys()
+            #expect(remaining.isEmpty)
+        }
+    }
+
+    @Test func vaultTokenStoreSavesLoadsAndSignsOut() async throws {
+        try await withTempDirectory { dir in
+            let store: any TokenStore = VaultTokenStore(vault: vault(dir, verifier: nil), key: aliceKey)
+            #expect(try await store.loadTokens() == nil)
+            try await store.saveTokens(aliceTokens)
+            #expect(try await store.loadTokens() == aliceTokens)
+            try await store.saveTokens(bobTokens)
+            #expect(try await store.loadTokens() == bobTokens)
+            try await store.clearTokens()
+            #expect(try await store.loadTokens() == nil)
+            #expect(try await makeStore(dir.storeURL).keys().isEmpty)
+        }
+    }
+
+    @Test func migrateMovesOnlyWhenAsked() async throws {
+        try await withTempDirectory { dir in
+            let source = makeStore(dir.storeURL)
+            let destination = makeStore(dir.url.appendingPathComponent("other/tokens.skt"), passphrase: "other")
+            let bound = AccessPolicy(access: .userPresence(reuseSeconds: 5), thisDeviceOnly: true)
+            try await source.write(StoredCredential(tokens: aliceTokens, policy: bound), for: aliceKey)
+            #expect(try await migrate(bobKey, from: source, to: destination) == false)
+            #expect(try await migrate(aliceKey, from: source, to: destination) == true)
+            #expect(try await source.read(aliceKey) == nil)
+            #expect(try await destination.read(aliceKey) == StoredCredential(tokens: aliceTokens, policy: bound))
+            // A device-bound item is not moved to a backend that cannot bind; the source keeps it.
+            let unbindable = UnbindableBackend(inner: makeStore(dir.url.appendingPathComponent("third/tokens.skt")))
+            guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                try await migrate(aliceKey, from: destination, to: unbindable)
+            }) else { Issue.record("expected policyUnsupported"); return }
+            #expect(try await destination.read(aliceKey) != nil)
+        }
+    }
+
+    /// Reads arriving while a prompt is open wait for it: one prompt, one answer for all of them.
+    @Test(arguments: [true, false]) func concurrentReadsShareOnePrompt(answer: Bool) async throws {
+        try await withTempDirectory { dir in
+            let gate = PresenceGate()
+            let vault = vault(dir, verifier: ClosurePresenceVerifier { _ in await gate.ask() })
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            async let first = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            let prompted = await eventually { await gate.waiting == 1 }
+            async let second = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            let joined = await eventually { await vault.joinedVerifications == 1 }
+            await gate.answerAll(answer)
+            let outcomes = await [first, second]
+            #expect(prompted && joined)
+            #expect(await gate.asked == 1)
+            #expect(outcomes == (answer ? [nil, nil] : Array(repeating: .accessDenied("the user did not confirm presence"), count: 2)))
+        }
+    }
+}
+
+/// A presence prompt the test answers: `ask` waits until `answerAll`.
+private actor PresenceGate {
+    private var waiters: [CheckedContinuation<Bool, Never>] = []
+    private(set) var asked = 0
+    var waiting: Int { waiters.count }
+
+    func ask() async -> Bool {
+        asked += 1
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func answerAll(_ answer: Bool) {
+        for waiter in waiters { waiter.resume(returning: answer) }
+        waiters.removeAll()
+    }
+}
+
+/// Yields until `condition` holds (bounded, no sleeping); returns whether it did.
+private func eventually(_ condition: () async -> Bool) async -> Bool {
+    for _ in 0..<100_000 {
+        if await condition() { return true }
+        await Task.yield()
+    }
+    return false
+}
