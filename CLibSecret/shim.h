@@ -1,5 +1,5 @@
 // libsecret, as ShopKit's keyring store sees it.
-// The item schema is defined here in C; the rest are static inline wrappers for macros only.
+// The item schema is defined here in C; the rest are static inline wrappers for macros and variadic calls only.
 #ifndef SHOPKIT_CLIBSECRET_SHIM_H
 #define SHOPKIT_CLIBSECRET_SHIM_H
 
@@ -18,6 +18,30 @@ static inline const SecretSchema *shopkit_token_schema(void) {
         },
     };
     return &schema;
+}
+
+/// An attribute table owning copies of its keys and values (g_hash_table_new_full with g_str_hash/g_str_equal).
+static inline GHashTable *shopkit_attributes_new(void) {
+    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+/// Inserts copies of `key` and `value` (g_strdup) into a table made by shopkit_attributes_new.
+static inline void shopkit_attributes_insert(GHashTable *table, const char *key, const char *value) {
+    g_hash_table_insert(table, g_strdup(key), g_strdup(value));
+}
+
+/// The variadic g_initable_new for a SecretService proxy on an explicit connection (not the process's
+/// shared session bus); the property names are those of GDBusProxy and SecretService.
+static inline SecretService *shopkit_service_new_on_connection(GDBusConnection *connection,
+                                                               GCancellable *cancellable, GError **error) {
+    return (SecretService *)g_initable_new(SECRET_TYPE_SERVICE, cancellable, error,
+                                           "flags", SECRET_SERVICE_NONE,
+                                           "g-flags", G_DBUS_PROXY_FLAGS_NONE,
+                                           "g-connection", connection,
+                                           "g-name", "org.freedesktop.secrets",
+                                           "g-object-path", "/org/freedesktop/secrets",
+                                           "g-interface-name", "org.freedesktop.Secret.Service",
+                                           NULL);
 }
 
 #endif
