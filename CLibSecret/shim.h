@@ -30,18 +30,4 @@ static inline void shopkit_attributes_insert(GHashTable *table, const char *key,
     g_hash_table_insert(table, g_strdup(key), g_strdup(value));
 }
 
-/// The variadic g_initable_new for a SecretService proxy on an explicit connection (not the process's
-/// shared session bus); the property names are those of GDBusProxy and SecretService.
-static inline SecretService *shopkit_service_new_on_connection(GDBusConnection *connection,
-                                                               GCancellable *cancellable, GError **error) {
-    return (SecretService *)g_initable_new(SECRET_TYPE_SERVICE, cancellable, error,
-                                           "flags", SECRET_SERVICE_NONE,
-                                           "g-flags", G_DBUS_PROXY_FLAGS_NONE,
-                                           "g-connection", connection,
-                                           "g-name", "org.freedesktop.secrets",
-                                           "g-object-path", "/org/freedesktop/secrets",
-                                           "g-interface-name", "org.freedesktop.Secret.Service",
-                                           NULL);
-}
-
 #endif

@@ -73,6 +73,18 @@ public enum BackendSelection {
         } else {
             probe = await keyring.probe()
         }
+        return try await makeStore(
+            preference, probe: probe, keyring: keyring, fileConfiguration: fileConfiguration,
+            passphrase: passphrase, logger: logger)
+    }
+
+    /// Carries out the decision for a given probe result (tests inject the probe).
+    static func makeStore(
+        _ preference: BackendPreference, probe: KeyringProbe?, keyring: KeyringStore,
+        fileConfiguration: EncryptedFileStore.Configuration,
+        passphrase: @Sendable () async throws(CredentialError) -> Passphrase,
+        logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
+    ) async throws(CredentialError) -> any CredentialBackend {
         let selected: SelectedBackend
         do throws(CredentialError) {
             selected = try decide(preference, probe: probe, unlockPromptAllowed: keyring.allowUnlockPrompt)

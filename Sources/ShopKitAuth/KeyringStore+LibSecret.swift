@@ -3,36 +3,21 @@ import Foundation
 
 /// The libsecret state of one ``KeyringStore``: confined to its ``LibSecretThread``, never shared.
 ///
-/// Holds the `SecretService` proxy (and, for an explicit bus, its `GDBusConnection`) between calls; a D-Bus failure
-/// drops them so the next call reconnects.
+/// Holds the store's own `SecretService` proxy (`secret_service_open_sync`, not the process-wide shared one)
+/// between calls; a D-Bus failure drops it so the next call reconnects.
 final class LibSecretSession {
-    private let busAddress: String?
-    private var connection: GObjectRef?
     private var service: GObjectRef?
 
-    init(busAddress: String?) {
-        self.busAddress = busAddress
-    }
+    init() {}
 
-    /// The connected service proxy, opened on first use.
+    /// The connected service proxy, opened on first use, never prompting.
     func service(_ cancellable: Cancellable) throws(CredentialError) -> UnsafeMutablePointer<SecretService> {
         if let service { return service.pointer.assumingMemoryBound(to: SecretService.self) }
         var error: UnsafeMutablePointer<GError>?
-        let opened: UnsafeMutablePointer<SecretService>?
-        if let busAddress {
-            let flags = GDBusConnectionFlags(
-                rawValue: G_DBUS_CONNECTION_FLAGS_AUTHENTICATION_CLIENT.rawValue
-                    | G_DBUS_CONNECTION_FLAGS_MESSAGE_BUS_CONNECTION.rawValue)
-            guard
-                let bus = g_dbus_connection_new_for_address_sync(busAddress, flags, nil, cancellable.pointer, &error)
-            else { throw fail(error, "cannot connect to the D-Bus session bus") }
-            let owned = GObjectRef(UnsafeMutableRawPointer(bus))
-            connection = owned
-            opened = shopkit_service_new_on_connection(bus, cancellable.pointer, &error)
-        } else {
-            opened = secret_service_open_sync(secret_service_get_type(), nil, SECRET_SERVICE_NONE, cancellable.pointer, &error)
-        }
-        guard let opened else { throw fail(error, "cannot reach the Secret Service") }
+        guard
+            let opened = secret_service_open_sync(
+                secret_service_get_type(), nil, SECRET_SERVICE_NONE, cancellable.pointer, &error)
+        else { throw fail(error, "cannot reach the Secret Service") }
         service = GObjectRef(UnsafeMutableRawPointer(opened))
         return opened
     }
@@ -58,10 +43,9 @@ final class LibSecretSession {
         return .unavailable("\(what): \(message)")
     }
 
-    /// Drops the service proxy and connection, so that the next call reconnects.
+    /// Drops the service proxy, so that the next call reconnects.
     func reset() {
         service = nil
-        connection = nil
     }
 
     /// The default collection, or nil when the service has none.
@@ -104,7 +88,7 @@ final class LibSecretSession {
     }
 }
 
-/// Owns one reference to a GObject (a SecretService, SecretItem, SecretCollection or GDBusConnection).
+/// Owns one reference to a GObject (a SecretService, SecretItem or SecretCollection).
 final class GObjectRef {
     let pointer: UnsafeMutableRawPointer
 

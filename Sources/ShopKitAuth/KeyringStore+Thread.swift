@@ -16,9 +16,9 @@ final class LibSecretThread: Sendable {
     private nonisolated(unsafe) var stopping = false
     private let condition = NSCondition()
 
-    /// Starts the thread; `busAddress` names an explicit D-Bus session bus (nil: the process's session bus).
-    init(busAddress: String?) {
-        let thread = Thread { [self] in self.loop(session: LibSecretSession(busAddress: busAddress)) }
+    /// Starts the thread.
+    init() {
+        let thread = Thread { [self] in self.loop(session: LibSecretSession()) }
         thread.name = "ShopKit.KeyringStore"
         thread.start()
     }

@@ -42,16 +42,15 @@ public final class KeyringStore: CredentialBackend {
     ///   - allowUnlockPrompt: when false (the default) a locked collection is reported as
     ///     ``CredentialError/locked(_:)`` without prompting.
     public convenience init(timeout: Duration = .seconds(5), allowUnlockPrompt: Bool = false) {
-        self.init(timeout: timeout, allowUnlockPrompt: allowUnlockPrompt, busAddress: nil, deviceID: currentMachineID())
+        self.init(timeout: timeout, allowUnlockPrompt: allowUnlockPrompt, deviceID: currentMachineID())
     }
 
-    /// Creates a store on an explicit D-Bus bus (`busAddress`, e.g. `unix:path=/run/…`) or the session bus (nil),
-    /// with an explicit device id (tests use it to play another machine).
-    init(timeout: Duration, allowUnlockPrompt: Bool, busAddress: String?, deviceID: String?) {
+    /// Creates a store with an explicit device id (tests use it to play another machine).
+    init(timeout: Duration, allowUnlockPrompt: Bool, deviceID: String?) {
         self.timeout = timeout
         self.allowUnlockPrompt = allowUnlockPrompt
         self.deviceID = deviceID
-        self.worker = LibSecretThread(busAddress: busAddress)
+        self.worker = LibSecretThread()
     }
 
     deinit { worker.stop() }
@@ -118,21 +117,6 @@ public final class KeyringStore: CredentialBackend {
             var error: UnsafeMutablePointer<GError>?
             _ = secret_service_clear_sync(service, shopkit_token_schema(), attributes.table, cancellable.pointer, &error)
             if let error { throw session.fail(error, "cannot delete the keyring item for \(key)") }
-        }
-    }
-
-    /// Locks the default collection (tests use it to check that reads report `.locked`).
-    func lockDefaultCollection() async throws(CredentialError) {
-        try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
-            guard let collection = try session.defaultCollection(cancellable) else {
-                throw .unavailable("the Secret Service has no default collection to lock")
-            }
-            let service = try session.service(cancellable)
-            let list = g_list_append(nil, collection.pointer)
-            defer { g_list_free(list) }
-            var error: UnsafeMutablePointer<GError>?
-            _ = secret_service_lock_sync(service, list, cancellable.pointer, nil, &error)
-            if let error { throw session.fail(error, "cannot lock the default collection") }
         }
     }
 }

@@ -38,11 +38,20 @@ struct StoreOptions: ParsableArguments {
     @Option(name: .customLong("passphrase-fd"), help: "Read the file passphrase from this file descriptor.")
     var passphraseFD: Int32?
 
+    @Option(help: "Seconds to wait for the Secret Service before reporting it unavailable.")
+    var timeout: Double = 5
+
     @Flag(help: "Log which backend was chosen and why (to standard error).")
     var verbose = false
 
     enum BackendName: String, ExpressibleByArgument, CaseIterable {
         case auto, keyring, file
+    }
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
+            throw ValidationError("--timeout must be a number of seconds between 0 and 3600")
+        }
     }
 
     /// The key, or a usage error when --service or --account is missing or empty.
@@ -64,13 +73,18 @@ struct StoreOptions: ParsableArguments {
         }
     }
 
+    /// The keyring store with the requested timeout.
+    var keyring: KeyringStore {
+        KeyringStore(timeout: .milliseconds(Int64((max(timeout, 0.001) * 1000).rounded())))
+    }
+
     /// The store the options select; the passphrase is asked only when the file is chosen.
     func store() async throws(CredentialError) -> any CredentialBackend {
         let fd = passphraseFD
         var logger = Logger(label: "token-store")
         logger.logLevel = verbose ? .info : .critical
         return try await BackendSelection.defaultStore(
-            preference, fileConfiguration: fileConfiguration,
+            preference, keyring: keyring, fileConfiguration: fileConfiguration,
             passphrase: { () throws(CredentialError) -> Passphrase in try await PassphraseInput.read(fd: fd) },
             logger: logger)
     }
@@ -161,7 +175,7 @@ extension TokenStoreCommand {
         @OptionGroup var options: StoreOptions
 
         func run() async throws {
-            let probe = await KeyringStore().probe()
+            let probe = await options.keyring.probe()
             let backend: String
             do throws(CredentialError) {
                 backend = try BackendSelection.decide(options.preference, probe: probe).rawValue
