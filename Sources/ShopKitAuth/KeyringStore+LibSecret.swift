@@ -14,6 +14,13 @@ final class LibSecretSession {
     func service(_ cancellable: Cancellable) throws(CredentialError) -> UnsafeMutablePointer<SecretService> {
         if let service { return service.pointer.assumingMemoryBound(to: SecretService.self) }
         var error: UnsafeMutablePointer<GError>?
+        // libsecret uses GLib's shared session-bus connection, which by default kills the whole process when
+        // the bus goes away; a credential store must report "unavailable" instead.
+        guard let bus = g_bus_get_sync(G_BUS_TYPE_SESSION, cancellable.pointer, &error) else {
+            throw fail(error, "cannot connect to the D-Bus session bus")
+        }
+        g_dbus_connection_set_exit_on_close(bus, 0)
+        g_object_unref(UnsafeMutableRawPointer(bus))
         guard
             let opened = secret_service_open_sync(
                 secret_service_get_type(), nil, SECRET_SERVICE_NONE, cancellable.pointer, &error)
