@@ -51,8 +51,10 @@ struct KeyringItemBody: Codable {
     /// Decodes and checks a body read from the keyring.
     static func decode(_ bytes: [UInt8]) throws(CredentialError) -> KeyringItemBody {
         let body: KeyringItemBody
+        var data = Data(bytes)
+        defer { zeroize(&data) }
         do {
-            body = try JSONDecoder().decode(KeyringItemBody.self, from: Data(bytes))
+            body = try JSONDecoder().decode(KeyringItemBody.self, from: data)
         } catch {
             throw .corrupt("the keyring item is not a ShopKit token item; delete it and sign in again")
         }

@@ -24,6 +24,7 @@ public enum KeyringProbe: Sendable, Equatable {
 ///   keyring protects them at rest and while locked, not from the user's other programs. Presence checks
 ///   (`userPresence`) are enforced by ``CredentialVault``, not here.
 public final class KeyringStore: CredentialBackend {
+    /// `keyring`, for logs.
     public let name = "keyring"
 
     /// How long one libsecret call may take before it is cancelled and reported as unavailable.

@@ -32,7 +32,7 @@ import Testing
         let key = KeyringTestEnvironment.uniqueKey()
         let target = ["--service", key.service, "--account", key.account]
         let json = #"{"accessToken":"A1","expiresAt":"2030-01-01T00:00:00Z","refreshToken":"R1"}"#
-        #expect(try await TokenStoreBinary.run(["set", "--json", "--this-device-only", "--policy", "user-presence:60"] + target, stdin: json).status == 0)
+        #expect(try await TokenStoreBinary.run(["set", "--json", "--this-device-only", "--policy", "after-first-unlock"] + target, stdin: json).status == 0)
         let get = try await TokenStoreBinary.run(["get", "--json"] + target)
         #expect(get.stdout == json + "\n")
         _ = try await TokenStoreBinary.run(["delete"] + target)
