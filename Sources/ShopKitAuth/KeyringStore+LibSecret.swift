@@ -1,10 +1,11 @@
 import CLibSecret
 import Foundation
 
-/// The libsecret state of one ``KeyringStore``: confined to its ``LibSecretThread``, never shared.
+/// The libsecret state of the process: confined to the ``LibSecretThread``, never shared with another thread.
 ///
-/// Holds the store's own `SecretService` proxy (`secret_service_open_sync`, not the process-wide shared one)
-/// between calls; a D-Bus failure drops it so the next call reconnects.
+/// Holds ShopKit's own `SecretService` proxy (`secret_service_open_sync`, not libsecret's shared default one, which
+/// other code in the process may use from other threads) between calls; a D-Bus failure drops it so the next call
+/// reconnects.
 final class LibSecretSession {
     private var service: GObjectRef?
 

@@ -2,33 +2,27 @@ import CLibSecret
 import Dispatch
 import Foundation
 
-/// Runs every libsecret call of one ``KeyringStore`` on one dedicated serial thread.
+/// Runs every libsecret call of the process on one dedicated serial thread.
 ///
-/// libsecret's `_sync` calls block, and gnome-keyring misbehaves when sessions are opened concurrently, so each
-/// store owns one `Thread` (never the cooperative pool) that takes jobs one at a time from a FIFO. Each job gets a
-/// `GCancellable` that a Dispatch timer cancels after the store's timeout; the caller's continuation is resumed by
-/// whichever comes first, the job or the timer, so a stuck D-Bus call cannot hang the caller.
+/// libsecret's `_sync` calls block, and gnome-keyring misbehaves when sessions are opened concurrently, so all
+/// ``KeyringStore``s share one `Thread` (never the cooperative pool) that takes jobs one at a time from a FIFO and
+/// holds the one `SecretService` proxy. Each job gets a `GCancellable` that a Dispatch timer cancels after its
+/// store's timeout; the caller's continuation is resumed by whichever comes first, the job or the timer, so a stuck
+/// D-Bus call cannot hang the caller (jobs queued behind it time out the same way and are skipped).
 final class LibSecretThread: Sendable {
     typealias Job = @Sendable (LibSecretSession) -> Void
 
-    // Safe to share: `jobs` and `stopping` are read and written only while `condition` is locked.
+    // Safe to share: `jobs` is read and written only while `condition` is locked.
     private nonisolated(unsafe) var jobs: [Job] = []
-    private nonisolated(unsafe) var stopping = false
     private let condition = NSCondition()
 
-    /// Starts the thread.
-    init() {
-        let thread = Thread { [self] in self.loop(session: LibSecretSession()) }
-        thread.name = "ShopKit.KeyringStore"
-        thread.start()
-    }
+    /// The process's libsecret thread, started on first use; it lives as long as the process.
+    static let shared = LibSecretThread()
 
-    /// Lets the thread finish the queued jobs, free its libsecret objects and exit.
-    func stop() {
-        condition.lock()
-        stopping = true
-        condition.signal()
-        condition.unlock()
+    private init() {
+        let thread = Thread { [self] in self.loop(session: LibSecretSession()) }
+        thread.name = "ShopKit.libsecret"
+        thread.start()
     }
 
     private func enqueue(_ job: @escaping Job) {
@@ -38,14 +32,10 @@ final class LibSecretThread: Sendable {
         condition.unlock()
     }
 
-    private func loop(session: LibSecretSession) {
+    private func loop(session: LibSecretSession) -> Never {
         while true {
             condition.lock()
-            while jobs.isEmpty && !stopping { condition.wait() }
-            if jobs.isEmpty {
-                condition.unlock()
-                return  // stopping, and nothing left: `session` is released here, on this thread.
-            }
+            while jobs.isEmpty { condition.wait() }
             let job = jobs.removeFirst()
             condition.unlock()
             job(session)

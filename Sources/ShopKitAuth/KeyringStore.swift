@@ -14,8 +14,8 @@ public enum KeyringProbe: Sendable, Equatable {
 ///
 /// Each item is stored under the schema `dev.shopkit.Token` with the attributes `service` and `account` (and
 /// `device`, this machine's id, for `thisDeviceOnly` items); the secret is a compact JSON body holding the tokens,
-/// their expiry and the access policy (see `KeyringItemBody`). Every libsecret call runs on the store's own
-/// serial thread with a timeout, so a stuck D-Bus call never hangs the caller or the cooperative pool.
+/// their expiry and the access policy (see `KeyringItemBody`). Every libsecret call of the process runs on one
+/// dedicated serial thread with a timeout, so a stuck D-Bus call never hangs the caller or the cooperative pool.
 ///
 /// A read tells apart an absent item (`nil`), a locked one (``CredentialError/locked(_:)``) and a keyring that
 /// does not answer (``CredentialError/unavailable(_:)``). Without `allowUnlockPrompt` nothing ever prompts.
@@ -51,10 +51,8 @@ public final class KeyringStore: CredentialBackend {
         self.timeout = timeout
         self.allowUnlockPrompt = allowUnlockPrompt
         self.deviceID = deviceID
-        self.worker = LibSecretThread()
+        self.worker = LibSecretThread.shared
     }
-
-    deinit { worker.stop() }
 
     /// Whether this machine has an id to bind `thisDeviceOnly` items to (`/etc/machine-id`).
     public var canBindToDevice: Bool { deviceID != nil }

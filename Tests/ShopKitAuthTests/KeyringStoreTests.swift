@@ -75,6 +75,23 @@ struct KeyringStoreTests {
         }
     }
 
+    @Test func concurrentCallsFromManyStoresAllComplete() async throws {
+        let service = "dev.shopkit.tests.\(UUID().uuidString)"
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    let store = KeyringStore()
+                    let key = CredentialKey(service: service, account: "account-\(index)")
+                    let credential = StoredCredential(tokens: AuthTokens(accessToken: "token-\(index)"), policy: .afterFirstUnlock)
+                    try await store.write(credential, for: key)
+                    #expect(try await store.read(key) == credential)
+                    try await store.delete(key)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     @Test func probeFindsTheUnlockedSessionKeyring() async {
         #expect(await KeyringStore().probe() == .available(locked: false))
     }
