@@ -97,7 +97,8 @@ extension KeyringStore {
 
     private static func lockedAdvice(_ key: CredentialKey, unlock: Bool) -> String {
         unlock
-            ? "the keyring collection holding \(key) is locked and the unlock prompt was dismissed; unlock it and retry"
+            ? "the keyring collection holding \(key) is locked and was not unlocked (the prompt was dismissed or "
+                + "could not be shown); unlock it and retry"
             : "the keyring collection holding \(key) is locked and prompting is not allowed; unlock the keyring "
                 + "(e.g. log in to the desktop session, or use allowUnlockPrompt) and retry"
     }

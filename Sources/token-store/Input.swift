@@ -43,19 +43,35 @@ private func zeroLine(_ line: inout [UInt8]) {
 
 /// The token line of `set`.
 enum StandardInput {
-    /// One line from standard input: refuses an empty line and more than one line.
+    /// One line from standard input: refuses an empty line and, from a pipe or file, more than one line.
+    /// From a terminal it reads one line without echo.
     static func readOneLine() async throws -> String {
         let result: Result<String, ValidationError> = await OffPool.run {
-            guard var line = readLine(fd: STDIN_FILENO) else {
+            let interactive = isatty(STDIN_FILENO) == 1
+            var saved = termios()
+            if interactive, tcgetattr(STDIN_FILENO, &saved) == 0 {
+                var silent = saved
+                silent.c_lflag &= ~tcflag_t(ECHO)
+                _ = tcsetattr(STDIN_FILENO, TCSANOW, &silent)  // echo off before the prompt shows
+                FileHandle.standardError.write(Data("Token: ".utf8))
+            }
+            let read = readLine(fd: STDIN_FILENO)
+            if interactive {
+                _ = tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+                FileHandle.standardError.write(Data("\n".utf8))
+            }
+            guard var line = read else {
                 return .failure(ValidationError("cannot read the token from standard input"))
             }
             defer { zeroLine(&line) }
-            guard var rest = readLine(fd: STDIN_FILENO) else {
-                return .failure(ValidationError("cannot read the token from standard input"))
-            }
-            defer { zeroLine(&rest) }
-            guard rest.isEmpty else {
-                return .failure(ValidationError("standard input holds more than one line; give the token on one line"))
+            if !interactive {
+                guard var rest = readLine(fd: STDIN_FILENO) else {
+                    return .failure(ValidationError("cannot read the token from standard input"))
+                }
+                defer { zeroLine(&rest) }
+                guard rest.isEmpty else {
+                    return .failure(ValidationError("standard input holds more than one line; give the token on one line"))
+                }
             }
             guard let text = String(validating: line, as: UTF8.self),
                 !text.trimmingCharacters(in: .whitespaces).isEmpty

@@ -45,6 +45,43 @@ import Testing
         #expect(probe.stdout == "backend: keyring\nkeyring: available, unlocked\n")
     }
 
+    /// From a terminal (a pty made by util-linux `script`), `set` reads one line without echoing the token.
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate && FileManager.default.isExecutableFile(atPath: "/usr/bin/script"),
+        KeyringTestEnvironment.skipReason))
+    func setFromATerminalDoesNotEchoTheToken() async throws {
+        guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
+        let key = KeyringTestEnvironment.uniqueKey()
+        let token = "tty-\(UUID().uuidString)"
+        let command = "'\(binary.path)' set --service '\(key.service)' --account '\(key.account)'"
+        // Type the token only once the prompt shows (echo is off by then), as a person would.
+        let (status, screen) = try await offPool { () throws -> (Int32, String) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+            process.arguments = ["-qec", command, "/dev/null"]
+            let input = Pipe(), output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var screen: [UInt8] = []
+            var byte: UInt8 = 0
+            let fd = output.fileHandleForReading.fileDescriptor
+            while !String(decoding: screen, as: UTF8.self).contains("Token: "), read(fd, &byte, 1) == 1 {
+                screen.append(byte)
+            }
+            input.fileHandleForWriting.write(Data((token + "\n").utf8))
+            try input.fileHandleForWriting.close()
+            screen += output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: screen, as: UTF8.self))
+        }
+        #expect(status == 0, "\(screen)")
+        #expect(screen.contains("Token: "))
+        #expect(!screen.contains(token))
+        #expect(try await TokenStoreBinary.run(["get", "--service", key.service, "--account", key.account]).stdout == token + "\n")
+        _ = try await TokenStoreBinary.run(["delete", "--service", key.service, "--account", key.account])
+    }
+
     @Test func usageErrorsExit64WithOneLine() async throws {
         let cases: [([String], String)] = [
             (["get", "--service", "s"], ""),  // no --account
