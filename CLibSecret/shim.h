@@ -1,5 +1,6 @@
 // libsecret, as ShopKit's keyring store sees it.
-// The item schema is defined here in C; the rest are static inline wrappers for macros and variadic calls only.
+// The item schema is defined here in C; the rest are static inline wrappers only (GLib macros and the
+// function-pointer arguments Swift cannot pass tidily), no logic.
 #ifndef SHOPKIT_CLIBSECRET_SHIM_H
 #define SHOPKIT_CLIBSECRET_SHIM_H
 
