@@ -92,6 +92,22 @@ struct KeyringStoreTests {
         }
     }
 
+    @Test func aForeignBodyUnderOurSchemaIsCorrupt() async throws {
+        let key = KeyringTestEnvironment.uniqueKey()
+        // secret-tool (libsecret's own CLI) stores a secret that is not a ShopKit body under the ShopKit schema.
+        let stored = try await TokenStoreBinary.run(
+            ["store", "--label", "foreign", "xdg:schema", "dev.shopkit.Token", "service", key.service, "account", key.account],
+            stdin: "not a shopkit body", executable: URL(fileURLWithPath: "/usr/bin/secret-tool"))
+        #expect(stored.status == 0)
+        let error = await credentialError { () throws(CredentialError) in try await KeyringStore().read(key) }
+        guard case .corrupt = error else {
+            Issue.record("expected corrupt, got \(String(describing: error))")
+            return
+        }
+        try await KeyringStore().delete(key)
+        #expect(try await KeyringStore().read(key) == nil)
+    }
+
     @Test func probeFindsTheUnlockedSessionKeyring() async {
         #expect(await KeyringStore().probe() == .available(locked: false))
     }
