@@ -52,6 +52,9 @@ struct StoreOptions: ParsableArguments {
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
             throw ValidationError("--timeout must be a number of seconds between 0 and 3600")
         }
+        if let passphraseFD, passphraseFD < 0 {
+            throw ValidationError("--passphrase-fd must be an open file descriptor number (0 or more)")
+        }
     }
 
     /// The key, or a usage error when --service or --account is missing or empty.

@@ -88,6 +88,8 @@ import Testing
             (["frobnicate"], ""),
             (["get", "--service", "s", "--account", "a", "--backend", "cloud"], ""),
             (["set", "--service", "s", "--account", "a", "--policy", "sometimes"], "t\n"),
+            (["get", "--service", "s", "--account", "a", "--timeout", "0"], ""),
+            (["get", "--service", "s", "--account", "a", "--passphrase-fd", "-1"], ""),
             (["set", "--service", "s", "--account", "a"], "\n"),  // empty token
             (["set", "--service", "s", "--account", "a"], "one\ntwo\n"),  // two lines
         ]
