@@ -82,6 +82,7 @@ let package = Package(
             dependencies: [
                 "ShopKitAuth",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .executableTarget(
             name: "shopkit-demo",

@@ -1,5 +1,6 @@
 // libsecret, as ShopKit's keyring store sees it.
-// The item schema is defined here in C; the rest are static inline wrappers for macros only.
+// The item schema is defined here in C; the rest are static inline wrappers only (GLib macros and the
+// function-pointer arguments Swift cannot pass tidily), no logic.
 #ifndef SHOPKIT_CLIBSECRET_SHIM_H
 #define SHOPKIT_CLIBSECRET_SHIM_H
 
@@ -18,6 +19,16 @@ static inline const SecretSchema *shopkit_token_schema(void) {
         },
     };
     return &schema;
+}
+
+/// An attribute table owning copies of its keys and values (g_hash_table_new_full with g_str_hash/g_str_equal).
+static inline GHashTable *shopkit_attributes_new(void) {
+    return g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
+
+/// Inserts copies of `key` and `value` (g_strdup) into a table made by shopkit_attributes_new.
+static inline void shopkit_attributes_insert(GHashTable *table, const char *key, const char *value) {
+    g_hash_table_insert(table, g_strdup(key), g_strdup(value));
 }
 
 #endif

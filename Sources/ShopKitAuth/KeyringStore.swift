@@ -1,6 +1,6 @@
+import CLibSecret
+import Foundation
 import ShopKitAPI
-
-// Placeholder API of the Secret Service backend; the real implementation replaces this file.
 
 /// What a non-prompting probe of the Secret Service found.
 public enum KeyringProbe: Sendable, Equatable {
@@ -11,24 +11,111 @@ public enum KeyringProbe: Sendable, Equatable {
 }
 
 /// Tokens in the Secret Service keyring (gnome-keyring, KWallet, KeePassXC) through libsecret.
+///
+/// Each item is stored under the schema `dev.shopkit.Token` with the attributes `service` and `account` (and
+/// `device`, this machine's id, for `thisDeviceOnly` items); the secret is a compact JSON body holding the tokens,
+/// their expiry and the access policy (see `KeyringItemBody`). Every libsecret call of the process runs on one
+/// dedicated serial thread with a timeout, so a stuck D-Bus call never hangs the caller or the cooperative pool.
+///
+/// A read tells apart an absent item (`nil`), a locked one (``CredentialError/locked(_:)``) and a keyring that
+/// does not answer (``CredentialError/unavailable(_:)``). Without `allowUnlockPrompt` nothing ever prompts.
+///
+/// - Warning: Any process of the same user on the session bus can ask the Secret Service for these items; the
+///   keyring protects them at rest and while locked, not from the user's other programs. Presence checks
+///   (`userPresence`) are enforced by ``CredentialVault``, not here.
 public final class KeyringStore: CredentialBackend {
+    /// `keyring`, for logs.
     public let name = "keyring"
-    public let canBindToDevice = true
 
-    public init(timeout: Duration = .seconds(5), allowUnlockPrompt: Bool = false) {}
+    /// How long one libsecret call may take before it is cancelled and reported as unavailable.
+    public let timeout: Duration
+    /// Whether a read or write may ask the Secret Service to unlock a locked collection (which may prompt).
+    public let allowUnlockPrompt: Bool
 
-    /// Asks whether a Secret Service answers, never prompting.
-    public func probe() async -> KeyringProbe { .unavailable("not implemented") }
+    private let worker: LibSecretThread
+    private let deviceID: String?
 
+    /// Creates a store on the process's D-Bus session bus.
+    ///
+    /// - Parameters:
+    ///   - timeout: the longest one call may take; past it the D-Bus call is cancelled and the operation fails with
+    ///     ``CredentialError/unavailable(_:)``.
+    ///   - allowUnlockPrompt: when false (the default) a locked collection is reported as
+    ///     ``CredentialError/locked(_:)`` without prompting.
+    public convenience init(timeout: Duration = .seconds(5), allowUnlockPrompt: Bool = false) {
+        self.init(timeout: timeout, allowUnlockPrompt: allowUnlockPrompt, deviceID: currentMachineID())
+    }
+
+    /// Creates a store with an explicit device id (tests use it to play another machine).
+    init(timeout: Duration, allowUnlockPrompt: Bool, deviceID: String?) {
+        self.timeout = timeout
+        self.allowUnlockPrompt = allowUnlockPrompt
+        self.deviceID = deviceID
+        self.worker = LibSecretThread.shared
+    }
+
+    /// Whether this machine has an id to bind `thisDeviceOnly` items to (`/etc/machine-id`).
+    public var canBindToDevice: Bool { deviceID != nil }
+
+    /// Asks whether a Secret Service answers and whether its default collection is locked, never prompting.
+    ///
+    /// A service without a default collection is reported as `available(locked: false)`.
+    public func probe() async -> KeyringProbe {
+        do throws(CredentialError) {
+            return try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+                guard let collection = try session.defaultCollection(cancellable) else {
+                    return KeyringProbe.available(locked: false)
+                }
+                let locked = secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self))
+                return KeyringProbe.available(locked: locked != 0)
+            }
+        } catch {
+            if case .unavailable(let why) = error { return .unavailable(why) }
+            return .unavailable(error.description)
+        }
+    }
+
+    /// Reads the item for `key`; `nil` when there is none.
+    ///
+    /// Throws ``CredentialError/locked(_:)`` when the item (or, with no item visible, the default collection) is
+    /// locked and unlocking is not allowed or was dismissed, ``CredentialError/wrongDevice`` for a
+    /// `thisDeviceOnly` item bound to another machine, and ``CredentialError/unavailable(_:)`` when no Secret
+    /// Service answers in time.
     public func read(_ key: CredentialKey) async throws(CredentialError) -> StoredCredential? {
-        throw .unavailable("not implemented")
+        let unlock = allowUnlockPrompt
+        let device = deviceID
+        return try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+            try Self.read(key, unlock: unlock, device: device, session: session, cancellable: cancellable)
+        }
     }
 
+    /// Stores `credential` for `key`, replacing any earlier item for the same service and account.
+    ///
+    /// A `thisDeviceOnly` credential is bound to this machine's id; with no machine id it is refused
+    /// (``CredentialError/policyUnsupported(_:)``).
     public func write(_ credential: StoredCredential, for key: CredentialKey) async throws(CredentialError) {
-        throw .unavailable("not implemented")
+        var device: String?
+        if credential.policy.thisDeviceOnly {
+            guard let deviceID else {
+                throw .policyUnsupported("this machine has no /etc/machine-id to bind a this-device-only item to")
+            }
+            device = deviceID
+        }
+        let body = KeyringItemBody(credential, device: device)
+        let unlock = allowUnlockPrompt
+        try await worker.run(timeout: timeout) { [device] session, cancellable throws(CredentialError) in
+            try Self.write(body, for: key, device: device, unlock: unlock, session: session, cancellable: cancellable)
+        }
     }
 
+    /// Deletes every item for `key` (on any device); deleting a missing item succeeds.
     public func delete(_ key: CredentialKey) async throws(CredentialError) {
-        throw .unavailable("not implemented")
+        try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+            let service = try session.service(cancellable)
+            let attributes = AttributeTable(["service": key.service, "account": key.account])
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_clear_sync(service, shopkit_token_schema(), attributes.table, cancellable.pointer, &error)
+            if let error { throw session.fail(error, "cannot delete the keyring item for \(key)") }
+        }
     }
 }

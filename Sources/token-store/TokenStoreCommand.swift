@@ -1,14 +1,224 @@
 import ArgumentParser
+import Foundation
+import Logging
+import ShopKitAPI
 import ShopKitAuth
 
 /// Gets, sets and deletes a token in the keyring or the encrypted file from the shell.
-@main
+///
+/// Exit codes (``Exit``): 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
+/// 6 access denied, 7 insecure permissions, 8 other I/O, 64 usage error.
 struct TokenStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-store",
-        abstract: "Get, set or delete a token in the keyring or the encrypted token file.")
+        abstract: "Get, set or delete a token in the keyring or the encrypted token file.",
+        discussion: """
+            The token for `set` is read from standard input (one line); `get` prints it to standard output.
+            The file passphrase is read from the terminal without echo, or from --passphrase-fd N.
+            Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
+            6 access denied, 7 insecure permissions, 8 other I/O error, 64 usage error.
+            """,
+        subcommands: [Get.self, Set.self, Delete.self, Probe.self])
+}
 
-    func run() async throws {
-        throw ValidationError("not implemented yet")
+/// Options every subcommand takes.
+struct StoreOptions: ParsableArguments {
+    @Option(help: "The service the token belongs to, e.g. com.example.shop.")
+    var service: String?
+
+    @Option(help: "The account within the service.")
+    var account: String?
+
+    @Option(help: "auto (keyring if a Secret Service answers, else file), keyring, or file.")
+    var backend: BackendName = .auto
+
+    @Option(help: "The encrypted token file (default $XDG_DATA_HOME/shopkit/tokens.skt).")
+    var file: String?
+
+    @Option(name: .customLong("passphrase-fd"), help: "Read the file passphrase from this file descriptor.")
+    var passphraseFD: Int32?
+
+    @Option(help: "Seconds to wait for the Secret Service before reporting it unavailable.")
+    var timeout: Double = 5
+
+    @Flag(help: "Log which backend was chosen and why (to standard error).")
+    var verbose = false
+
+    enum BackendName: String, ExpressibleByArgument, CaseIterable {
+        case auto, keyring, file
+    }
+
+    func validate() throws {
+        guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
+            throw ValidationError("--timeout must be a number of seconds between 0 and 3600")
+        }
+        if let passphraseFD, passphraseFD < 0 {
+            throw ValidationError("--passphrase-fd must be an open file descriptor number (0 or more)")
+        }
+    }
+
+    /// The key, or a usage error when --service or --account is missing or empty.
+    func key() throws -> CredentialKey {
+        guard let service, !service.isEmpty else { throw ValidationError("--service is required") }
+        guard let account, !account.isEmpty else { throw ValidationError("--account is required") }
+        return CredentialKey(service: service, account: account)
+    }
+
+    var fileConfiguration: EncryptedFileStore.Configuration {
+        EncryptedFileStore.Configuration(url: file.map { URL(fileURLWithPath: $0) } ?? EncryptedFileStore.defaultURL())
+    }
+
+    var preference: BackendPreference {
+        switch backend {
+        case .auto: return .auto
+        case .keyring: return .keyring
+        case .file: return .file(fileConfiguration)
+        }
+    }
+
+    /// The keyring store with the requested timeout.
+    var keyring: KeyringStore {
+        KeyringStore(timeout: .milliseconds(Int64((max(timeout, 0.001) * 1000).rounded())))
+    }
+
+    /// The store the options select; the passphrase is asked only when the file is chosen.
+    func store() async throws(CredentialError) -> any CredentialBackend {
+        let fd = passphraseFD
+        var logger = Logger(label: "token-store")
+        logger.logLevel = verbose ? .info : .critical
+        return try await BackendSelection.defaultStore(
+            preference, keyring: keyring, fileConfiguration: fileConfiguration,
+            passphrase: { () throws(CredentialError) -> Passphrase in try await PassphraseInput.read(fd: fd) },
+            logger: logger)
+    }
+}
+
+extension TokenStoreCommand {
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the stored access token.")
+
+        @OptionGroup var options: StoreOptions
+
+        @Flag(help: "Print all tokens as JSON (accessToken, refreshToken, expiresAt in ISO 8601).")
+        var json = false
+
+        func run() async throws {
+            let key = try options.key()
+            let tokens = try await Exit.map { () throws(CredentialError) in
+                try await CredentialVault(backend: try await options.store()).read(key)
+            }
+            guard let tokens else { throw Exit(.notFound, "no token stored for \(key)") }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.dateEncodingStrategy = .iso8601
+                encoder.outputFormatting = [.sortedKeys]
+                var data = try encoder.encode(tokens)
+                data.append(0x0A)
+                FileHandle.standardOutput.write(data)
+            } else {
+                FileHandle.standardOutput.write(Data((tokens.accessToken + "\n").utf8))
+            }
+        }
+    }
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store the token read from standard input (one line).")
+
+        @OptionGroup var options: StoreOptions
+
+        @Option(help: "after-first-unlock, or user-presence[:SECONDS] (reuse window, default 0).")
+        var policy: PolicyArgument = PolicyArgument(access: .afterFirstUnlock)
+
+        @Flag(help: "Bind the token to this machine.")
+        var thisDeviceOnly = false
+
+        @Flag(help: "Read one JSON object (accessToken, refreshToken?, expiresAt? in ISO 8601) instead of a token.")
+        var json = false
+
+        func run() async throws {
+            let key = try options.key()
+            let line = try await StandardInput.readOneLine()
+            let tokens: AuthTokens
+            if json {
+                let decoder = JSONDecoder()
+                decoder.dateDecodingStrategy = .iso8601
+                guard let decoded = try? decoder.decode(AuthTokens.self, from: Data(line.utf8)),
+                    !decoded.accessToken.isEmpty
+                else { throw ValidationError("standard input is not a JSON object with a non-empty accessToken") }
+                tokens = decoded
+            } else {
+                tokens = AuthTokens(accessToken: line)
+            }
+            let accessPolicy = AccessPolicy(access: policy.access, thisDeviceOnly: thisDeviceOnly)
+            try await Exit.map { () throws(CredentialError) in
+                try await CredentialVault(backend: try await options.store()).write(tokens, for: key, policy: accessPolicy)
+            }
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete the stored token (succeeds when absent).")
+
+        @OptionGroup var options: StoreOptions
+
+        func run() async throws {
+            let key = try options.key()
+            try await Exit.map { () throws(CredentialError) in
+                try await CredentialVault(backend: try await options.store()).delete(key)
+            }
+        }
+    }
+
+    struct Probe: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print which backend would be used and the keyring's state, never prompting.",
+            discussion: "Exits 0 when the keyring answers unlocked, 2 when it is locked, 3 when none answers.")
+
+        @OptionGroup var options: StoreOptions
+
+        func run() async throws {
+            let probe = await options.keyring.probe()
+            let backend: String
+            do throws(CredentialError) {
+                backend = try BackendSelection.decide(options.preference, probe: probe).rawValue
+            } catch {
+                backend = "none (\(error))"
+            }
+            let state: String
+            switch probe {
+            case .available(locked: false): state = "available, unlocked"
+            case .available(locked: true): state = "available, locked"
+            case .unavailable(let why): state = "unavailable: \(why)"
+            }
+            print("backend: \(backend)")
+            print("keyring: \(state)")
+            switch probe {
+            case .available(locked: false): return
+            case .available(locked: true): throw ExitCode(Exit.Code.locked.rawValue)
+            case .unavailable: throw ExitCode(Exit.Code.unavailable.rawValue)
+            }
+        }
+    }
+}
+
+/// `after-first-unlock` or `user-presence[:SECONDS]`.
+struct PolicyArgument: ExpressibleByArgument {
+    var access: AccessPolicy.Access
+
+    init(access: AccessPolicy.Access) { self.access = access }
+
+    init?(argument: String) {
+        if argument == "after-first-unlock" {
+            access = .afterFirstUnlock
+        } else if argument == "user-presence" {
+            access = .userPresence(reuseSeconds: 0)
+        } else if argument.hasPrefix("user-presence:"), let seconds = Int(argument.dropFirst("user-presence:".count)),
+            seconds >= 0
+        {
+            access = .userPresence(reuseSeconds: seconds)
+        } else {
+            return nil
+        }
     }
 }

@@ -1,0 +1,105 @@
+import CLibSecret
+import Foundation
+
+/// The read and write paths, run on the store's libsecret thread.
+extension KeyringStore {
+    static func read(
+        _ key: CredentialKey, unlock: Bool, device: String?, session: LibSecretSession, cancellable: Cancellable
+    ) throws(CredentialError) -> StoredCredential? {
+        let attributes = AttributeTable(["service": key.service, "account": key.account])
+        let items = try session.search(attributes, unlock: unlock, cancellable)
+        guard !items.isEmpty else {
+            // libsecret cannot see into some locked collections: "absent" is only certain when unlocked.
+            if let collection = try session.defaultCollection(cancellable),
+                secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self)) != 0
+            {
+                throw .locked(lockedAdvice(key, unlock: unlock))
+            }
+            return nil
+        }
+        // Prefer the item bound to this device, then an unbound one; one bound elsewhere is a wrong-device read.
+        let candidates = items.map { item in
+            (item, AttributeTable.of(item: item.pointer.assumingMemoryBound(to: SecretItem.self))["device"])
+        }
+        guard
+            let (chosen, boundTo) = candidates.first(where: { $0.1 != nil && $0.1 == device })
+                ?? candidates.first(where: { $0.1 == nil })
+        else { throw .wrongDevice }
+        let item = chosen.pointer.assumingMemoryBound(to: SecretItem.self)
+        if secret_item_get_locked(item) != 0 { throw .locked(lockedAdvice(key, unlock: unlock)) }
+
+        var error: UnsafeMutablePointer<GError>?
+        if secret_item_load_secret_sync(item, cancellable.pointer, &error) == 0 || error != nil {
+            throw session.fail(error, "cannot read the keyring item for \(key)")
+        }
+        guard let raw = secret_item_get_secret(item) else {
+            throw .locked(lockedAdvice(key, unlock: unlock))
+        }
+        let value = SecretValueRef(raw)
+        var bytes = value.copyBytes()
+        defer { zeroize(&bytes) }
+        let body = try KeyringItemBody.decode(bytes)
+        let credential = try body.credential()
+        if credential.policy.thisDeviceOnly {
+            // Both the attribute and the body must name this machine.
+            guard let device, boundTo == device, body.device == device else { throw .wrongDevice }
+        }
+        return credential
+    }
+
+    static func write(
+        _ body: KeyringItemBody, for key: CredentialKey, device: String?, unlock: Bool,
+        session: LibSecretSession, cancellable: Cancellable
+    ) throws(CredentialError) {
+        let service = try session.service(cancellable)
+        guard let collection = try session.defaultCollection(cancellable) else {
+            throw .unavailable("the Secret Service has no default collection; create one (log in to the desktop "
+                + "session once, or run gnome-keyring-daemon --unlock) and retry")
+        }
+        let collectionPointer = collection.pointer.assumingMemoryBound(to: SecretCollection.self)
+        if secret_collection_get_locked(collectionPointer) != 0 {
+            guard unlock else { throw .locked(lockedAdvice(key, unlock: false)) }
+            let list = g_list_append(nil, collection.pointer)
+            defer { g_list_free(list) }
+            var error: UnsafeMutablePointer<GError>?
+            _ = secret_service_unlock_sync(service, list, cancellable.pointer, nil, &error)
+            if let error { throw session.fail(error, "cannot unlock the default collection") }
+            if secret_collection_get_locked(collectionPointer) != 0 { throw .locked(lockedAdvice(key, unlock: true)) }
+        }
+
+        var plain = try body.encoded()
+        defer { zeroize(&plain) }
+        // secret_value_new copies the bytes into libsecret's (zeroed-on-free) memory.
+        let value = plain.withUnsafeBytes { raw in
+            SecretValueRef(secret_value_new(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, "application/json"))
+        }
+        var attributes = ["service": key.service, "account": key.account]
+        if let device { attributes["device"] = device }
+        let table = AttributeTable(attributes)
+        var error: UnsafeMutablePointer<GError>?
+        let stored = secret_service_store_sync(
+            service, shopkit_token_schema(), table.table, nil, "ShopKit token for \(key)", value.pointer,
+            cancellable.pointer, &error)
+        if stored == 0 || error != nil { throw session.fail(error, "cannot store the keyring item for \(key)") }
+
+        // Storing replaced the item with the same attributes; drop the ones bound differently (another device, or
+        // bound vs unbound), so one key has one item.
+        let others = try session.search(
+            AttributeTable(["service": key.service, "account": key.account]), unlock: false, cancellable)
+        for item in others {
+            let pointer = item.pointer.assumingMemoryBound(to: SecretItem.self)
+            guard AttributeTable.of(item: pointer)["device"] != device else { continue }
+            var deleteError: UnsafeMutablePointer<GError>?
+            _ = secret_item_delete_sync(pointer, cancellable.pointer, &deleteError)
+            if let deleteError { throw session.fail(deleteError, "cannot remove an older keyring item for \(key)") }
+        }
+    }
+
+    private static func lockedAdvice(_ key: CredentialKey, unlock: Bool) -> String {
+        unlock
+            ? "the keyring collection holding \(key) is locked and was not unlocked (the prompt was dismissed or "
+                + "could not be shown); unlock it and retry"
+            : "the keyring collection holding \(key) is locked and prompting is not allowed; unlock the keyring "
+                + "(e.g. log in to the desktop session, or use allowUnlockPrompt) and retry"
+    }
+}

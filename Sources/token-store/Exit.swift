@@ -1,0 +1,50 @@
+import ShopKitAuth
+
+/// A failure with its documented exit code; the message never holds a token or a passphrase.
+struct Exit: Error {
+    /// The documented exit codes.
+    enum Code: Int32 {
+        case ok = 0
+        case notFound = 1
+        case locked = 2
+        case unavailable = 3
+        case wrongPassphrase = 4
+        case corrupt = 5
+        case accessDenied = 6
+        case insecurePermissions = 7
+        case io = 8
+        case usage = 64
+    }
+
+    let code: Code
+    let message: String
+
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// The exit code for a store failure (a wrong device and an unsupported policy are access refusals).
+    init(_ error: CredentialError) {
+        let code: Code
+        switch error {
+        case .locked: code = .locked
+        case .unavailable: code = .unavailable
+        case .wrongPassphrase: code = .wrongPassphrase
+        case .corrupt: code = .corrupt
+        case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied
+        case .insecurePermissions: code = .insecurePermissions
+        case .io: code = .io
+        }
+        self.init(code, error.description)
+    }
+
+    /// Runs `body`, turning a store failure into its exit code.
+    static func map<T>(_ body: () async throws(CredentialError) -> T) async throws(Exit) -> T {
+        do throws(CredentialError) {
+            return try await body()
+        } catch {
+            throw Exit(error)
+        }
+    }
+}

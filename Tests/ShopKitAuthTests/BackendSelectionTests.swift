@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+
+@testable import ShopKitAuth
+
+/// The selection rules as a pure function, then with real probes.
+@Suite struct BackendSelectionTests {
+    static let file = EncryptedFileStore.Configuration(url: URL(fileURLWithPath: "/tmp/unused.skt"))
+
+    @Test func rulesTable() throws {
+        #expect(try BackendSelection.decide(.auto, probe: .available(locked: false)) == .keyring)
+        #expect(try BackendSelection.decide(.auto, probe: .unavailable("no bus")) == .file)
+        #expect(try BackendSelection.decide(.keyring, probe: .available(locked: false)) == .keyring)
+        #expect(try BackendSelection.decide(.file(Self.file), probe: .available(locked: false)) == .file)
+        #expect(try BackendSelection.decide(.file(Self.file), probe: nil) == .file)
+        #expect(try BackendSelection.decide(.auto, probe: .available(locked: true), unlockPromptAllowed: true) == .keyring)
+    }
+
+    @Test func aLockedKeyringIsAnErrorNeverADowngrade() {
+        for preference in [BackendPreference.auto, .keyring] {
+            #expect(throws: CredentialError.self) {
+                try BackendSelection.decide(preference, probe: .available(locked: true))
+            }
+        }
+        do {
+            _ = try BackendSelection.decide(.auto, probe: .available(locked: true))
+        } catch {
+            guard case .locked = error else { Issue.record("expected locked, got \(error)"); return }
+        }
+    }
+
+    @Test func forcedKeyringWithoutServiceIsUnavailable() {
+        do {
+            _ = try BackendSelection.decide(.keyring, probe: .unavailable("no bus"))
+            Issue.record("forced keyring with no Secret Service must fail")
+        } catch {
+            #expect(error == .unavailable("no bus"))
+        }
+    }
+
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func sessionWithSecretServicePicksTheKeyringWithoutAskingAPassphrase() async throws {
+        let store = try await BackendSelection.defaultStore(
+            .auto, keyring: KeyringStore(),
+            passphrase: { () throws(CredentialError) -> Passphrase in
+                Issue.record("the passphrase must not be asked when the keyring is chosen")
+                throw .accessDenied("not expected")
+            })
+        #expect(store.name == "keyring")
+    }
+
+    @Test func noSecretServicePicksTheFileAndAsksThePassphraseOnce() async throws {
+        let asked = Counter()
+        let store = try await BackendSelection.makeStore(
+            .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(), fileConfiguration: Self.file,
+            passphrase: { () throws(CredentialError) -> Passphrase in
+                asked.increment()
+                return Passphrase(bytes: Array("test passphrase".utf8))
+            })
+        #expect(store.name == "file")
+        #expect(asked.value == 1)
+    }
+
+    @Test func aLockedKeyringNeverAsksForTheFilePassphrase() async {
+        let error = await credentialError { () throws(CredentialError) in
+            try await BackendSelection.makeStore(
+                .auto, probe: .available(locked: true), keyring: KeyringStore(), fileConfiguration: Self.file,
+                passphrase: { () throws(CredentialError) -> Passphrase in
+                    Issue.record("a locked keyring must not fall back to the file")
+                    throw .accessDenied("not expected")
+                })
+        }
+        guard case .locked = error else {
+            Issue.record("expected locked, got \(String(describing: error))")
+            return
+        }
+    }
+
+    /// The real probe with no session bus, in a child process (libsecret uses the process's bus).
+    @Test func realProbeWithoutBusChoosesTheFile() async throws {
+        let probe = try await TokenStoreBinary.run(
+            ["probe"], environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus"])
+        #expect(probe.status == 3)
+        #expect(probe.stdout.hasPrefix("backend: file\n"))
+    }
+
+    /// The real probe of a locked keyring, in a child process on a private bus.
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func realProbeOfALockedKeyringChoosesNothing() async throws {
+        let daemons = try await PrivateKeyring.start()
+        let outcome = try? await {
+            try await daemons.lockDefaultCollection()
+            return try await TokenStoreBinary.run(["probe"], environment: ["DBUS_SESSION_BUS_ADDRESS": daemons.address])
+        }()
+        await daemons.stop()
+        #expect(outcome?.status == 2)
+        #expect(outcome?.stdout.hasPrefix("backend: none") == true)
+    }
+}
+
+/// A thread-safe counter for closures the code under test calls.
+final class Counter: Sendable {
+    private let lock = NSLock()
+    // Safe to share: read and written only while `lock` is held.
+    private nonisolated(unsafe) var count = 0
+
+    func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+}

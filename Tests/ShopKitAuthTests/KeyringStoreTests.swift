@@ -1,0 +1,294 @@
+import Foundation
+import ShopKitAPI
+import Testing
+
+@testable import ShopKitAuth
+
+/// The keyring store against a real gnome-keyring-daemon: the with-keyring session for the plain cases, and a
+/// second private bus + daemon (``PrivateKeyring``) for locking and stopping the daemon.
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+struct KeyringStoreTests {
+    let tokens = AuthTokens(
+        accessToken: "access-\(UUID().uuidString)", refreshToken: "refresh-\(UUID().uuidString)",
+        expiresAt: Date(timeIntervalSince1970: 1_900_000_000))
+
+    @Test func roundTripKeepsTokensAndPolicy() async throws {
+        let store = KeyringStore()
+        let key = KeyringTestEnvironment.uniqueKey()
+        let policy = AccessPolicy(access: .userPresence(reuseSeconds: 30), thisDeviceOnly: false)
+        try await store.write(StoredCredential(tokens: tokens, policy: policy), for: key)
+        let read = try await store.read(key)
+        #expect(read == StoredCredential(tokens: tokens, policy: policy))
+        try await store.delete(key)
+    }
+
+    @Test func absentItemReadsAsNil() async throws {
+        let read = try await KeyringStore().read(KeyringTestEnvironment.uniqueKey())
+        #expect(read == nil)
+    }
+
+    @Test func deleteRemovesTheItemAndDeletingAgainSucceeds() async throws {
+        let store = KeyringStore()
+        let key = KeyringTestEnvironment.uniqueKey()
+        try await store.write(StoredCredential(tokens: tokens, policy: .afterFirstUnlock), for: key)
+        try await store.delete(key)
+        #expect(try await store.read(key) == nil)
+        try await store.delete(key)
+    }
+
+    @Test func overwriteReplacesTheItemEvenWhenTheBindingChanges() async throws {
+        let store = KeyringStore()
+        let key = KeyringTestEnvironment.uniqueKey()
+        try await store.write(StoredCredential(tokens: AuthTokens(accessToken: "first"), policy: .afterFirstUnlock), for: key)
+        let bound = StoredCredential(tokens: tokens, policy: AccessPolicy(thisDeviceOnly: true))
+        try await store.write(bound, for: key)
+        #expect(try await store.read(key) == bound)
+        let unbound = StoredCredential(tokens: AuthTokens(accessToken: "third"), policy: .afterFirstUnlock)
+        try await store.write(unbound, for: key)
+        #expect(try await store.read(key) == unbound)
+        try await store.delete(key)
+        #expect(try await store.read(key) == nil)  // no older item was left behind
+    }
+
+    @Test func thisDeviceOnlyItemFromAnotherMachineIsWrongDevice() async throws {
+        let here = KeyringStore(timeout: .seconds(10), allowUnlockPrompt: false, deviceID: "machine-a")
+        let elsewhere = KeyringStore(timeout: .seconds(10), allowUnlockPrompt: false, deviceID: "machine-b")
+        let key = KeyringTestEnvironment.uniqueKey()
+        let bound = StoredCredential(tokens: tokens, policy: AccessPolicy(thisDeviceOnly: true))
+        try await here.write(bound, for: key)
+        #expect(try await here.read(key) == bound)
+        #expect(await credentialError { () throws(CredentialError) in try await elsewhere.read(key) } == .wrongDevice)
+        try await here.delete(key)
+    }
+
+    @Test func thisDeviceOnlyWithoutMachineIDIsRefused() async throws {
+        let store = KeyringStore(timeout: .seconds(10), allowUnlockPrompt: false, deviceID: nil)
+        #expect(!store.canBindToDevice)
+        let error = await credentialError { () throws(CredentialError) in
+            try await store.write(
+                StoredCredential(tokens: tokens, policy: AccessPolicy(thisDeviceOnly: true)),
+                for: KeyringTestEnvironment.uniqueKey())
+        }
+        guard case .policyUnsupported = error else {
+            Issue.record("expected policyUnsupported, got \(String(describing: error))")
+            return
+        }
+    }
+
+    @Test func concurrentCallsFromManyStoresAllComplete() async throws {
+        let service = "dev.shopkit.tests.\(UUID().uuidString)"
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<16 {
+                group.addTask {
+                    let store = KeyringStore()
+                    let key = CredentialKey(service: service, account: "account-\(index)")
+                    let credential = StoredCredential(tokens: AuthTokens(accessToken: "token-\(index)"), policy: .afterFirstUnlock)
+                    try await store.write(credential, for: key)
+                    #expect(try await store.read(key) == credential)
+                    try await store.delete(key)
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    @Test func aForeignBodyUnderOurSchemaIsCorrupt() async throws {
+        let key = KeyringTestEnvironment.uniqueKey()
+        // secret-tool (libsecret's own CLI) stores a secret that is not a ShopKit body under the ShopKit schema.
+        let stored = try await TokenStoreBinary.run(
+            ["store", "--label", "foreign", "xdg:schema", "dev.shopkit.Token", "service", key.service, "account", key.account],
+            stdin: "not a shopkit body", executable: URL(fileURLWithPath: "/usr/bin/secret-tool"))
+        #expect(stored.status == 0)
+        let error = await credentialError { () throws(CredentialError) in try await KeyringStore().read(key) }
+        guard case .corrupt = error else {
+            Issue.record("expected corrupt, got \(String(describing: error))")
+            return
+        }
+        try await KeyringStore().delete(key)
+        #expect(try await KeyringStore().read(key) == nil)
+    }
+
+    @Test func probeFindsTheUnlockedSessionKeyring() async {
+        #expect(await KeyringStore().probe() == .available(locked: false))
+    }
+
+    // The cases below need a keyring of their own (locking the shared one, or stopping it, would disturb every
+    // other test), so they run the real store in a child process, the token-store binary, pointed at a second
+    // private bus with DBUS_SESSION_BUS_ADDRESS: libsecret only talks to the process's session bus.
+
+    @Test func noSessionBusIsUnavailable() async throws {
+        let outcome = try await TokenStoreBinary.run(
+            ["get", "--backend", "keyring", "--service", "s", "--account", "a"],
+            environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus"])
+        #expect(outcome.status == 3)
+        #expect(outcome.stderr.contains("no Secret Service available"))
+    }
+
+    @Test func lockedCollectionReadsAsLockedWithoutPrompting() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
+        let target = ["--service", "locked-test", "--account", "a"]
+        do {
+            let set = try await TokenStoreBinary.run(["set"] + target, stdin: "locked-token\n", environment: bus)
+            #expect(set.status == 0, "\(set.stderr)")
+            #expect(try await TokenStoreBinary.run(["get"] + target, environment: bus).stdout == "locked-token\n")
+
+            try await keyring.lockDefaultCollection()
+
+            let probe = try await TokenStoreBinary.run(["probe"], environment: bus)
+            #expect(probe.status == 2)
+            #expect(probe.stdout.contains("keyring: available, locked"))
+            let get = try await TokenStoreBinary.run(["get"] + target, environment: bus)
+            #expect(get.status == 2, "\(get.stderr)")
+            #expect(get.stdout.isEmpty)
+            #expect(!get.stderr.contains("locked-token"))
+            // An item the locked keyring does not show is not reported as absent.
+            let unseen = try await TokenStoreBinary.run(["get", "--service", "locked-test", "--account", "b"], environment: bus)
+            #expect(unseen.status == 2)
+            let write = try await TokenStoreBinary.run(["set"] + target, stdin: "other\n", environment: bus)
+            #expect(write.status == 2)
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+    }
+
+    @Test func daemonStoppedAfterAWriteIsUnavailable() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
+        let target = ["--service", "stopped-test", "--account", "a"]
+        do {
+            #expect(try await TokenStoreBinary.run(["set"] + target, stdin: "t\n", environment: bus).status == 0)
+            try await keyring.killBus()
+            let get = try await TokenStoreBinary.run(["get", "--backend", "keyring"] + target, environment: bus)
+            #expect(get.status == 3, "\(get.stderr)")
+            #expect(try await TokenStoreBinary.run(["probe"], environment: bus).status == 3)
+            // With no Secret Service left, auto turns to the file, which needs a passphrase: there is no terminal.
+            let auto = try await TokenStoreBinary.run(["get"] + target, environment: bus)
+            #expect(auto.status == 8)
+            #expect(auto.stderr.contains("--passphrase-fd"))
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+    }
+
+    @Test func frozenDaemonTimesOutAsUnavailable() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
+        keyring.pauseKeyring()
+        // The daemon is frozen: the call can only end by the store's cancellable firing.
+        let get = try? await TokenStoreBinary.run(
+            ["get", "--timeout", "1", "--backend", "keyring", "--service", "s", "--account", "a"], environment: bus)
+        await keyring.stop()
+        #expect(get?.status == 3)
+        #expect(get?.stderr.contains("did not answer") == true || get?.stderr.contains("timed out") == true)
+    }
+}
+
+/// One `KeyringStore` whose session bus dies between two reads, in a child process of the test (libsecret only
+/// talks to the process's session bus, and killing the shared one would end every other test).
+///
+/// The parent starts a private bus + keyring, runs this test binary again with only ``KeyringChildScenario``
+/// enabled and DBUS_SESSION_BUS_ADDRESS pointing at the private bus, waits for the child's first report, kills
+/// the bus, tells the child to go on, and checks what the child saw.
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+struct KeyringMidRunTests {
+    @Test func busKilledMidRunMakesTheSameStoreUnavailable() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let reports: [String]
+        do {
+            reports = try await offPool { try Self.runChild(busAddress: keyring.address, keyring: keyring) }
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+        #expect(reports == ["read found", "read unavailable", "probe unavailable", "alive"])
+    }
+
+    private static func runChild(busAddress: String, keyring: PrivateKeyring) throws -> [String] {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        child.arguments = ["--testing-library", "swift-testing", "--filter", "KeyringChildScenario"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
+        environment[KeyringChildScenario.variable] = "1"
+        child.environment = environment
+        let input = Pipe(), output = Pipe()
+        child.standardInput = input
+        child.standardOutput = output
+        child.standardError = FileHandle.nullDevice
+        try child.run()
+        let reader = LineReader(fd: output.fileHandleForReading.fileDescriptor)
+        var reports: [String] = []
+        while let line = reader.next() {
+            guard line.hasPrefix(KeyringChildScenario.prefix) else { continue }
+            let report = String(line.dropFirst(KeyringChildScenario.prefix.count))
+            reports.append(report)
+            if report == "read found" {
+                // The child holds an open store: kill its bus, then let it read again.
+                kill(keyring.busPID, SIGKILL)
+                input.fileHandleForWriting.write(Data("go\n".utf8))
+                try input.fileHandleForWriting.close()
+            }
+        }
+        child.waitUntilExit()
+        return reports
+    }
+}
+
+/// Reads lines from a descriptor, one byte at a time (no read-ahead past a line).
+final class LineReader {
+    private let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+
+    func next() -> String? {
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while true {
+            let count = read(fd, &byte, 1)
+            if count <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+            if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
+            line.append(byte)
+        }
+    }
+}
+
+/// The child half of ``KeyringMidRunTests``: runs only when started by it.
+@Suite(.enabled(if: ProcessInfo.processInfo.environment["SHOPKIT_KEYRING_MID_RUN_CHILD"] != nil,
+    "runs only as the child process of KeyringMidRunTests"))
+struct KeyringChildScenario {
+    static let variable = "SHOPKIT_KEYRING_MID_RUN_CHILD"
+    static let prefix = "SHOPKIT-CHILD: "
+
+    static func report(_ line: String) {
+        FileHandle.standardOutput.write(Data((prefix + line + "\n").utf8))
+    }
+
+    static func kind(_ error: CredentialError?) -> String {
+        switch error {
+        case nil: return "found"
+        case .unavailable?: return "unavailable"
+        case .locked?: return "locked"
+        default: return "other"
+        }
+    }
+
+    @Test func readAcrossABusDeath() async throws {
+        let store = KeyringStore(timeout: .seconds(20))
+        let key = CredentialKey(service: "mid-run", account: "a")
+        try await store.write(StoredCredential(tokens: .init(accessToken: "t"), policy: .afterFirstUnlock), for: key)
+        Self.report("read " + Self.kind(await credentialError { () throws(CredentialError) in
+            guard try await store.read(key) != nil else { throw .io("absent") }
+        }))
+        _ = try await offPool { LineReader(fd: STDIN_FILENO).next() }  // the parent kills the bus, then says go
+        Self.report("read " + Self.kind(await credentialError { () throws(CredentialError) in
+            _ = try await store.read(key)
+        }))
+        if case .unavailable = await store.probe() { Self.report("probe unavailable") } else { Self.report("probe other") }
+        Self.report("alive")
+    }
+}

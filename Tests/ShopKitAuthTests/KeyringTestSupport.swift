@@ -1,0 +1,250 @@
+import Foundation
+import Testing
+
+@testable import ShopKitAuth
+
+/// Where the keyring tests may run: only inside scripts/with-keyring, which sets SHOPKIT_REAL_HOME and gives a
+/// private session bus with a throwaway, unlocked gnome-keyring, so the developer's real keyring is never touched.
+enum KeyringTestEnvironment {
+    static var isPrivate: Bool { ProcessInfo.processInfo.environment["SHOPKIT_REAL_HOME"] != nil }
+    static let skipReason: Comment = "keyring tests run only inside scripts/with-keyring (SHOPKIT_REAL_HOME is unset)"
+
+    /// A key no other test uses.
+    static func uniqueKey(_ name: String = #function) -> CredentialKey {
+        CredentialKey(service: "dev.shopkit.tests.\(UUID().uuidString)", account: name)
+    }
+}
+
+/// Runs `body` and returns its credential error, or nil when it succeeded.
+func credentialError<T>(_ body: () async throws(CredentialError) -> T) async -> CredentialError? {
+    do throws(CredentialError) {
+        _ = try await body()
+        return nil
+    } catch {
+        return error
+    }
+}
+
+/// Runs blocking work (waiting for a child process, reading its pipe) on its own thread, off the cooperative pool.
+func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: Result { try body() }) }.start()
+    }
+    return try result.get()
+}
+
+struct FixtureError: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// A second private D-Bus session bus (`dbus-daemon`) with its own unlocked gnome-keyring-daemon, both real child
+/// processes of the test, so a test can lock the keyring or stop the daemons without touching anything else.
+///
+/// The bus has no service directories, so nothing is ever auto-started on it: after `killBus()` there is no bus,
+/// and a stopped keyring stays stopped.
+final class PrivateKeyring: Sendable {
+    let directory: URL
+    /// The bus address, for `KeyringStore(…, busAddress:)` or a child's DBUS_SESSION_BUS_ADDRESS.
+    let address: String
+    let busPID: Int32
+    let keyringPID: Int32
+    private let bus: Process  // Sendable in corelibs Foundation
+    private let keyring: Process
+
+    static let password = "shopkit-private-keyring"
+
+    private init(directory: URL, address: String, bus: Process, keyring: Process) {
+        self.directory = directory
+        self.address = address
+        self.bus = bus
+        self.keyring = keyring
+        self.busPID = bus.processIdentifier
+        self.keyringPID = keyring.processIdentifier
+    }
+
+    /// Starts the bus, then the keyring daemon (login keyring created with a known password, unlocked), and waits
+    /// until the keyring owns org.freedesktop.secrets on the bus.
+    static func start() async throws -> PrivateKeyring {
+        try await offPool { try startBlocking() }
+    }
+
+    private static func startBlocking() throws -> PrivateKeyring {
+        var template = Array("/tmp/skk.XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw FixtureError(description: "mkdtemp failed") }
+        let directory = URL(fileURLWithPath: String(cString: made))
+        for sub in ["home", "data", "run"] {
+            try FileManager.default.createDirectory(
+                at: directory.appendingPathComponent(sub), withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
+        }
+        let config = """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>unix:path=\(directory.path)/bus</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """
+        let configURL = directory.appendingPathComponent("bus.conf")
+        try config.write(to: configURL, atomically: true, encoding: .utf8)
+
+        let bus = Process()
+        bus.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
+        bus.arguments = ["--config-file=\(configURL.path)", "--nofork", "--print-address=1"]
+        let busOut = Pipe()
+        bus.standardOutput = busOut
+        bus.standardError = FileHandle.nullDevice
+        try bus.run()
+        var line: [UInt8] = []
+        let fd = busOut.fileHandleForReading.fileDescriptor
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1, byte != 0x0A { line.append(byte) }
+        let address = String(decoding: line, as: UTF8.self)
+        guard address.hasPrefix("unix:") else {
+            kill(bus.processIdentifier, SIGKILL)
+            throw FixtureError(description: "dbus-daemon printed no address")
+        }
+
+        var environment = [
+            "DBUS_SESSION_BUS_ADDRESS": address,
+            "HOME": directory.appendingPathComponent("home").path,
+            "XDG_DATA_HOME": directory.appendingPathComponent("data").path,
+            "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path,
+        ]
+        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let keyring = Process()
+        keyring.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
+        keyring.arguments = ["--foreground", "--unlock", "--components=secrets"]
+        keyring.environment = environment
+        let keyringIn = Pipe()
+        keyring.standardInput = keyringIn
+        keyring.standardOutput = FileHandle.nullDevice
+        keyring.standardError = FileHandle.nullDevice
+        try keyring.run()
+        keyringIn.fileHandleForWriting.write(Data(password.utf8))
+        try keyringIn.fileHandleForWriting.close()
+
+        let wait = Process()
+        wait.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
+        wait.arguments = ["wait", "--session", "--timeout", "60", "org.freedesktop.secrets"]
+        wait.environment = environment
+        try wait.run()
+        wait.waitUntilExit()
+        let fixture = PrivateKeyring(directory: directory, address: address, bus: bus, keyring: keyring)
+        guard wait.terminationStatus == 0 else {
+            fixture.stopBlocking()
+            throw FixtureError(description: "gnome-keyring-daemon did not appear on the private bus")
+        }
+        return fixture
+    }
+
+    /// Kills the bus daemon (SIGKILL) and waits for it: every connection to it is closed.
+    func killBus() async throws {
+        let bus = self.bus
+        kill(busPID, SIGKILL)
+        try await offPool { bus.waitUntilExit() }
+    }
+
+    /// Locks the default collection through the Secret Service D-Bus API (`Lock` never prompts).
+    func lockDefaultCollection() async throws {
+        let environment = ["DBUS_SESSION_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"]
+        try await offPool {
+            let alias = try Self.gdbus(["ReadAlias", "default"], environment: environment)
+            guard let start = alias.firstIndex(of: "'"), let end = alias[alias.index(after: start)...].firstIndex(of: "'")
+            else { throw FixtureError(description: "no default collection: \(alias)") }
+            let path = String(alias[alias.index(after: start)..<end])
+            _ = try Self.gdbus(["Lock", "['\(path)']"], environment: environment)
+        }
+    }
+
+    private static func gdbus(_ call: [String], environment: [String: String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
+        process.arguments = [
+            "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+            "--method", "org.freedesktop.Secret.Service.\(call[0])",
+        ] + call.dropFirst()
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw FixtureError(description: "gdbus \(call[0]) failed") }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Freezes the keyring daemon (SIGSTOP): it stays on the bus but never answers.
+    func pauseKeyring() { kill(keyringPID, SIGSTOP) }
+
+    /// Stops both daemons and removes the directory.
+    func stop() async {
+        _ = try? await offPool { self.stopBlocking() }
+    }
+
+    private func stopBlocking() {
+        kill(keyringPID, SIGKILL)
+        kill(busPID, SIGKILL)
+        keyring.waitUntilExit()
+        bus.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// The built `token-store` binary, run as a child process.
+enum TokenStoreBinary {
+    struct Outcome {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+    }
+
+    /// `.build/<config>/token-store`, beside the test bundle.
+    static var binary: URL? {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            Bundle.main.bundleURL,
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
+        ]
+        return candidates.map { $0.appendingPathComponent("token-store").standardizedFileURL }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    static func run(
+        _ arguments: [String], stdin: String = "", environment overrides: [String: String] = [:],
+        executable: URL? = nil
+    ) async throws -> Outcome {
+        guard let binary = executable ?? Self.binary else {
+            throw FixtureError(description: "token-store binary not found; run swift build --build-tests first")
+        }
+        return try await offPool {
+            let process = Process()
+            process.executableURL = binary
+            process.arguments = arguments
+            var environment = ProcessInfo.processInfo.environment
+            for (name, value) in overrides { environment[name] = value }
+            process.environment = environment
+            let input = Pipe(), output = Pipe(), errors = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = errors
+            try process.run()
+            input.fileHandleForWriting.write(Data(stdin.utf8))
+            try input.fileHandleForWriting.close()
+            let out = output.fileHandleForReading.readDataToEndOfFile()
+            let err = errors.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return Outcome(
+                status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+                stderr: String(decoding: err, as: UTF8.self))
+        }
+    }
+
+}

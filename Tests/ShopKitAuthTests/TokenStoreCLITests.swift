@@ -1,0 +1,159 @@
+import Foundation
+import Testing
+
+@testable import ShopKitAuth
+
+/// Runs the built `token-store` binary as a child process and checks its standard output and exit status.
+@Suite struct TokenStoreCLITests {
+    static let noBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus"]
+
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func setGetDeleteRoundTripOnTheKeyring() async throws {
+        let key = KeyringTestEnvironment.uniqueKey()
+        let target = ["--service", key.service, "--account", key.account]
+        let token = "cli-token-\(UUID().uuidString)"
+        let set = try await TokenStoreBinary.run(["set"] + target, stdin: token + "\n")
+        #expect(set.status == 0, "\(set.stderr)")
+        #expect(!set.stderr.contains(token))
+        let get = try await TokenStoreBinary.run(["get"] + target)
+        #expect(get.status == 0)
+        #expect(get.stdout == token + "\n")
+        let forced = try await TokenStoreBinary.run(["get", "--backend", "keyring"] + target)
+        #expect(forced.stdout == token + "\n")
+        let delete = try await TokenStoreBinary.run(["delete"] + target)
+        #expect(delete.status == 0)
+        let gone = try await TokenStoreBinary.run(["get"] + target)
+        #expect(gone.status == 1)
+        #expect(gone.stdout.isEmpty)
+    }
+
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func jsonRoundTripKeepsRefreshTokenAndExpiry() async throws {
+        let key = KeyringTestEnvironment.uniqueKey()
+        let target = ["--service", key.service, "--account", key.account]
+        let json = #"{"accessToken":"A1","expiresAt":"2030-01-01T00:00:00Z","refreshToken":"R1"}"#
+        #expect(try await TokenStoreBinary.run(["set", "--json", "--this-device-only", "--policy", "after-first-unlock"] + target, stdin: json).status == 0)
+        let get = try await TokenStoreBinary.run(["get", "--json"] + target)
+        #expect(get.stdout == json + "\n")
+        _ = try await TokenStoreBinary.run(["delete"] + target)
+    }
+
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func probeReportsTheKeyring() async throws {
+        let probe = try await TokenStoreBinary.run(["probe"])
+        #expect(probe.status == 0)
+        #expect(probe.stdout == "backend: keyring\nkeyring: available, unlocked\n")
+    }
+
+    /// From a terminal (a pty made by util-linux `script`), `set` reads one line without echoing the token.
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate && FileManager.default.isExecutableFile(atPath: "/usr/bin/script"),
+        KeyringTestEnvironment.skipReason))
+    func setFromATerminalDoesNotEchoTheToken() async throws {
+        guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
+        let key = KeyringTestEnvironment.uniqueKey()
+        let token = "tty-\(UUID().uuidString)"
+        let command = "'\(binary.path)' set --service '\(key.service)' --account '\(key.account)'"
+        // Type the token only once the prompt shows (echo is off by then), as a person would.
+        let (status, screen) = try await offPool { () throws -> (Int32, String) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+            process.arguments = ["-qec", command, "/dev/null"]
+            let input = Pipe(), output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var screen: [UInt8] = []
+            var byte: UInt8 = 0
+            let fd = output.fileHandleForReading.fileDescriptor
+            while !String(decoding: screen, as: UTF8.self).contains("Token: "), read(fd, &byte, 1) == 1 {
+                screen.append(byte)
+            }
+            input.fileHandleForWriting.write(Data((token + "\n").utf8))
+            try input.fileHandleForWriting.close()
+            screen += output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: screen, as: UTF8.self))
+        }
+        #expect(status == 0, "\(screen)")
+        #expect(screen.contains("Token: "))
+        #expect(!screen.contains(token))
+        #expect(try await TokenStoreBinary.run(["get", "--service", key.service, "--account", key.account]).stdout == token + "\n")
+        _ = try await TokenStoreBinary.run(["delete", "--service", key.service, "--account", key.account])
+    }
+
+    @Test func usageErrorsExit64WithOneLine() async throws {
+        let cases: [([String], String)] = [
+            (["get", "--service", "s"], ""),  // no --account
+            (["frobnicate"], ""),
+            (["get", "--service", "s", "--account", "a", "--backend", "cloud"], ""),
+            (["set", "--service", "s", "--account", "a", "--policy", "sometimes"], "t\n"),
+            (["get", "--service", "s", "--account", "a", "--timeout", "0"], ""),
+            (["get", "--service", "s", "--account", "a", "--passphrase-fd", "-1"], ""),
+            (["set", "--service", "s", "--account", "a"], "\n"),  // empty token
+            (["set", "--service", "s", "--account", "a"], "one\ntwo\n"),  // two lines
+        ]
+        for (arguments, stdin) in cases {
+            let outcome = try await TokenStoreBinary.run(arguments, stdin: stdin, environment: Self.noBus)
+            #expect(outcome.status == 64, "\(arguments): \(outcome.stderr)")
+            #expect(outcome.stderr.split(separator: "\n").count == 1, "\(arguments): \(outcome.stderr)")
+            #expect(outcome.stdout.isEmpty)
+        }
+    }
+
+    @Test func noSessionBusIsUnavailableAndAutoWouldPickTheFile() async throws {
+        let probe = try await TokenStoreBinary.run(["probe"], environment: Self.noBus)
+        #expect(probe.status == 3)
+        #expect(probe.stdout.hasPrefix("backend: file\nkeyring: unavailable: "))
+        let get = try await TokenStoreBinary.run(
+            ["get", "--backend", "keyring", "--service", "s", "--account", "a"], environment: Self.noBus)
+        #expect(get.status == 3)
+        #expect(get.stdout.isEmpty)
+        #expect(get.stderr.hasPrefix("token-store: no Secret Service available"))
+    }
+
+    /// False while `EncryptedFileStore` is the placeholder that throws `.io("not implemented")`.
+    static func fileStoreImplemented() async -> Bool {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skfile-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = EncryptedFileStore(
+            configuration: .init(url: directory.appendingPathComponent("probe.skt"), kdf: .init(logN: 10, r: 8, p: 1)),
+            passphrase: Passphrase(bytes: Array("probe".utf8)))
+        let error = await credentialError { () throws(CredentialError) in
+            try await store.read(CredentialKey(service: "s", account: "a"))
+        }
+        return error != .io("not implemented")
+    }
+
+    /// Runs the binary through bash so the passphrase arrives on descriptor 3 from a 0600 file.
+    static func runWithPassphrase(_ arguments: [String], passphrase: String, stdin: String = "") async throws -> TokenStoreBinary.Outcome {
+        guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skpass-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("passphrase")
+        _ = FileManager.default.createFile(atPath: file.path, contents: Data((passphrase + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        return try await TokenStoreBinary.run(
+            ["-c", "exec 3<\"$0\"; exec \"$@\" --passphrase-fd 3", file.path, binary.path] + arguments,
+            stdin: stdin, environment: noBus, executable: URL(fileURLWithPath: "/bin/bash"))
+    }
+
+    @Test(.enabled("EncryptedFileStore is still the placeholder") { await fileStoreImplemented() })
+    func fileBackendRoundTripAndWrongPassphrase() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skcli-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = ["--service", "s", "--account", "a", "--file", directory.appendingPathComponent("t.skt").path]
+        let set = try await Self.runWithPassphrase(["set", "--backend", "file"] + target, passphrase: "right", stdin: "file-token\n")
+        #expect(set.status == 0, "\(set.stderr)")
+        let get = try await Self.runWithPassphrase(["get", "--backend", "file"] + target, passphrase: "right")
+        #expect(get.stdout == "file-token\n")
+        let auto = try await Self.runWithPassphrase(["get"] + target, passphrase: "right")  // no bus: auto → file
+        #expect(auto.stdout == "file-token\n")
+        let wrong = try await Self.runWithPassphrase(["get", "--backend", "file"] + target, passphrase: "wrong")
+        #expect(wrong.status == 4)
+        #expect(!wrong.stderr.contains("right") && !wrong.stderr.contains("wrong"))
+        let missing = try await Self.runWithPassphrase(
+            ["get", "--backend", "file", "--service", "s", "--account", "other", "--file", target.last!], passphrase: "right")
+        #expect(missing.status == 1)
+    }
+}
