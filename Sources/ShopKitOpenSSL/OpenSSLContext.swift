@@ -79,11 +79,17 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// A server context (tests, demo): the certificate chain as given (leaf first; extra certificates are sent
     /// exactly in the given order, so tests can send unrelated or misordered ones), the private key, ALPN
     /// `http/1.1`, and TLS 1.3 session tickets on so clients can resume.
+    ///
+    /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
+    ///   weak certificates (RSA 1024, SHA-1) and check that clients refuse them. Leave nil otherwise.
+    /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
     public static func server(
-        certificateChainPEM: String, privateKeyPEM: String, minimumVersion: MinimumVersion = .tls12
+        certificateChainPEM: String, privateKeyPEM: String, minimumVersion: MinimumVersion = .tls12,
+        securityLevel: Int? = nil
     ) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .server, method: TLS_server_method())
         try context.applyCommon(minimumVersion: minimumVersion)
+        if let securityLevel { context.withContext { SSL_CTX_set_security_level($0, Int32(securityLevel)) } }
         let chain = try OpenSSLCertificate.parsePEM(certificateChainPEM)
         let key = try OpenSSLKey.privateKey(pem: privateKeyPEM)
         try context.withContext { ctx throws(OpenSSLError) in

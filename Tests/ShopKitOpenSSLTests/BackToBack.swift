@@ -6,10 +6,13 @@ struct BackToBack {
     let client: OpenSSLConnection
     let server: OpenSSLConnection
 
-    init(serverChain: [String], serverKey: String, trust: [String] = ["root"], host: String = "localhost") throws {
+    init(
+        serverChain: [String], serverKey: String, trust: [String] = ["root"], host: String = "localhost",
+        serverSecurityLevel: Int? = nil
+    ) throws {
         let serverContext = try OpenSSLContext.server(
             certificateChainPEM: TestCertificates.chain(serverChain),
-            privateKeyPEM: TestCertificates.privateKey(serverKey))
+            privateKeyPEM: TestCertificates.privateKey(serverKey), securityLevel: serverSecurityLevel)
         let clientContext = try OpenSSLContext.client(
             trust: .pem(TestCertificates.chain(trust), addingToSystem: false), minimumVersion: .tls12)
         client = try OpenSSLConnection.client(context: clientContext, host: host)
