@@ -8,10 +8,14 @@ import ShopKitTLS
 public final class LoopbackTLSServer: Sendable {
     /// What the responder sends back.
     public struct Response: Sendable {
+        /// The status line's code.
         public var status: HTTPResponseStatus
+        /// Extra headers (content-length is added unless given or chunked).
         public var headers: [(String, String)]
+        /// The body bytes.
         public var body: [UInt8]
 
+        /// A response; the default is 200 with the given body.
         public init(status: HTTPResponseStatus = .ok, headers: [(String, String)] = [], body: [UInt8]) {
             self.status = status
             self.headers = headers

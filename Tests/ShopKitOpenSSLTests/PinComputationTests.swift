@@ -1,4 +1,4 @@
-import ShopKitOpenSSL
+@testable import ShopKitOpenSSL
 import ShopKitPinning
 import TestSupport
 import Testing
@@ -41,5 +41,22 @@ import Testing
         #expect(expired.notAfter.timeIntervalSince1970 == 1_609_459_200)  // 2021-01-01T00:00:00Z
         let sha1 = try #require(try OpenSSLCertificate.parsePEM(TestCertificates.certificate("leaf-sha1")).first).info
         #expect(sha1.signatureAlgorithm == "ecdsa-with-SHA1")
+    }
+}
+
+@Suite struct CertificateInfoCacheTests {
+    @Test func infoIsComputedOncePerCertificate() throws {
+        let cache = CertificateInfoCache(capacity: 2)
+        let pem = TestCertificates.certificate("leaf-p384")
+        let first = try #require(try OpenSSLCertificate.parsePEM(pem).first)
+        let second = try #require(try OpenSSLCertificate.parsePEM(pem).first)  // a different X509 object
+        let a = try cache.info(for: first)
+        let b = try cache.info(for: second)
+        #expect(a == b)
+        #expect(cache.count == 1)
+        for name in ["root", "intermediate-1", "intermediate-2"] {
+            _ = try cache.info(for: try #require(try OpenSSLCertificate.parsePEM(TestCertificates.certificate(name)).first))
+        }
+        #expect(cache.count <= 2)  // bounded
     }
 }
