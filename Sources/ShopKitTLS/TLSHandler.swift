@@ -186,7 +186,11 @@ public final class TLSHandler: ChannelDuplexHandler {
             _ = connection.shutdown()
             sendCiphertext(context: context)
         }
-        if mode == .all, state != .closed { failBufferedWrites(TLSError.connectionClosed) }
+        if mode == .all {
+            // Closing ourselves before the handshake finished is not the peer's failure: report nothing.
+            if state == .idle || state == .handshaking { state = .closed }
+            failBufferedWrites(TLSError.connectionClosed)
+        }
         context.close(mode: mode, promise: promise)
     }
 
@@ -220,7 +224,7 @@ public final class TLSHandler: ChannelDuplexHandler {
         let writes = bufferedWrites
         bufferedWrites = []
         for (buffer, promise) in writes { encrypt(context: context, buffer, promise: promise) }
-        if flushRequested || !writes.isEmpty {
+        if flushRequested {
             flushRequested = false
             context.flush()
         }
