@@ -90,7 +90,7 @@ extension TLSHandler {
         guard case .client(let client, _, _, let key) = role else { return }
         if established != nil {
             store(session, cache: client.sessionCache, key: key)
-        } else if state == .handshaking {
+        } else if machine.isHandshaking {
             pendingSessions.append(session)
         }
     }

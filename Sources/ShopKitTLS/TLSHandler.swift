@@ -25,14 +25,11 @@ public final class TLSHandler: ChannelDuplexHandler {
         case server(TLSServerContext)
     }
 
-    enum State { case idle, handshaking, active, closing, closed, failed }
+    typealias PendingWrite = (buffer: ByteBuffer, promise: EventLoopPromise<Void>?)
 
     let role: Role
-    var state = State.idle
+    var machine = TLSHandlerStateMachine<PendingWrite>()
     var connection: OpenSSLConnection?
-    private var bufferedWrites: [(ByteBuffer, EventLoopPromise<Void>?)] = []
-    private var flushRequested = false
-    private var receivedCloseNotify = false
     /// The cached session offered to the server, with its verified chain (client role).
     var offered: TLSSessionCache.Entry?
     /// Sessions that arrived before the pin check finished (TLS 1.2 hands them out during the handshake).
@@ -70,20 +67,22 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        let previous = state
-        state = .closed
-        failBufferedWrites(TLSError.connectionClosed)
-        if previous == .handshaking {
+        let (report, writes) = machine.channelInactive()
+        fail(writes, TLSError.connectionClosed)
+        switch report {
+        case .handshakeInterrupted:
             context.fireErrorCaught(
                 TLSError.handshakeFailed(reason: "the peer closed the connection during the TLS handshake"))
-        } else if previous == .active && !receivedCloseNotify {
+        case .uncleanShutdown:
             context.fireUserInboundEventTriggered(TLSUncleanShutdown())
+        case .none:
+            break
         }
         context.fireChannelInactive()
     }
 
     private func start(context: ChannelHandlerContext) {
-        guard state == .idle else { return }
+        guard machine.start() else { return }
         do {
             switch role {
             case .client(let client, let host, _, let key):
@@ -98,7 +97,6 @@ public final class TLSHandler: ChannelDuplexHandler {
             fail(context: context, TLSError.handshakeFailed(reason: "\(error)"))
             return
         }
-        state = .handshaking
         runHandshake(context: context)
     }
 
@@ -106,10 +104,10 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
-        guard let connection, state == .handshaking || state == .active || state == .closing else { return }
+        guard let connection, machine.acceptsCiphertext else { return }
         buffer.withUnsafeReadableBytes { connection.feedCiphertext($0) }
-        if state == .handshaking { runHandshake(context: context) }
-        if state == .active || state == .closing { readPlaintext(context: context) }
+        if machine.isHandshaking { runHandshake(context: context) }
+        if machine.carriesData { readPlaintext(context: context) }
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
@@ -144,7 +142,7 @@ public final class TLSHandler: ChannelDuplexHandler {
         }
         switch result {
         case .closed:
-            receivedCloseNotify = true
+            machine.closeNotifyReceived()
             closeWithNotify(context: context, mode: .all, promise: nil)
         case .failed(let error):
             fail(context: context, TLSError.handshakeFailed(reason: "TLS error after the handshake: \(error)"))
@@ -157,22 +155,15 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let buffer = unwrapOutboundIn(data)
-        switch state {
-        case .idle, .handshaking:
-            bufferedWrites.append((buffer, promise))
-        case .active:
-            encrypt(context: context, buffer, promise: promise)
-        case .closing, .closed, .failed:
-            promise?.fail(TLSError.connectionClosed)
+        switch machine.write((buffer, promise)) {
+        case .buffered: break
+        case .encrypt: encrypt(context: context, buffer, promise: promise)
+        case .reject: promise?.fail(TLSError.connectionClosed)
         }
     }
 
     public func flush(context: ChannelHandlerContext) {
-        if state == .active || state == .closing {
-            context.flush()
-        } else {
-            flushRequested = true
-        }
+        if machine.flush() { context.flush() }
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
@@ -181,16 +172,16 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     /// Sends close_notify (if the handshake completed) and closes. BIO order: shutdown step, send ciphertext.
     private func closeWithNotify(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        if state == .active, mode == .all || mode == .output, let connection {
-            state = .closing
+        guard mode == .all || mode == .output else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        let (sendCloseNotify, writes) = machine.close(all: mode == .all)
+        if sendCloseNotify, let connection {
             _ = connection.shutdown()
             sendCiphertext(context: context)
         }
-        if mode == .all {
-            // Closing ourselves before the handshake finished is not the peer's failure: report nothing.
-            if state == .idle || state == .handshaking { state = .closed }
-            failBufferedWrites(TLSError.connectionClosed)
-        }
+        fail(writes, TLSError.connectionClosed)
         context.close(mode: mode, promise: promise)
     }
 
@@ -220,28 +211,21 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     /// After a successful handshake and checks: send the buffered writes.
     func becomeActive(context: ChannelHandlerContext) {
-        state = .active
-        let writes = bufferedWrites
-        bufferedWrites = []
-        for (buffer, promise) in writes { encrypt(context: context, buffer, promise: promise) }
-        if flushRequested {
-            flushRequested = false
-            context.flush()
-        }
+        let (writes, flush) = machine.handshakeSucceeded()
+        for write in writes { encrypt(context: context, write.buffer, promise: write.promise) }
+        if flush { context.flush() }
     }
 
+    /// Fails the connection once: fails buffered writes, fires `error`, closes the channel.
     func fail(context: ChannelHandlerContext, _ error: TLSError) {
-        guard state != .failed, state != .closed else { return }
-        state = .failed
-        failBufferedWrites(error)
+        guard let writes = machine.fail() else { return }
+        fail(writes, error)
         context.fireErrorCaught(error)
         context.close(promise: nil)
     }
 
-    private func failBufferedWrites(_ error: TLSError) {
-        let writes = bufferedWrites
-        bufferedWrites = []
-        for (_, promise) in writes { promise?.fail(error) }
+    private func fail(_ writes: [PendingWrite], _ error: TLSError) {
+        for write in writes { write.promise?.fail(error) }
     }
 }
 
