@@ -23,8 +23,8 @@ public final class OpenSSLContext: @unchecked Sendable {
         case pem(String, addingToSystem: Bool)
     }
 
-    /// The lowest protocol version a context accepts.
-    public enum MinimumVersion: Sendable, Hashable { case tls12, tls13 }
+    /// A TLS protocol version ShopKit speaks (never below 1.2).
+    public enum ProtocolVersion: Sendable, Hashable { case tls12, tls13 }
 
     private init(role: Role, method: OpaquePointer?) throws(OpenSSLError) {
         OpenSSLError.clearQueue()
@@ -43,7 +43,7 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// handed to each connection's `onNewSession` (OpenSSL keeps no internal client cache).
     ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
-    public static func client(trust: Trust, minimumVersion: MinimumVersion) throws(OpenSSLError) -> OpenSSLContext {
+    public static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
         try context.applyCommon(minimumVersion: minimumVersion)
         try context.withContext { ctx throws(OpenSSLError) in
@@ -80,15 +80,22 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// exactly in the given order, so tests can send unrelated or misordered ones), the private key, ALPN
     /// `http/1.1`, and TLS 1.3 session tickets on so clients can resume.
     ///
+    /// - Parameter maximumVersion: caps the server's protocol (tests use `.tls12` to exercise TLS 1.2 clients).
     /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
     ///   weak certificates (RSA 1024, SHA-1) and check that clients refuse them. Leave nil otherwise.
     /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
     public static func server(
-        certificateChainPEM: String, privateKeyPEM: String, minimumVersion: MinimumVersion = .tls12,
-        securityLevel: Int? = nil
+        certificateChainPEM: String, privateKeyPEM: String, minimumVersion: ProtocolVersion = .tls12,
+        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil
     ) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .server, method: TLS_server_method())
         try context.applyCommon(minimumVersion: minimumVersion)
+        if let maximumVersion {
+            let version = maximumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
+            try context.withContext { ctx throws(OpenSSLError) in
+                try check(shopkit_SSL_CTX_set_max_proto_version(ctx, version), "SSL_CTX_set_max_proto_version")
+            }
+        }
         if let securityLevel { context.withContext { SSL_CTX_set_security_level($0, Int32(securityLevel)) } }
         let chain = try OpenSSLCertificate.parsePEM(certificateChainPEM)
         let key = try OpenSSLKey.privateKey(pem: privateKeyPEM)
@@ -119,7 +126,7 @@ public final class OpenSSLContext: @unchecked Sendable {
         return context
     }
 
-    private func applyCommon(minimumVersion: MinimumVersion) throws(OpenSSLError) {
+    private func applyCommon(minimumVersion: ProtocolVersion) throws(OpenSSLError) {
         try withContext { ctx throws(OpenSSLError) in
             let version = minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
             try check(shopkit_SSL_CTX_set_min_proto_version(ctx, version), "SSL_CTX_set_min_proto_version")

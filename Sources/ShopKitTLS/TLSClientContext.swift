@@ -67,10 +67,15 @@ public final class TLSServerContext: Sendable {
 
     /// Loads the chain (leaf first; the rest is sent exactly in the given order) and the key.
     ///
+    /// - Parameter maximumVersion: caps the protocol, e.g. `.tls12` to test TLS 1.2 clients.
     /// - Warning: For tests and demos; the key is read from memory and never logged.
-    public init(certificateChainPEM: String, privateKeyPEM: String) throws(TLSContextError) {
+    public init(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil
+    ) throws(TLSContextError) {
         do {
-            openSSL = try OpenSSLContext.server(certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM)
+            openSSL = try OpenSSLContext.server(
+                certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
+                maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 })
         } catch {
             throw TLSContextError(message: "could not set up the TLS server (check the chain and key PEM): \(error)")
         }

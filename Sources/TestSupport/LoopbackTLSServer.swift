@@ -44,13 +44,14 @@ public final class LoopbackTLSServer: Sendable {
     }
 
     /// Starts a server presenting `certificateChainPEM` (sent exactly in that order) with `privateKeyPEM`.
-    /// The default responder answers every request with 200 and `hello`.
+    /// The default responder answers every request with 200 and `hello`; `maximumVersion` caps the protocol.
     public static func start(
-        certificateChainPEM: String, privateKeyPEM: String,
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
-        let tlsContext = try TLSServerContext(certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM)
+        let tlsContext = try TLSServerContext(
+            certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -67,11 +68,12 @@ public final class LoopbackTLSServer: Sendable {
 
     /// Starts a server with a chain of `TestCerts` fixtures (leaf first, any order or extras) and a key.
     public static func start(
-        chain: [String], key: String, responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
+        chain: [String], key: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
+        responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
         try await start(
             certificateChainPEM: TestCertificates.chain(chain), privateKeyPEM: TestCertificates.privateKey(key),
-            responder: responder)
+            maximumVersion: maximumVersion, responder: responder)
     }
 
     /// Stops listening (open connections are closed by their peers or when the loop shuts down).

@@ -23,6 +23,31 @@ import Testing
         #expect(server.resumptions == 1)
     }
 
+    @Test func tls12SessionsAreCachedAfterThePinCheckAndResume() async throws {
+        // TLS 1.2 hands the session out during the handshake, before the pin check: it must wait for it.
+        let server = try await LoopbackTLSServer.start(
+            chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa", maximumVersion: .tls12)
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["leaf-localhost-ecdsa", "root"]))
+        let first = try await Probe.get(context: context, port: server.port)
+        #expect(first.info.protocolVersion == "TLSv1.2")
+        let second = try await Probe.get(context: context, port: server.port)
+        #expect(second.info.resumed)
+        #expect(second.info.verifiedChain == first.info.verifiedChain)
+        #expect(server.fullHandshakes == 1)
+        #expect(server.resumptions == 1)
+    }
+
+    @Test func sessionsAreNotCachedWhenThePinCheckFails() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["other-root", "other-intermediate"]))
+        await #expect(throws: TLSError.self) { try await Probe.get(context: context, port: server.port) }
+        await #expect(throws: TLSError.self) { try await Probe.get(context: context, port: server.port) }
+        #expect(context.sessionCache.count == 0)
+        #expect(server.resumptions == 0)
+    }
+
     @Test func sessionMadeUnderOnePinSetIsNotResumedUnderAnother() async throws {
         let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
         defer { Task { try? await server.shutdown() } }
