@@ -73,4 +73,26 @@ static inline long shopkit_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);
 }
 
+// TLS over memory BIOs (ShopKitOpenSSL's connection and context wrappers).
+
+static inline long shopkit_BIO_set_mem_eof_return(BIO *bio, long value) {
+    return BIO_set_mem_eof_return(bio, value);
+}
+
+static inline unsigned long shopkit_XN_FLAG_RFC2253(void) {
+    return XN_FLAG_RFC2253;
+}
+
+static inline uint64_t shopkit_SSL_OP_NO_RENEGOTIATION(void) {
+    return SSL_OP_NO_RENEGOTIATION;
+}
+
+static inline uint64_t shopkit_SSL_OP_NO_COMPRESSION(void) {
+    return SSL_OP_NO_COMPRESSION;
+}
+
+static inline long shopkit_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) {
+    return SSL_CTX_sess_set_cache_size(ctx, size);
+}
+
 #endif

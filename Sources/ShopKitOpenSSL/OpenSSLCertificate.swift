@@ -1,0 +1,106 @@
+import COpenSSL
+import Foundation
+import ShopKitPinning
+
+/// One X.509 certificate, owned: the `X509` is freed when this object goes away.
+///
+/// Why a class: it is the single owner of a C object. Borrowed pointers never leave `withX509`.
+public final class OpenSSLCertificate: @unchecked Sendable {
+    // @unchecked Sendable: the X509 is never mutated after construction (ShopKit only reads it), and
+    // OpenSSL's reads of a fully built X509 are thread-safe; its reference count is atomic.
+    private let pointer: OpaquePointer
+
+    /// Takes over one reference to `pointer`; it is released in `deinit`.
+    init(takingOwnership pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    /// Takes a new reference on a borrowed `X509` (e.g. one inside an `SSL`'s chain stack).
+    convenience init(borrowing pointer: OpaquePointer) {
+        X509_up_ref(pointer)
+        self.init(takingOwnership: pointer)
+    }
+
+    deinit { X509_free(pointer) }
+
+    /// Calls `body` with the borrowed `X509`; the pointer must not escape the closure.
+    func withX509<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T {
+        try body(pointer)
+    }
+
+    /// Parses every `CERTIFICATE` block of a PEM text, in order.
+    public static func parsePEM(_ pem: String) throws(OpenSSLError) -> [OpenSSLCertificate] {
+        OpenSSLError.clearQueue()
+        let bio = try MemoryBIO(contents: Array(pem.utf8))
+        var certificates: [OpenSSLCertificate] = []
+        while true {
+            guard let x509 = bio.withBIO({ PEM_read_bio_X509($0, nil, nil, nil) }) else { break }
+            certificates.append(OpenSSLCertificate(takingOwnership: x509))
+        }
+        // The loop ends on "no start line" at the end of the text; anything else is a real error.
+        // Reading stops at the first block OpenSSL cannot parse (or at the end): every block must have parsed.
+        let queue = OpenSSLError.drainQueue()
+        let blocks = pem.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1
+        guard !certificates.isEmpty, certificates.count == blocks else {
+            let reason = blocks == 0 ? ["no CERTIFICATE block found in the PEM text"] : queue
+            throw OpenSSLError(operation: "PEM_read_bio_X509", queue: reason.isEmpty ? ["a CERTIFICATE block does not parse"] : reason)
+        }
+        return certificates
+    }
+
+    /// The DER encoding of the certificate.
+    public var derBytes: [UInt8] {
+        withX509 { x509 in
+            let length = i2d_X509(x509, nil)
+            guard length > 0 else { return [] }
+            var bytes = [UInt8](repeating: 0, count: Int(length))
+            bytes.withUnsafeMutableBufferPointer { buffer in
+                var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+                _ = i2d_X509(x509, &cursor)
+            }
+            return bytes
+        }
+    }
+
+    /// The certificate's SPKI pin, names, dates and key type (cached per certificate, see `CertificateInfoCache`).
+    public var info: CertificateInfo {
+        get throws(OpenSSLError) { try CertificateInfoCache.shared.info(for: self) }
+    }
+}
+
+/// A read-only memory BIO over bytes, owned.
+final class MemoryBIO {
+    private let pointer: OpaquePointer
+    private let storage: UnsafeMutableRawBufferPointer
+
+    /// A BIO reading a private copy of `contents` (BIO_new_mem_buf does not copy, so the copy lives here).
+    init(contents: [UInt8]) throws(OpenSSLError) {
+        storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(contents.count, 1), alignment: 1)
+        storage.copyBytes(from: contents)
+        guard let bio = BIO_new_mem_buf(storage.baseAddress, Int32(contents.count)) else {
+            storage.deallocate()
+            throw OpenSSLError.drain("BIO_new_mem_buf")
+        }
+        pointer = bio
+    }
+
+    deinit {
+        BIO_free(pointer)
+        storage.deallocate()
+    }
+
+    func withBIO<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
+}
+
+/// Runs `body` with a fresh writable memory BIO and returns what it wrote as text.
+func withWritableBIO(_ body: (OpaquePointer) -> Void) -> String {
+    guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+    defer { BIO_free(bio) }
+    body(bio)
+    var data: UnsafeMutablePointer<CChar>?
+    let length = shopkit_BIO_get_mem_data(bio, &data)
+    guard length > 0, let data else { return "" }
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+}

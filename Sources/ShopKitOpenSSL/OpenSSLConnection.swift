@@ -1,0 +1,230 @@
+import COpenSSL
+import Foundation
+import ShopKitPinning
+
+/// The outcome of one TLS step over memory BIOs: OpenSSL's tri-state results, translated.
+public enum TLSStepResult: Sendable, Equatable {
+    /// The step finished (handshake done, plaintext written, close_notify exchanged).
+    case complete
+    /// OpenSSL needs more ciphertext from the peer: feed it with `feedCiphertext`, then repeat the step.
+    case wantRead
+    /// OpenSSL has ciphertext to send first: drain `takeCiphertext`, then repeat the step.
+    case wantWrite
+    /// The peer sent close_notify: no more plaintext will arrive.
+    case closed
+    /// The connection failed; the error holds OpenSSL's drained queue.
+    case failed(OpenSSLError)
+}
+
+/// One TLS connection over a pair of memory BIOs: no sockets, the caller moves the bytes.
+///
+/// BIO order for every step: first `feedCiphertext` whatever arrived from the network, then run the step
+/// (`handshake`, `readPlaintext`, `writePlaintext`, `shutdown`), then send whatever `takeCiphertext` returns.
+/// Not thread-safe: one connection belongs to one event loop.
+public final class OpenSSLConnection {
+    private let ssl: OpaquePointer
+    /// Read side: ciphertext from the peer, written by `feedCiphertext`, read by OpenSSL. Owned by `ssl`.
+    private let networkIn: OpaquePointer
+    /// Write side: ciphertext for the peer, written by OpenSSL, read by `takeCiphertext`. Owned by `ssl`.
+    private let networkOut: OpaquePointer
+    /// Keeps the SSL_CTX alive as long as the SSL uses it.
+    public let context: OpenSSLContext
+    /// Called (on this connection's thread, inside a step) with each session OpenSSL hands out, e.g. a TLS 1.3
+    /// ticket that arrived with the first records after the handshake. Client role only.
+    public var onNewSession: ((OpenSSLSession) -> Void)?
+
+    private init(context: OpenSSLContext) throws(OpenSSLError) {
+        OpenSSLError.clearQueue()
+        guard let ssl = context.withContext({ SSL_new($0) }) else { throw OpenSSLError.drain("SSL_new") }
+        guard let input = BIO_new(BIO_s_mem()) else {
+            SSL_free(ssl)
+            throw OpenSSLError.drain("BIO_new")
+        }
+        guard let output = BIO_new(BIO_s_mem()) else {
+            BIO_free(input)
+            SSL_free(ssl)
+            throw OpenSSLError.drain("BIO_new")
+        }
+        // An empty input BIO means "retry later", never EOF.
+        _ = shopkit_BIO_set_mem_eof_return(input, -1)
+        _ = shopkit_BIO_set_mem_eof_return(output, -1)
+        SSL_set_bio(ssl, input, output)  // the SSL now owns both BIOs
+        self.ssl = ssl
+        self.networkIn = input
+        self.networkOut = output
+        self.context = context
+        SSL_set_ex_data(ssl, connectionIndex, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    deinit {
+        SSL_set_ex_data(ssl, connectionIndex, nil)
+        SSL_free(ssl)
+    }
+
+    /// A client connection to `host`: SNI (not for IP literals) and OpenSSL's hostname check against SANs only
+    /// (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`, no partial wildcards); IP literals are checked against IP SANs.
+    ///
+    /// - Warning: `host` is what the certificate must name; pass the host the user asked for, never one the
+    ///   server suggested.
+    public static func client(context: OpenSSLContext, host: String, session: OpenSSLSession? = nil) throws(OpenSSLError)
+        -> OpenSSLConnection
+    {
+        precondition(context.role == .client, "a client connection needs a client context")
+        let connection = try OpenSSLConnection(context: context)
+        let name = normalizedHost(host)
+        try connection.withSSL { ssl throws(OpenSSLError) in
+            SSL_set_connect_state(ssl)
+            SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
+            if isIPAddress(name) {
+                try check(X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name), "X509_VERIFY_PARAM_set1_ip_asc")
+            } else {
+                try check(SSL_set1_host(ssl, name), "SSL_set1_host")
+                try check(shopkit_SSL_set_tlsext_host_name(ssl, name), "SSL_set_tlsext_host_name")
+            }
+            if let session {
+                try session.withSession { pointer throws(OpenSSLError) in
+                    try check(SSL_set_session(ssl, pointer), "SSL_set_session")
+                }
+            }
+        }
+        return connection
+    }
+
+    /// A server connection (tests and demo).
+    public static func server(context: OpenSSLContext) throws(OpenSSLError) -> OpenSSLConnection {
+        precondition(context.role == .server, "a server connection needs a server context")
+        let connection = try OpenSSLConnection(context: context)
+        connection.withSSL { SSL_set_accept_state($0) }
+        return connection
+    }
+
+    func withSSL<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(ssl) }
+
+    // MARK: Moving ciphertext
+
+    /// Hands ciphertext received from the peer to OpenSSL (writes the input BIO). Run a step afterwards.
+    public func feedCiphertext(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        // A memory BIO grows as needed; a write only fails on allocation failure.
+        let written = BIO_write(networkIn, base, Int32(bytes.count))
+        precondition(written == Int32(bytes.count), "memory BIO write failed")
+    }
+
+    /// Feeds ciphertext from an array.
+    public func feedCiphertext(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { feedCiphertext($0) }
+    }
+
+    /// Ciphertext OpenSSL produced for the peer (reads the output BIO empty), or nil if there is none.
+    public func takeCiphertext() -> [UInt8]? {
+        let pending = Int(BIO_ctrl_pending(networkOut))
+        guard pending > 0 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: pending)
+        let read = bytes.withUnsafeMutableBytes { BIO_read(networkOut, $0.baseAddress, Int32(pending)) }
+        return read > 0 ? Array(bytes.prefix(Int(read))) : nil
+    }
+
+    // MARK: Steps
+
+    /// Runs the handshake as far as the fed ciphertext allows. Order: feed, `handshake()`, take ciphertext.
+    public func handshake() -> TLSStepResult {
+        OpenSSLError.clearQueue()
+        let result = SSL_do_handshake(ssl)
+        return result == 1 ? .complete : translate(result, "SSL_do_handshake")
+    }
+
+    /// Decrypts all plaintext available from the fed ciphertext, appending it to `plaintext`.
+    /// Returns `.wantRead` when the fed ciphertext is used up. Order: feed, `readPlaintext`, take ciphertext
+    /// (reading can produce ciphertext: alerts, key updates).
+    public func readPlaintext(into plaintext: inout [UInt8]) -> TLSStepResult {
+        var chunk = [UInt8](repeating: 0, count: 16_384)
+        while true {
+            OpenSSLError.clearQueue()
+            var read = 0
+            let result = chunk.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &read) }
+            if result == 1 {
+                plaintext.append(contentsOf: chunk.prefix(read))
+                continue
+            }
+            return translate(result, "SSL_read_ex")
+        }
+    }
+
+    /// Encrypts `plaintext` entirely (memory BIOs never push back). Order: `writePlaintext`, take ciphertext.
+    public func writePlaintext(_ plaintext: UnsafeRawBufferPointer) -> TLSStepResult {
+        var offset = 0
+        while offset < plaintext.count {
+            OpenSSLError.clearQueue()
+            var written = 0
+            let result = SSL_write_ex(ssl, plaintext.baseAddress! + offset, plaintext.count - offset, &written)
+            guard result == 1 else { return translate(result, "SSL_write_ex") }
+            offset += written
+        }
+        return .complete
+    }
+
+    /// Sends close_notify. `.complete` once the peer's close_notify was also seen, `.wantRead` before that.
+    /// Order: `shutdown()`, take ciphertext (the close_notify alert).
+    public func shutdown() -> TLSStepResult {
+        OpenSSLError.clearQueue()
+        let result = SSL_shutdown(ssl)
+        if result == 1 { return .complete }
+        if result == 0 { return .wantRead }
+        return translate(result, "SSL_shutdown")
+    }
+
+    private func translate(_ result: Int32, _ operation: String) -> TLSStepResult {
+        switch SSL_get_error(ssl, result) {
+        case SSL_ERROR_WANT_READ: return .wantRead
+        case SSL_ERROR_WANT_WRITE: return .wantWrite
+        case SSL_ERROR_ZERO_RETURN: return .closed
+        case SSL_ERROR_SYSCALL:
+            let queue = OpenSSLError.drainQueue()
+            return .failed(OpenSSLError(operation: operation, queue: queue.isEmpty ? ["unexpected end of stream"] : queue))
+        default: return .failed(OpenSSLError.drain(operation))
+        }
+    }
+
+    static func normalizedHost(_ host: String) -> String {
+        var name = host
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name.hasSuffix(".") { name = String(name.dropLast()) }
+        return name
+    }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+    }
+}
+
+/// The SSL ex_data slot holding an unretained pointer to the owning `OpenSSLConnection`.
+let connectionIndex: Int32 = shopkit_SSL_get_ex_new_index()
+
+/// OpenSSL's new-session callback: hands the session to the connection that negotiated it.
+/// Returning 1 keeps the reference OpenSSL passed in; `OpenSSLSession` releases it.
+let openSSLNewSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -> Int32 = { ssl, session in
+    guard let ssl, let session, let raw = SSL_get_ex_data(ssl, connectionIndex) else { return 0 }
+    // The callback only runs inside a step the connection itself called, so it is alive.
+    let connection = Unmanaged<OpenSSLConnection>.fromOpaque(raw).takeUnretainedValue()
+    guard let handler = connection.onNewSession else { return 0 }
+    handler(OpenSSLSession(takingOwnership: session))
+    return 1
+}
+
+/// A resumable TLS session (`SSL_SESSION`), owned.
+public final class OpenSSLSession: @unchecked Sendable {
+    // @unchecked Sendable: ShopKit never mutates a session after OpenSSL handed it out; SSL_set_session only
+    // takes a reference (OpenSSL copies a session before changing it), and reference counts are atomic.
+    private let pointer: OpaquePointer
+
+    init(takingOwnership pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { SSL_SESSION_free(pointer) }
+
+    func withSession<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
+
+    /// Whether OpenSSL would still offer this session (it has a ticket or id and has not timed out).
+    public var isResumable: Bool { SSL_SESSION_is_resumable(pointer) == 1 }
+}

@@ -1,0 +1,168 @@
+import COpenSSL
+
+/// One configured `SSL_CTX`, built once per configuration and shared by every connection made with it.
+///
+/// Building a context and loading a CA store is expensive in OpenSSL 3, so ShopKit never builds one per
+/// connection. After `init` returns the context is only read (by `SSL_new`).
+public final class OpenSSLContext: @unchecked Sendable {
+    // @unchecked Sendable: the SSL_CTX is fully configured inside `init` and never changed afterwards;
+    // OpenSSL allows concurrent SSL_new on a configured context (its reference count and the X509_STORE
+    // are locked internally). The session callback reaches connections only through their own SSL's ex_data.
+    private let pointer: OpaquePointer
+    /// Which side of the handshake this context serves.
+    public let role: Role
+
+    /// Client or server.
+    public enum Role: Sendable { case client, server }
+
+    /// Where a client's trust anchors come from.
+    public enum Trust: Sendable, Hashable {
+        /// OpenSSL's default verify paths (Debian: `/etc/ssl/certs`).
+        case system
+        /// The PEM certificates given, either alone or added to the system store.
+        case pem(String, addingToSystem: Bool)
+    }
+
+    /// A TLS protocol version ShopKit speaks (never below 1.2).
+    public enum ProtocolVersion: Sendable, Hashable { case tls12, tls13 }
+
+    private init(role: Role, method: OpaquePointer?) throws(OpenSSLError) {
+        OpenSSLError.clearQueue()
+        guard let method, let context = SSL_CTX_new(method) else { throw OpenSSLError.drain("SSL_CTX_new") }
+        self.pointer = context
+        self.role = role
+    }
+
+    deinit { SSL_CTX_free(pointer) }
+
+    /// Calls `body` with the borrowed `SSL_CTX`; the pointer must not escape the closure.
+    func withContext<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
+
+    /// A client context: peer verification on (`SSL_VERIFY_PEER`), the given trust, the protocol floor,
+    /// OpenSSL's default security level (never lowered), ALPN `http/1.1`, and client-side session caching
+    /// handed to each connection's `onNewSession` (OpenSSL keeps no internal client cache).
+    ///
+    /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
+    public static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
+        let context = try OpenSSLContext(role: .client, method: TLS_client_method())
+        try context.applyCommon(minimumVersion: minimumVersion)
+        try context.withContext { ctx throws(OpenSSLError) in
+            switch trust {
+            case .system:
+                try check(SSL_CTX_set_default_verify_paths(ctx), "SSL_CTX_set_default_verify_paths")
+            case .pem(let pem, let addingToSystem):
+                if addingToSystem {
+                    try check(SSL_CTX_set_default_verify_paths(ctx), "SSL_CTX_set_default_verify_paths")
+                }
+                let anchors = try OpenSSLCertificate.parsePEM(pem)
+                guard let store = SSL_CTX_get_cert_store(ctx) else { throw OpenSSLError.drain("SSL_CTX_get_cert_store") }
+                for anchor in anchors {
+                    // X509_STORE_add_cert takes its own reference; `anchor` keeps ours.
+                    try anchor.withX509 { x509 throws(OpenSSLError) in
+                        try check(X509_STORE_add_cert(store, x509), "X509_STORE_add_cert")
+                    }
+                }
+            }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+            _ = shopkit_SSL_CTX_set_session_cache_mode(
+                ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
+            SSL_CTX_sess_set_new_cb(ctx, openSSLNewSessionCallback)
+            // SSL_CTX_set_alpn_protos returns 0 on success.
+            let protocols: [UInt8] = [8] + Array("http/1.1".utf8)
+            guard SSL_CTX_set_alpn_protos(ctx, protocols, UInt32(protocols.count)) == 0 else {
+                throw OpenSSLError.drain("SSL_CTX_set_alpn_protos")
+            }
+        }
+        return context
+    }
+
+    /// A server context (tests, demo): the certificate chain as given (leaf first; extra certificates are sent
+    /// exactly in the given order, so tests can send unrelated or misordered ones), the private key, ALPN
+    /// `http/1.1`, and TLS 1.3 session tickets on so clients can resume.
+    ///
+    /// - Parameter maximumVersion: caps the server's protocol (tests use `.tls12` to exercise TLS 1.2 clients).
+    /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
+    ///   weak certificates (RSA 1024, SHA-1) and check that clients refuse them. Leave nil otherwise.
+    /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
+    public static func server(
+        certificateChainPEM: String, privateKeyPEM: String, minimumVersion: ProtocolVersion = .tls12,
+        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil
+    ) throws(OpenSSLError) -> OpenSSLContext {
+        let context = try OpenSSLContext(role: .server, method: TLS_server_method())
+        try context.applyCommon(minimumVersion: minimumVersion)
+        if let maximumVersion {
+            let version = maximumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
+            try context.withContext { ctx throws(OpenSSLError) in
+                try check(shopkit_SSL_CTX_set_max_proto_version(ctx, version), "SSL_CTX_set_max_proto_version")
+            }
+        }
+        if let securityLevel { context.withContext { SSL_CTX_set_security_level($0, Int32(securityLevel)) } }
+        let chain = try OpenSSLCertificate.parsePEM(certificateChainPEM)
+        let key = try OpenSSLKey.privateKey(pem: privateKeyPEM)
+        try context.withContext { ctx throws(OpenSSLError) in
+            try chain[0].withX509 { x509 throws(OpenSSLError) in
+                try check(SSL_CTX_use_certificate(ctx, x509), "SSL_CTX_use_certificate")
+            }
+            for extra in chain.dropFirst() {
+                try extra.withX509 { x509 throws(OpenSSLError) in
+                    // add_extra_chain_cert takes over a reference on success: give it one of its own.
+                    X509_up_ref(x509)
+                    if shopkit_SSL_CTX_add_extra_chain_cert(ctx, x509) != 1 {
+                        X509_free(x509)
+                        throw OpenSSLError.drain("SSL_CTX_add_extra_chain_cert")
+                    }
+                }
+            }
+            try key.withKey { pkey throws(OpenSSLError) in
+                try check(SSL_CTX_use_PrivateKey(ctx, pkey), "SSL_CTX_use_PrivateKey")
+            }
+            try check(SSL_CTX_check_private_key(ctx), "SSL_CTX_check_private_key (key does not match the certificate)")
+            let sessionContext = Array("ShopKit".utf8)
+            try check(
+                SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count)),
+                "SSL_CTX_set_session_id_context")
+            SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNSelectCallback, nil)
+        }
+        return context
+    }
+
+    private func applyCommon(minimumVersion: ProtocolVersion) throws(OpenSSLError) {
+        try withContext { ctx throws(OpenSSLError) in
+            let version = minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
+            try check(shopkit_SSL_CTX_set_min_proto_version(ctx, version), "SSL_CTX_set_min_proto_version")
+            _ = SSL_CTX_set_options(ctx, shopkit_SSL_OP_NO_RENEGOTIATION() | shopkit_SSL_OP_NO_COMPRESSION())
+            // The security level stays at OpenSSL's default (Debian: 2) or whatever the system sets higher.
+        }
+    }
+}
+
+/// Throws the drained error queue unless `result` is 1.
+@inline(__always)
+func check(_ result: Int32, _ operation: String) throws(OpenSSLError) {
+    guard result == 1 else { throw OpenSSLError.drain(operation) }
+}
+
+/// Server ALPN: pick `http/1.1` if the client offers it (pointing into the client's own list, which OpenSSL
+/// copies), otherwise continue without ALPN.
+private let openSSLALPNSelectCallback:
+    @convention(c) (
+        OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+        UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
+    ) -> Int32 = { _, out, outLength, input, inputLength, _ in
+        guard let input else { return SSL_TLSEXT_ERR_NOACK }
+        let wanted = Array("http/1.1".utf8)
+        var index = 0
+        let total = Int(inputLength)
+        while index < total {
+            let length = Int(input[index])
+            let start = index + 1
+            guard start + length <= total else { break }
+            if length == wanted.count && (0..<length).allSatisfy({ input[start + $0] == wanted[$0] }) {
+                out?.pointee = input + start
+                outLength?.pointee = UInt8(length)
+                return SSL_TLSEXT_ERR_OK
+            }
+            index = start + length
+        }
+        return SSL_TLSEXT_ERR_NOACK
+    }

@@ -1,0 +1,82 @@
+import COpenSSL
+import Foundation
+import ShopKitPinning
+
+/// An `EVP_PKEY`, owned: a private key (server role) or a public key (pin computation).
+public final class OpenSSLKey: @unchecked Sendable {
+    // @unchecked Sendable: the EVP_PKEY is never mutated after parsing; OpenSSL 3 keys are safe to read
+    // from several threads and their reference count is atomic.
+    private let pointer: OpaquePointer
+
+    /// Takes over one reference to `pointer`; it is released in `deinit`.
+    init(takingOwnership pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { EVP_PKEY_free(pointer) }
+
+    /// Calls `body` with the borrowed `EVP_PKEY`; the pointer must not escape the closure.
+    func withKey<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
+
+    /// Parses the first private key of a PEM text (PKCS#8, RSA or EC; unencrypted).
+    ///
+    /// - Warning: The key is secret: it never appears in an error or a log, only OpenSSL's error reasons do.
+    public static func privateKey(pem: String) throws(OpenSSLError) -> OpenSSLKey {
+        OpenSSLError.clearQueue()
+        let bio = try MemoryBIO(contents: Array(pem.utf8))
+        guard let key = bio.withBIO({ PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
+            throw OpenSSLError.drain("PEM_read_bio_PrivateKey")
+        }
+        return OpenSSLKey(takingOwnership: key)
+    }
+
+    /// Parses every `PUBLIC KEY` block (SubjectPublicKeyInfo) of a PEM text, in order.
+    public static func publicKeys(pem: String) throws(OpenSSLError) -> [OpenSSLKey] {
+        OpenSSLError.clearQueue()
+        let bio = try MemoryBIO(contents: Array(pem.utf8))
+        var keys: [OpenSSLKey] = []
+        while let key = bio.withBIO({ PEM_read_bio_PUBKEY($0, nil, nil, nil) }) {
+            keys.append(OpenSSLKey(takingOwnership: key))
+        }
+        // Reading stops at the first block OpenSSL cannot parse (or at the end): every block must have parsed.
+        let queue = OpenSSLError.drainQueue()
+        let blocks = pem.components(separatedBy: "-----BEGIN PUBLIC KEY-----").count - 1
+        guard !keys.isEmpty, keys.count == blocks else {
+            let reason = blocks == 0 ? ["no PUBLIC KEY block found in the PEM text"] : queue
+            throw OpenSSLError(operation: "PEM_read_bio_PUBKEY", queue: reason.isEmpty ? ["a PUBLIC KEY block does not parse"] : reason)
+        }
+        return keys
+    }
+
+    /// The SPKI pin of this key: SHA-256 over its DER `SubjectPublicKeyInfo`.
+    public var spkiPin: SPKIPin {
+        get throws(OpenSSLError) { try withKey { key throws(OpenSSLError) in try CertificateInfoCache.spkiPin(of: key) } }
+    }
+
+    /// Key type and size, e.g. `RSA 2048`, `ECDSA P-256`, `Ed25519`.
+    public var keyDescription: String { withKey { CertificateInfoCache.keyDescription($0) } }
+}
+
+/// Pins from PEM text, for tools such as `pin-check --pem`.
+public enum PEMPins {
+    /// One PEM object and its pin.
+    public struct Entry: Sendable, Hashable {
+        /// The SPKI pin.
+        public let pin: SPKIPin
+        /// The certificate subject (RFC 2253), or `public key` for a bare key.
+        public let subject: String
+        /// Key type and size.
+        public let keyDescription: String
+    }
+
+    /// The pins of every certificate in `pem`, or, if it holds none, of every public key in it.
+    public static func pins(pem: String) throws(OpenSSLError) -> [Entry] {
+        if pem.contains("-----BEGIN CERTIFICATE-----") {
+            return try OpenSSLCertificate.parsePEM(pem).map { certificate throws(OpenSSLError) in
+                let info = try certificate.info
+                return Entry(pin: info.spkiPin, subject: info.subject, keyDescription: info.keyDescription)
+            }
+        }
+        return try OpenSSLKey.publicKeys(pem: pem).map { key throws(OpenSSLError) in
+            Entry(pin: try key.spkiPin, subject: "public key", keyDescription: key.keyDescription)
+        }
+    }
+}

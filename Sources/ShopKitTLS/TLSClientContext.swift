@@ -1,0 +1,114 @@
+import Foundation
+import Logging
+import ShopKitOpenSSL
+import ShopKitPinning
+
+/// Everything a client needs to open pinned TLS connections with one `TLSConfiguration`: the OpenSSL
+/// `SSL_CTX` (built once, with the trust store loaded once) and the session cache.
+///
+/// Build one per configuration and keep it (the HTTPS transport holds one); building it loads the CA store,
+/// which is expensive in OpenSSL 3. Then call `makeHandler(host:port:)` for each new channel.
+public final class TLSClientContext: Sendable {
+    /// The configuration this context was built from.
+    public let configuration: TLSConfiguration
+    /// The cached sessions (shared with other contexts if one was passed in).
+    public let sessionCache: TLSSessionCache
+    let openSSL: OpenSSLContext
+    let now: @Sendable () -> Date
+
+    /// Builds the OpenSSL context for `configuration`.
+    ///
+    /// - Parameters:
+    ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
+    ///     (sessions stay bound to host, port, trust anchors and pin set).
+    ///   - now: the clock used for pin-set expiry (tests inject one).
+    /// - Throws: `TLSContextError` when the trust anchors cannot be loaded.
+    public init(
+        configuration: TLSConfiguration,
+        sessionCache: TLSSessionCache = TLSSessionCache(),
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(TLSContextError) {
+        self.configuration = configuration
+        self.sessionCache = sessionCache
+        self.now = now
+        let trust: OpenSSLContext.Trust
+        switch configuration.trustRoots {
+        case .system: trust = .system
+        case .pem(let pem, let adding): trust = .pem(pem, addingToSystem: adding)
+        }
+        do {
+            openSSL = try OpenSSLContext.client(
+                trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12)
+        } catch {
+            throw TLSContextError(message: "could not set up TLS (check the PEM trust anchors): \(error)")
+        }
+    }
+
+    /// A fresh channel handler for one connection to `host:port`. Add it first in the pipeline.
+    ///
+    /// `host` is what the server's certificate must name (a DNS name or an IP literal) and what the pins
+    /// are looked up by.
+    public func makeHandler(host: String, port: Int) -> TLSHandler {
+        TLSHandler(client: self, host: host, port: port)
+    }
+
+    func sessionKey(host: String, port: Int) -> TLSSessionCache.Key {
+        TLSSessionCache.Key(
+            host: host.lowercased(), port: port, trust: configuration.trustRoots,
+            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host))
+    }
+}
+
+/// A server-side TLS context (tests, the demo and `pin-check --demo`): certificate chain and key from PEM.
+public final class TLSServerContext: Sendable {
+    let openSSL: OpenSSLContext
+    /// Handshake counters across every connection served with this context.
+    public let statistics = TLSServerStatistics()
+
+    /// Loads the chain (leaf first; the rest is sent exactly in the given order) and the key.
+    ///
+    /// - Parameter maximumVersion: caps the protocol, e.g. `.tls12` to test TLS 1.2 clients.
+    /// - Warning: For tests and demos; the key is read from memory and never logged.
+    public init(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil
+    ) throws(TLSContextError) {
+        do {
+            openSSL = try OpenSSLContext.server(
+                certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
+                maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 })
+        } catch {
+            throw TLSContextError(message: "could not set up the TLS server (check the chain and key PEM): \(error)")
+        }
+    }
+
+    /// A fresh server handler for one accepted channel.
+    public func makeHandler() -> TLSHandler { TLSHandler(server: self) }
+}
+
+/// Counts a server's handshakes: full ones and session resumptions.
+public final class TLSServerStatistics: @unchecked Sendable {
+    // @unchecked Sendable: both counters are only touched while `lock` is held.
+    private let lock = NSLock()
+    private var full = 0
+    private var resumed = 0
+
+    /// Handshakes that exchanged certificates.
+    public var fullHandshakes: Int { lock.withLock { full } }
+    /// Handshakes that resumed a session.
+    public var resumptions: Int { lock.withLock { resumed } }
+
+    func record(resumed wasResumed: Bool) {
+        lock.withLock { if wasResumed { resumed += 1 } else { full += 1 } }
+    }
+}
+
+/// A TLS context could not be built; the message says which input to fix.
+public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong and what to check.
+    public let message: String
+
+    /// An error with an actionable message.
+    public init(message: String) { self.message = message }
+
+    public var description: String { message }
+}

@@ -1,0 +1,46 @@
+import ShopKitOpenSSL
+import ShopKitPinning
+
+/// What a client connection established: fired inside `TLSHandshakeCompleted` only after OpenSSL accepted the
+/// chain and the hostname and the pin check allowed the connection.
+public struct TLSConnectionInfo: Sendable {
+    /// The host the certificate was checked against (and pins looked up by).
+    public let host: String
+    /// The port connected to.
+    public let port: Int
+    /// The negotiated protocol, e.g. `TLSv1.3`.
+    public let protocolVersion: String
+    /// The negotiated cipher suite.
+    public let cipherSuite: String
+    /// The ALPN protocol agreed on (`http/1.1`), if the server took part in ALPN.
+    public let alpnProtocol: String?
+    /// The chain OpenSSL verified (on a resumed session: the one verified by the handshake that made it).
+    public let verifiedChain: VerifiedChain
+    /// The chain the server sent, for diagnostics only (nil on a resumed session).
+    public let presentedChain: PresentedChain?
+    /// The pin verdict of this connection (re-evaluated on resumption).
+    public let pinVerdict: PinVerdict
+    /// Whether this connection resumed a cached session.
+    public let resumed: Bool
+}
+
+/// User inbound event fired by a client `TLSHandler` when the connection may carry data: chain, hostname
+/// and pins all passed. Writes made earlier were buffered and are sent right after this event.
+public struct TLSHandshakeCompleted: Sendable {
+    /// What was negotiated and verified.
+    public let info: TLSConnectionInfo
+}
+
+/// User inbound event fired by a server `TLSHandler` after its handshake.
+public struct TLSServerHandshakeCompleted: Sendable {
+    /// Whether the client resumed a session.
+    public let resumed: Bool
+    /// The negotiated protocol, e.g. `TLSv1.3`.
+    public let protocolVersion: String
+    /// The ALPN protocol agreed on, if any.
+    public let alpnProtocol: String?
+}
+
+/// User inbound event fired when the peer closed the TCP connection without a TLS close_notify after the
+/// handshake. Data received until then was authentic, but may be truncated: rely on HTTP framing.
+public struct TLSUncleanShutdown: Sendable, Equatable {}

@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+import NIOCore
+import ShopKitOpenSSL
+import ShopKitPinning
+
+extension TLSHandler {
+    /// The handshake finished: the server counts it; the client checks chain, hostname and pins first.
+    func handshakeCompleted(context: ChannelHandlerContext) {
+        guard let connection else { return }
+        switch role {
+        case .server(let server):
+            server.statistics.record(resumed: connection.sessionReused)
+            becomeActive(context: context)
+            context.fireUserInboundEventTriggered(
+                TLSServerHandshakeCompleted(
+                    resumed: connection.sessionReused, protocolVersion: connection.protocolVersion,
+                    alpnProtocol: connection.alpnProtocol))
+        case .client(let client, let host, let port, let key):
+            guard let (chain, resumed) = establishedChain(context: context, host: host) else { return }
+            let verdict = client.configuration.pinning.evaluate(host: host, chain: chain, now: client.now())
+            guard apply(verdict, configuration: client.configuration) else {
+                if case .mismatch(let report) = verdict { fail(context: context, .pinMismatch(report)) }
+                return
+            }
+            established = (chain, verdict)
+            for session in pendingSessions { store(session, cache: client.sessionCache, key: key) }
+            pendingSessions = []
+            let info = TLSConnectionInfo(
+                host: host, port: port, protocolVersion: connection.protocolVersion,
+                cipherSuite: connection.cipherSuite, alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
+                presentedChain: resumed ? nil : (try? connection.presentedChain()) ?? nil, pinVerdict: verdict,
+                resumed: resumed)
+            becomeActive(context: context)
+            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(info: info))
+        }
+    }
+
+    /// The verified chain: OpenSSL's on a full handshake, the cached one on a resumed session.
+    private func establishedChain(context: ChannelHandlerContext, host: String) -> (VerifiedChain, Bool)? {
+        guard let connection else { return nil }
+        if connection.sessionReused {
+            // OpenSSL only resumes the session ShopKit offered, which was cached with its verified chain under
+            // this host, port, trust and pin set.
+            guard let offered else {
+                fail(context: context, .handshakeFailed(reason: "the server resumed a session that was not offered"))
+                return nil
+            }
+            logger.debug("TLS session resumed; using the verified chain of the session's full handshake")
+            return (offered.verifiedChain, true)
+        }
+        let result = connection.verifyResult
+        guard result.isOK else {
+            fail(context: context, verifyError(result, host: host))
+            return nil
+        }
+        guard let chain = try? connection.verifiedChain() else {
+            fail(context: context, .untrustedChain(reason: "OpenSSL returned no verified chain", verifyCode: -1))
+            return nil
+        }
+        return (chain, false)
+    }
+
+    /// Logs the verdict and delivers reports; returns whether the connection may go on.
+    private func apply(_ verdict: PinVerdict, configuration: TLSConfiguration) -> Bool {
+        switch verdict {
+        case .notPinned:
+            logger.debug("no pin set for this host; chain and hostname verified by OpenSSL")
+        case .matched(let pin, let index):
+            logger.debug("pin matched", metadata: ["tls.pin": "\(pin)", "tls.chainIndex": "\(index)"])
+        case .expired(let report):
+            logger.warning("pin set expired and is not enforced; no configured pin matched the verified chain")
+            configuration.pinFailureReporter?.report(report)
+        case .reportOnlyMismatch(let report):
+            logger.warning(
+                "report-only pin set: no pin matched the verified chain; connecting and reporting",
+                metadata: ["tls.chainPins": "\(report.chainPins.map { $0.pin.description })"])
+            configuration.pinFailureReporter?.report(report)
+        case .mismatch(let report):
+            logger.error(
+                "pin mismatch: closing the connection",
+                metadata: ["tls.chainPins": "\(report.chainPins.map { $0.pin.description })"])
+            return false
+        }
+        return true
+    }
+
+    /// A new session from OpenSSL: cache it once the handshake's checks passed, keep it until then.
+    func sessionArrived(_ session: OpenSSLSession) {
+        guard case .client(let client, _, _, let key) = role else { return }
+        if established != nil {
+            store(session, cache: client.sessionCache, key: key)
+        } else if machine.isHandshaking {
+            pendingSessions.append(session)
+        }
+    }
+
+    private func store(_ session: OpenSSLSession, cache: TLSSessionCache, key: TLSSessionCache.Key) {
+        guard let established, established.verdict.allowsConnection else { return }
+        cache.store(.init(session: session, verifiedChain: established.chain, verdict: established.verdict), for: key)
+    }
+
+    /// Maps a failed handshake to the most useful error: OpenSSL's verify result if it rejected the peer.
+    func handshakeError(_ error: OpenSSLError) -> TLSError {
+        if case .client(_, let host, _, _) = role, let connection {
+            let result = connection.verifyResult
+            if !result.isOK { return verifyError(result, host: host) }
+        }
+        return .handshakeFailed(reason: error.description)
+    }
+
+    private func verifyError(_ result: VerifyResult, host: String) -> TLSError {
+        result.isHostnameMismatch
+            ? .hostnameMismatch(host: host) : .untrustedChain(reason: result.reason, verifyCode: result.code)
+    }
+}

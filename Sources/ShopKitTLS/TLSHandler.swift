@@ -1,0 +1,233 @@
+import Foundation
+import Logging
+import NIOCore
+import ShopKitOpenSSL
+import ShopKitPinning
+
+/// A NIO channel handler running one OpenSSL connection over memory BIOs, in client or server role.
+///
+/// Client role: runs the handshake (OpenSSL checks the chain and the hostname), then the pin policy on the
+/// verified chain; only when all passed does it fire `TLSHandshakeCompleted`. On failure it fires a `TLSError`
+/// through `errorCaught` and closes the channel. Writes made before the handshake completes are buffered.
+/// Closing sends close_notify. Make one with `TLSClientContext.makeHandler(host:port:)` or
+/// `TLSServerContext.makeHandler()`; it must be the first handler in the pipeline (nearest the socket).
+///
+/// - Warning: Nothing but ciphertext passes below this handler; never put a handler that reads plaintext
+///   before it.
+public final class TLSHandler: ChannelDuplexHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias InboundOut = ByteBuffer
+    public typealias OutboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    enum Role {
+        case client(TLSClientContext, host: String, port: Int, key: TLSSessionCache.Key)
+        case server(TLSServerContext)
+    }
+
+    typealias PendingWrite = (buffer: ByteBuffer, promise: EventLoopPromise<Void>?)
+
+    let role: Role
+    var machine = TLSHandlerStateMachine<PendingWrite>()
+    var connection: OpenSSLConnection?
+    /// The cached session offered to the server, with its verified chain (client role).
+    var offered: TLSSessionCache.Entry?
+    /// Sessions that arrived before the pin check finished (TLS 1.2 hands them out during the handshake).
+    var pendingSessions: [OpenSSLSession] = []
+    /// What the handshake established, stored with every new session (client role).
+    var established: (chain: VerifiedChain, verdict: PinVerdict)?
+
+    init(client: TLSClientContext, host: String, port: Int) {
+        role = .client(client, host: host, port: port, key: client.sessionKey(host: host, port: port))
+    }
+
+    init(server: TLSServerContext) {
+        role = .server(server)
+    }
+
+    var logger: Logger {
+        switch role {
+        case .client(let context, let host, let port, _):
+            var logger = context.configuration.logger
+            logger[metadataKey: "tls.host"] = "\(host):\(port)"
+            return logger
+        case .server: return Logger(label: "ShopKitTLS.server")
+        }
+    }
+
+    // MARK: Lifecycle
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { start(context: context) }
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        start(context: context)
+        context.fireChannelActive()
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        let (report, writes) = machine.channelInactive()
+        fail(writes, TLSError.connectionClosed)
+        switch report {
+        case .handshakeInterrupted:
+            context.fireErrorCaught(
+                TLSError.handshakeFailed(reason: "the peer closed the connection during the TLS handshake"))
+        case .uncleanShutdown:
+            context.fireUserInboundEventTriggered(TLSUncleanShutdown())
+        case .none:
+            break
+        }
+        context.fireChannelInactive()
+    }
+
+    private func start(context: ChannelHandlerContext) {
+        guard machine.start() else { return }
+        do {
+            switch role {
+            case .client(let client, let host, _, let key):
+                offered = client.sessionCache.take(key)
+                let connection = try OpenSSLConnection.client(context: client.openSSL, host: host, session: offered?.session)
+                connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
+                self.connection = connection
+            case .server(let server):
+                connection = try OpenSSLConnection.server(context: server.openSSL)
+            }
+        } catch {
+            fail(context: context, TLSError.handshakeFailed(reason: "\(error)"))
+            return
+        }
+        runHandshake(context: context)
+    }
+
+    // MARK: Inbound
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let buffer = unwrapInboundIn(data)
+        guard let connection, machine.acceptsCiphertext else { return }
+        buffer.withUnsafeReadableBytes { connection.feedCiphertext($0) }
+        if machine.isHandshaking { runHandshake(context: context) }
+        if machine.carriesData { readPlaintext(context: context) }
+    }
+
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        context.fireChannelReadComplete()
+    }
+
+    /// Handshake step. BIO order: ciphertext was fed by `channelRead`; step; send what OpenSSL wrote.
+    private func runHandshake(context: ChannelHandlerContext) {
+        guard let connection else { return }
+        let result = connection.handshake()
+        sendCiphertext(context: context)
+        switch result {
+        case .complete:
+            handshakeCompleted(context: context)
+        case .wantRead, .wantWrite:
+            break
+        case .closed:
+            fail(context: context, TLSError.handshakeFailed(reason: "the peer closed TLS during the handshake"))
+        case .failed(let error):
+            fail(context: context, handshakeError(error))
+        }
+    }
+
+    /// Read step: decrypt everything fed so far, pass it on, send any ciphertext OpenSSL produced.
+    private func readPlaintext(context: ChannelHandlerContext) {
+        guard let connection else { return }
+        var plaintext: [UInt8] = []
+        let result = connection.readPlaintext(into: &plaintext)
+        sendCiphertext(context: context)
+        if !plaintext.isEmpty {
+            context.fireChannelRead(wrapInboundOut(context.channel.allocator.buffer(bytes: plaintext)))
+        }
+        switch result {
+        case .closed:
+            machine.closeNotifyReceived()
+            closeWithNotify(context: context, mode: .all, promise: nil)
+        case .failed(let error):
+            fail(context: context, TLSError.handshakeFailed(reason: "TLS error after the handshake: \(error)"))
+        case .complete, .wantRead, .wantWrite:
+            break
+        }
+    }
+
+    // MARK: Outbound
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let buffer = unwrapOutboundIn(data)
+        switch machine.write((buffer, promise)) {
+        case .buffered: break
+        case .encrypt: encrypt(context: context, buffer, promise: promise)
+        case .reject: promise?.fail(TLSError.connectionClosed)
+        }
+    }
+
+    public func flush(context: ChannelHandlerContext) {
+        if machine.flush() { context.flush() }
+    }
+
+    public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        closeWithNotify(context: context, mode: mode, promise: promise)
+    }
+
+    /// Sends close_notify (if the handshake completed) and closes. BIO order: shutdown step, send ciphertext.
+    private func closeWithNotify(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all || mode == .output else {
+            context.close(mode: mode, promise: promise)
+            return
+        }
+        let (sendCloseNotify, writes) = machine.close(all: mode == .all)
+        if sendCloseNotify, let connection {
+            _ = connection.shutdown()
+            sendCiphertext(context: context)
+        }
+        fail(writes, TLSError.connectionClosed)
+        context.close(mode: mode, promise: promise)
+    }
+
+    /// Write step: encrypt, then hand the ciphertext on with the caller's promise.
+    private func encrypt(context: ChannelHandlerContext, _ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
+        guard let connection else { promise?.fail(TLSError.connectionClosed); return }
+        let result = buffer.withUnsafeReadableBytes { connection.writePlaintext($0) }
+        guard result == .complete else {
+            promise?.fail(TLSError.connectionClosed)
+            if case .failed(let error) = result {
+                fail(context: context, TLSError.handshakeFailed(reason: "TLS error while writing: \(error)"))
+            }
+            return
+        }
+        if let ciphertext = connection.takeCiphertext() {
+            context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: ciphertext)), promise: promise)
+        } else {
+            promise?.succeed()
+        }
+    }
+
+    /// Sends whatever ciphertext OpenSSL wrote to the output BIO (handshake records, alerts, tickets).
+    private func sendCiphertext(context: ChannelHandlerContext) {
+        guard let ciphertext = connection?.takeCiphertext() else { return }
+        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: ciphertext)), promise: nil)
+    }
+
+    /// After a successful handshake and checks: send the buffered writes.
+    func becomeActive(context: ChannelHandlerContext) {
+        let (writes, flush) = machine.handshakeSucceeded()
+        for write in writes { encrypt(context: context, write.buffer, promise: write.promise) }
+        if flush { context.flush() }
+    }
+
+    /// Fails the connection once: fails buffered writes, fires `error`, closes the channel.
+    func fail(context: ChannelHandlerContext, _ error: TLSError) {
+        guard let writes = machine.fail() else { return }
+        fail(writes, error)
+        context.fireErrorCaught(error)
+        context.close(promise: nil)
+    }
+
+    private func fail(_ writes: [PendingWrite], _ error: TLSError) {
+        for write in writes { write.promise?.fail(error) }
+    }
+}
+
+@available(*, unavailable)
+extension TLSHandler: Sendable {}

@@ -1,0 +1,72 @@
+import Foundation
+import ShopKitOpenSSL
+import ShopKitPinning
+
+/// Resumable TLS sessions, each stored with the verified chain and pin verdict of the handshake that made it.
+///
+/// OpenSSL keeps no verified chain for a resumed session, so ShopKit keeps it here. An entry is keyed by
+/// host, port, trust anchors, protocol floor and the host's pin set: a session made under one pin set is never
+/// offered under another. Sessions are single-use (TLS 1.3 tickets should not be replayed); the newest one per
+/// key is kept, and the cache holds at most `capacity` keys (the oldest is dropped first).
+///
+/// Share one cache between several `TLSClientContext`s to let connections of equal trust and pins resume.
+public final class TLSSessionCache: @unchecked Sendable {
+    // @unchecked Sendable: `entries` and `order` are only touched while `lock` is held; the stored values
+    // are Sendable.
+    private let lock = NSLock()
+    private var entries: [Key: Entry] = [:]
+    private var order: [Key] = []
+    /// The largest number of (host, port, trust, pins) keys kept.
+    public let capacity: Int
+
+    /// A cache of at most `capacity` sessions.
+    public init(capacity: Int = 128) {
+        self.capacity = max(1, capacity)
+    }
+
+    /// The identity a cached session is bound to.
+    struct Key: Hashable, Sendable {
+        var host: String
+        var port: Int
+        var trust: TLSConfiguration.TrustRoots
+        var minimumVersion: TLSConfiguration.MinimumVersion
+        var pinSet: PinSet?
+    }
+
+    /// A session with what the full handshake established.
+    struct Entry: Sendable {
+        var session: OpenSSLSession
+        var verifiedChain: VerifiedChain
+        var verdict: PinVerdict
+    }
+
+    /// Takes (removes) the session stored for `key`, if it can still be resumed.
+    func take(_ key: Key) -> Entry? {
+        lock.withLock {
+            guard let entry = entries.removeValue(forKey: key) else { return nil }
+            order.removeAll { $0 == key }
+            return entry.session.isResumable ? entry : nil
+        }
+    }
+
+    /// Stores `entry` for `key`, replacing an older one.
+    func store(_ entry: Entry, for key: Key) {
+        lock.withLock {
+            if entries.updateValue(entry, forKey: key) == nil {
+                order.append(key)
+                if order.count > capacity { entries.removeValue(forKey: order.removeFirst()) }
+            }
+        }
+    }
+
+    /// How many sessions are cached.
+    public var count: Int { lock.withLock { entries.count } }
+
+    /// Drops every cached session (e.g. after the pins changed at run time).
+    public func removeAll() {
+        lock.withLock {
+            entries.removeAll()
+            order.removeAll()
+        }
+    }
+}

@@ -1,0 +1,117 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ShopKitTLS
+
+/// An in-process HTTPS/1.1 server on 127.0.0.1 (port chosen by the kernel) using ShopKit's server-role
+/// `TLSHandler`, for tests and demos. It counts full handshakes and resumptions.
+public final class LoopbackTLSServer: Sendable {
+    /// What the responder sends back.
+    public struct Response: Sendable {
+        /// The status line's code.
+        public var status: HTTPResponseStatus
+        /// Extra headers (content-length is added unless given or chunked).
+        public var headers: [(String, String)]
+        /// The body bytes.
+        public var body: [UInt8]
+
+        /// A response; the default is 200 with the given body.
+        public init(status: HTTPResponseStatus = .ok, headers: [(String, String)] = [], body: [UInt8]) {
+            self.status = status
+            self.headers = headers
+            self.body = body
+        }
+    }
+
+    /// Builds a response from the request head and its body.
+    public typealias Responder = @Sendable (HTTPRequestHead, [UInt8]) -> Response
+
+    /// The bound port on 127.0.0.1.
+    public let port: Int
+    /// The server's TLS context (its `statistics` count handshakes).
+    public let tlsContext: TLSServerContext
+    private let channel: any Channel
+
+    /// Full handshakes served so far.
+    public var fullHandshakes: Int { tlsContext.statistics.fullHandshakes }
+    /// Resumed handshakes served so far.
+    public var resumptions: Int { tlsContext.statistics.resumptions }
+
+    private init(port: Int, tlsContext: TLSServerContext, channel: any Channel) {
+        self.port = port
+        self.tlsContext = tlsContext
+        self.channel = channel
+    }
+
+    /// Starts a server presenting `certificateChainPEM` (sent exactly in that order) with `privateKeyPEM`.
+    /// The default responder answers every request with 200 and `hello`; `maximumVersion` caps the protocol.
+    public static func start(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
+    ) async throws -> LoopbackTLSServer {
+        let tlsContext = try TLSServerContext(
+            certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(LoopbackResponder(responder: responder))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        guard let port = channel.localAddress?.port else { throw TLSContextError(message: "server has no port") }
+        return LoopbackTLSServer(port: port, tlsContext: tlsContext, channel: channel)
+    }
+
+    /// Starts a server with a chain of `TestCerts` fixtures (leaf first, any order or extras) and a key.
+    public static func start(
+        chain: [String], key: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
+        responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
+    ) async throws -> LoopbackTLSServer {
+        try await start(
+            certificateChainPEM: TestCertificates.chain(chain), privateKeyPEM: TestCertificates.privateKey(key),
+            maximumVersion: maximumVersion, responder: responder)
+    }
+
+    /// Stops listening (open connections are closed by their peers or when the loop shuts down).
+    public func shutdown() async throws {
+        try await channel.close()
+    }
+}
+
+/// Answers each HTTP/1.1 request with the responder's response, keeping the connection alive.
+final class LoopbackResponder: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let responder: LoopbackTLSServer.Responder
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+
+    init(responder: @escaping LoopbackTLSServer.Responder) { self.responder = responder }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let requestHead):
+            head = requestHead
+            body = []
+        case .body(let buffer):
+            body.append(contentsOf: buffer.readableBytesView)
+        case .end:
+            guard let requestHead = head else { return }
+            let response = responder(requestHead, body)
+            var headers = HTTPHeaders(response.headers)
+            if !headers.contains(name: "content-length") && !headers.contains(name: "transfer-encoding") {
+                headers.add(name: "content-length", value: "\(response.body.count)")
+            }
+            let responseHead = HTTPResponseHead(version: requestHead.version, status: response.status, headers: headers)
+            context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            head = nil
+        }
+    }
+}

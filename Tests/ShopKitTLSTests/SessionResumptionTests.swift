@@ -1,0 +1,71 @@
+import ShopKitPinning
+import ShopKitTLS
+import TestSupport
+import Testing
+
+@Suite struct SessionResumptionTests {
+    @Test func resumedConnectionCarriesTheVerifiedChainAndVerdictOfItsSession() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["intermediate-1", "backup-intermediate"]))
+
+        let first = try await Probe.get(context: context, port: server.port)
+        #expect(!first.info.resumed)
+        #expect(context.sessionCache.count == 1)
+        let second = try await Probe.get(context: context, port: server.port)
+
+        #expect(second.info.resumed)
+        #expect(second.info.presentedChain == nil)
+        #expect(second.info.verifiedChain == first.info.verifiedChain)
+        #expect(second.info.pinVerdict == first.info.pinVerdict)
+        #expect(second.info.pinVerdict == .matched(pin: TestCertificates.pin("intermediate-1"), certificateIndex: 2))
+        #expect(server.fullHandshakes == 1)
+        #expect(server.resumptions == 1)
+    }
+
+    @Test func tls12SessionsAreCachedAfterThePinCheckAndResume() async throws {
+        // TLS 1.2 hands the session out during the handshake, before the pin check: it must wait for it.
+        let server = try await LoopbackTLSServer.start(
+            chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa", maximumVersion: .tls12)
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["leaf-localhost-ecdsa", "root"]))
+        let first = try await Probe.get(context: context, port: server.port)
+        #expect(first.info.protocolVersion == "TLSv1.2")
+        let second = try await Probe.get(context: context, port: server.port)
+        #expect(second.info.resumed)
+        #expect(second.info.verifiedChain == first.info.verifiedChain)
+        #expect(server.fullHandshakes == 1)
+        #expect(server.resumptions == 1)
+    }
+
+    @Test func sessionsAreNotCachedWhenThePinCheckFails() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["other-root", "other-intermediate"]))
+        await #expect(throws: TLSError.self) { try await Probe.get(context: context, port: server.port) }
+        await #expect(throws: TLSError.self) { try await Probe.get(context: context, port: server.port) }
+        #expect(context.sessionCache.count == 0)
+        #expect(server.resumptions == 0)
+    }
+
+    @Test func sessionMadeUnderOnePinSetIsNotResumedUnderAnother() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let shared = TLSSessionCache()
+        let good = try TLSClientContext(
+            configuration: Probe.configuration(pins: ["leaf-localhost-ecdsa", "root"]), sessionCache: shared)
+        let wrong = try TLSClientContext(
+            configuration: Probe.configuration(pins: ["other-root", "other-intermediate"]), sessionCache: shared)
+
+        _ = try await Probe.get(context: good, port: server.port)
+        #expect(shared.count == 1)
+        await #expect(throws: TLSError.self) { try await Probe.get(context: wrong, port: server.port) }
+        #expect(server.fullHandshakes == 2)
+        #expect(server.resumptions == 0)
+
+        // The server would have resumed: the session is still there for the pin set that made it.
+        let again = try await Probe.get(context: good, port: server.port)
+        #expect(again.info.resumed)
+        #expect(server.resumptions == 1)
+    }
+}

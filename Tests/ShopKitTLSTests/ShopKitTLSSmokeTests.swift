@@ -1,8 +1,0 @@
-import Testing
-@testable import ShopKitTLS
-
-@Suite struct ShopKitTLSSmokeTests {
-    @Test func moduleLoads() {
-        #expect(Bool(true))
-    }
-}

@@ -1,0 +1,108 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ShopKitPinning
+import ShopKitTLS
+import TestSupport
+
+/// One HTTPS GET over a real socket through ShopKit's client `TLSHandler`: what the handshake established and
+/// the response body, or the error the handler raised.
+struct ProbeResult: Sendable {
+    let info: TLSConnectionInfo
+    let body: String
+}
+
+enum Probe {
+    /// Trust only the committed test root.
+    static let testTrust = TLSConfiguration.TrustRoots.pem(TestCertificates.certificate("root"), addingToSystem: false)
+
+    static func configuration(
+        pins: [String] = [], reportOnly: Bool = false, reporter: (any PinFailureReporter)? = nil
+    ) -> TLSConfiguration {
+        let sets = pins.isEmpty
+            ? [] : [PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin), reportOnly: reportOnly)]
+        return TLSConfiguration(
+            trustRoots: testTrust, pinning: PinningPolicy(pinSets: sets), pinFailureReporter: reporter)
+    }
+
+    /// Connects to 127.0.0.1:`port`, verifying the certificate for `host`, sends `GET /` (written before the
+    /// handshake finishes, so it is buffered) and waits for the whole response or the first error.
+    static func get(context: TLSClientContext, port: Int, host: String = "localhost") async throws -> ProbeResult {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let promise = group.next().makePromise(of: ProbeResult.self)
+        let channel = try await ClientBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: host, port: port))
+                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                    try channel.pipeline.syncOperations.addHandler(ProbeHandler(promise: promise))
+                }
+            }
+            .connect(host: "127.0.0.1", port: port).get()
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        head.headers.add(name: "host", value: host)
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
+        do {
+            let result = try await promise.futureResult.get()
+            try await channel.close()
+            return result
+        } catch {
+            try? await channel.close()
+            throw error
+        }
+    }
+}
+
+/// Collects the handshake event and the response; fails the promise on the first error or an early close.
+final class ProbeHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private let promise: EventLoopPromise<ProbeResult>
+    private var info: TLSConnectionInfo?
+    private var body: [UInt8] = []
+    private var done = false
+
+    init(promise: EventLoopPromise<ProbeResult>) { self.promise = promise }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let completed = event as? TLSHandshakeCompleted { info = completed.info }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head: break
+        case .body(let buffer): body.append(contentsOf: buffer.readableBytesView)
+        case .end:
+            guard let info else { return finish(.failure(TLSError.malformedResponse("response before handshake event"))) }
+            finish(.success(ProbeResult(info: info, body: String(decoding: body, as: UTF8.self))))
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(.failure(error))
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(.failure(TLSError.connectionClosed))
+    }
+
+    private func finish(_ result: Result<ProbeResult, any Error>) {
+        guard !done else { return }
+        done = true
+        promise.completeWith(result)
+    }
+}
+
+/// Collects pin failure reports.
+final class CollectingReporter: PinFailureReporter, @unchecked Sendable {
+    // @unchecked Sendable: `stored` is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var stored: [PinFailureReport] = []
+
+    func report(_ report: PinFailureReport) { lock.withLock { stored.append(report) } }
+    var reports: [PinFailureReport] { lock.withLock { stored } }
+}
