@@ -62,9 +62,12 @@ public enum PinParseError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongPrefix(let start):
             return "pin \"\(start)\" must start with sha256/ followed by the base64 SHA-256 of the SubjectPublicKeyInfo"
         case .badBase64:
-            return "pin is not valid base64 after sha256/"
+            return "pin is not valid base64 after sha256/ (standard alphabet with = padding, 44 characters)"
+        case .wrongLength(let count) where count == 20:
+            return "pin digest is 20 bytes, the size of a SHA-1 digest; a pin is the SHA-256 (32 bytes) of the "
+                + "SubjectPublicKeyInfo, e.g. from `pin-check`"
         case .wrongLength(let count):
-            return "pin digest is \(count) bytes; a SHA-256 SPKI pin is 32 bytes"
+            return "pin digest is \(count) bytes; a SHA-256 SPKI pin is 32 bytes (44 base64 characters ending in =)"
         }
     }
 }
