@@ -23,6 +23,8 @@ final class HTTPClientConnection: Sendable {
         let head: HTTPResponseHead
         let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>
         let bodyContinuation: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+        /// Identifies the exchange (for ``HTTPClientConnection/cancel(_:)``).
+        let done: EventLoopFuture<Bool>
         /// Succeeds with whether the connection may be reused once the response is complete and the request sent.
         let reusable: EventLoopFuture<Bool>
     }
@@ -64,7 +66,7 @@ final class HTTPClientConnection: Sendable {
                 written.succeed()
             } catch let error as BodyError {
                 written.fail(error.underlying)
-                loop.execute { handler.value.cancel() }
+                loop.execute { handler.value.cancel(done.futureResult) }
                 _ = try? await headPromise.futureResult.get()
                 throw error.underlying
             } catch {
@@ -74,16 +76,18 @@ final class HTTPClientConnection: Sendable {
             }
             let responseHead = try await headPromise.futureResult.get()
             try Task.checkCancellation()
-            return Exchange(head: responseHead, body: stream, bodyContinuation: continuation, reusable: reusable)
+            return Exchange(
+                head: responseHead, body: stream, bodyContinuation: continuation, done: done.futureResult,
+                reusable: reusable)
         } onCancel: {
-            loop.execute { handler.value.cancel() }
+            loop.execute { handler.value.cancel(done.futureResult) }
         }
     }
 
-    /// Abandons the current exchange: the connection is closed.
-    func cancelExchange() {
+    /// Abandons the exchange identified by `done`, if it is still running: the connection is closed.
+    func cancel(_ done: EventLoopFuture<Bool>) {
         let handler = self.handler
-        channel.eventLoop.execute { handler.value.cancel() }
+        channel.eventLoop.execute { handler.value.cancel(done) }
     }
 
     /// Closes the connection.

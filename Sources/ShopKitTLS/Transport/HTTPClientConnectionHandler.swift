@@ -74,7 +74,8 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
     /// Starts an exchange; the caller then writes the request.
     func start(_ exchange: ResponseExchange) {
         guard case .idle = state, let context, context.channel.isActive else {
-            exchange.head.fail(ExchangeFailure(error: TLSError.connectionClosed, noResponseBytes: !bytesRead))
+            // Nothing was read for this exchange: a retry is safe as far as the wire is concerned.
+            exchange.head.fail(ExchangeFailure(error: TLSError.connectionClosed, noResponseBytes: true))
             exchange.body.finish(throwing: TLSError.connectionClosed)
             exchange.done.succeed(false)
             return
@@ -88,11 +89,14 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         armIdleTimer()
     }
 
-    /// Abandons the exchange (task cancelled, body dropped): the connection is closed, never reused.
-    func cancel() {
+    /// Abandons the exchange whose completion is `done` (task cancelled, body dropped): the connection is
+    /// closed, never reused. Does nothing when that exchange is over (a later one may be running).
+    func cancel(_ done: EventLoopFuture<Bool>) {
         switch state {
-        case .awaitingHead, .streamingBody: fail(CancellationError())
-        case .idle, .closed: break
+        case .awaitingHead(let exchange), .streamingBody(let exchange, _, _):
+            if exchange.done.futureResult === done { fail(CancellationError()) }
+        case .idle, .closed:
+            break
         }
     }
 
@@ -117,8 +121,8 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         case (.end, .streamingBody(let exchange, _, let keepAlive)):
             cancelTimers()
             state = keepAlive ? .idle : .closed
-            exchange.body.finish()
             exchange.done.succeed(keepAlive)
+            exchange.body.finish()
             if !keepAlive { context.close(promise: nil) }
         case (_, .idle):
             // Bytes nobody asked for: the connection cannot be trusted for another request.

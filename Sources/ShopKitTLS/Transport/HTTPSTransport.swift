@@ -109,8 +109,17 @@ public struct HTTPSTransport: ClientTransport {
     public func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
+        try await send(
+            request, body: body, baseURL: baseURL, operationID: operationID,
+            requestTimeout: configuration.timeouts.request)
+    }
+
+    /// ``send(_:body:baseURL:operationID:)`` with its own whole-request timeout.
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String, requestTimeout: Duration
+    ) async throws -> (HTTPResponse, HTTPBody?) {
         let target = try RequestTarget(baseURL: baseURL)
-        let deadline = NIODeadline.now() + TimeAmount(configuration.timeouts.request)
+        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let bodyLength: HTTPConversion.BodyLength
         switch body?.length {
         case nil: bodyLength = .none
@@ -125,16 +134,12 @@ public struct HTTPSTransport: ClientTransport {
             do {
                 return try await exchange(head, body: body, on: lease, deadline: deadline, isHead: request.method == .head)
             } catch let failure as ExchangeFailure {
-                await pool.release(lease, reusable: false)
                 let stale = lease.reused && failure.noResponseBytes && (failure.error as? TLSError) == .connectionClosed
                 guard stale, mayRetry, attempt == 1 else { throw failure.error }
                 configuration.tls.logger.debug(
                     "retrying on a new connection: the pooled one was closed by the server",
                     metadata: ["host": "\(target.host)", "method": "\(request.method)"])
                 attempt += 1
-            } catch {
-                await pool.release(lease, reusable: false)
-                throw error
             }
         }
     }
@@ -144,33 +149,46 @@ public struct HTTPSTransport: ClientTransport {
         await pool.shutDown()
     }
 
+    /// Runs one exchange on `lease`; the lease goes back to the pool exactly once, whatever happens.
     private func exchange(
         _ head: HTTPRequestHead, body: HTTPBody?, on lease: ConnectionPool.Lease, deadline: NIODeadline, isHead: Bool
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let limits = HTTPClientConnection.ExchangeLimits(
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
             maxBodySize: configuration.maxResponseBodySize)
-        let exchange = try await lease.connection.execute(head: head, body: body, limits: limits)
         let pool = self.pool
+        let exchange: HTTPClientConnection.Exchange
+        do {
+            exchange = try await lease.connection.execute(head: head, body: body, limits: limits)
+        } catch {
+            await pool.release(lease, reusable: false)
+            throw error
+        }
+        let release = OnceAction { reusable in await pool.release(lease, reusable: reusable) }
+        // Whatever the caller does with the body, the connection goes back once the exchange is over.
         exchange.reusable.whenComplete { result in
             let reusable = (try? result.get()) ?? false
-            Task { await pool.release(lease, reusable: reusable) }
+            Task { await release.run(reusable) }
         }
         let response: HTTPResponse
         do {
             response = try HTTPConversion.response(exchange.head)
         } catch {
-            lease.connection.cancelExchange()
+            lease.connection.cancel(exchange.done)
             throw error
         }
-        let noBody = isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304
-        if noBody { return (response, nil) }
+        if isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304 {
+            await release.run((try? await exchange.reusable.get()) ?? false)
+            return (response, nil)
+        }
         let connection = lease.connection
+        let done = exchange.done
         exchange.bodyContinuation.onTermination = { termination in
-            if case .cancelled = termination { connection.cancelExchange() }
+            if case .cancelled = termination { connection.cancel(done) }
         }
         let length = HTTPConversion.contentLength(exchange.head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
-        return (response, HTTPBody(exchange.body, length: length))
+        let sequence = ResponseBodySequence(stream: exchange.body, reusable: exchange.reusable, release: release)
+        return (response, HTTPBody(sequence, length: length, iterationBehavior: .single))
     }
 }
 
