@@ -73,6 +73,38 @@ import TestSupport
         await server.stop()
     }
 
+    @Test func poolClosesConnectionsIdleLongerThanItsIdleTimeout() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let transport = makeTransport(pool: HTTPSTransport.Pool(idleTimeout: .milliseconds(20)))
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        await server.waitUntil { $0.closed == 1 }  // closed by the client's idle timer
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        #expect(server.counts.accepted == 2)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func headAndNoContentResponsesHaveNoBodyAndKeepTheConnection() async throws {
+        let server = try await LoopbackHTTPServer.start { request in
+            request.method == "HEAD"
+                ? .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n".utf8), close: false)
+                : .respond(status: 204, headers: [], body: [], chunked: false, close: false)
+        }
+        let transport = makeTransport()
+        let head = HTTPRequest(method: .head, scheme: nil, authority: nil, path: "/")
+        let (headResponse, headBody) = try await transport.send(head, body: nil, baseURL: server.baseURL, operationID: "t")
+        #expect(headResponse.status == .ok)
+        #expect(headBody == nil)
+        let delete = HTTPRequest(method: .delete, scheme: nil, authority: nil, path: "/x")
+        let (deleteResponse, deleteBody) = try await transport.send(
+            delete, body: nil, baseURL: server.baseURL, operationID: "t")
+        #expect(deleteResponse.status == .noContent)
+        #expect(deleteBody == nil)
+        #expect(server.counts.accepted == 1)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func connectionCloseFromTheServerIsHonoured() async throws {
         let server = try await LoopbackHTTPServer.start { _ in
             .respond(status: 200, headers: [], body: Array("bye".utf8), chunked: false, close: true)
