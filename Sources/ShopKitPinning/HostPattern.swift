@@ -147,6 +147,7 @@ public enum HostPatternError: Error, Sendable, Equatable, CustomStringConvertibl
     /// A name longer than 253 bytes.
     case nameTooLong(String)
 
+    /// What is wrong with the pattern and how to write it instead.
     public var description: String {
         switch self {
         case .empty:

@@ -37,6 +37,7 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
         self.expiration = expiration
     }
 
+    /// Reports are equal when every field is (the chain compared pin by pin and subject by subject).
     public static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.host == rhs.host && lhs.configuredPins == rhs.configuredPins && lhs.date == rhs.date
             && lhs.chainPins.map(\.pin) == rhs.chainPins.map(\.pin)

@@ -85,6 +85,7 @@ public struct PinBackupWarning: Sendable, Hashable, CustomStringConvertible {
     /// The set's pins, all of which the current verified chain uses.
     public let pins: [SPKIPin]
 
+    /// A log line naming the set and its pins, and what to do.
     public var description: String {
         "pin set for \(hostPattern) has no real backup: all its pins (\(pins.map(\.description).joined(separator: ", "))) "
             + "match the current chain; add the pin of a backup key that is not deployed yet"
@@ -98,6 +99,7 @@ public enum PinSetError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The set has only one distinct pin and `acceptingSinglePin` was not given.
     case singlePin(HostPattern)
 
+    /// What is wrong with the set and how to fix it.
     public var description: String {
         switch self {
         case .noPins(let pattern):
@@ -118,6 +120,7 @@ public enum PinningConfigurationError: Error, Sendable, Equatable, CustomStringC
     /// The pin set was refused.
     case pinSet(PinSetError)
 
+    /// The wrapped error's message.
     public var description: String {
         switch self {
         case .hostPattern(let error): return error.description

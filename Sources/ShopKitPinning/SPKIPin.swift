@@ -33,11 +33,13 @@ public struct SPKIPin: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The pin in its canonical `sha256/BASE64` form.
     public var description: String { "sha256/" + Data(sha256).base64EncodedString() }
 
+    /// Decodes a pin from its `sha256/BASE64` string.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         try self.init(container.decode(String.self))
     }
 
+    /// Encodes the pin as its canonical `sha256/BASE64` string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
@@ -57,6 +59,7 @@ public enum PinParseError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The digest is not 32 bytes long (a SHA-1 or certificate hash given by mistake, for example).
     case wrongLength(Int)
 
+    /// What is wrong with the pin text and what a pin looks like.
     public var description: String {
         switch self {
         case .wrongPrefix(let start):

@@ -30,8 +30,10 @@ struct UnintegratedTLSSecurity: ConnectionSecurity {
 ///
 /// - Warning: Package access only; never reachable from the public API, whose initializer always uses TLS.
 package struct PlaintextTestingSecurity: ConnectionSecurity {
+    /// The plaintext test security.
     package init() {}
 
+    /// Adds nothing and succeeds at once.
     package func addHandlers(to channel: any Channel, host: String, port: Int) -> EventLoopFuture<Void> {
         channel.eventLoop.makeSucceededVoidFuture()
     }
@@ -40,8 +42,15 @@ package struct PlaintextTestingSecurity: ConnectionSecurity {
 extension HTTPSTransport {
     /// Builds the connection security for `configuration` once per transport.
     ///
-    /// THE INTEGRATION POINT: return the OpenSSL-backed ``ConnectionSecurity`` here (build its client
-    /// context from `configuration` once; a failure to build it is thrown from ``HTTPSTransport/init(configuration:)``).
+    /// THE INTEGRATION POINT: return the OpenSSL-backed security here, built once from `configuration` (one
+    /// client context for every connection; a failure to build it is thrown from
+    /// ``HTTPSTransport/init(configuration:)``). With a handler that fires a "verified" user event,
+    /// ``HandlerSecurity`` does the rest:
+    ///
+    ///     let context = try TLSClientContext(configuration)            // names as the TLS layer has them
+    ///     return HandlerSecurity(
+    ///         makeHandler: { host, port in try context.makeClientHandler(host: host, port: port) },
+    ///         isVerified: { $0 is TLSVerifiedEvent })
     static func makeSecurity(for configuration: TLSConfiguration) throws -> any ConnectionSecurity {
         UnintegratedTLSSecurity()
     }
