@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import NIOEmbedded
 import Testing
 import TestSupport
 @testable import ShopKitTLS
@@ -11,15 +10,22 @@ final class FakeVerifyingHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     struct Verified: Sendable {}
     let failure: TLSError?
+    let closeSilently: Bool
 
-    init(failure: TLSError?) { self.failure = failure }
+    init(failure: TLSError?, closeSilently: Bool = false) {
+        self.failure = failure
+        self.closeSilently = closeSilently
+    }
 
     func handlerAdded(context: ChannelHandlerContext) {
         let failure = self.failure
+        let closeSilently = self.closeSilently
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.eventLoop.execute {
             let context = bound.value
-            if let failure {
+            if closeSilently {
+                context.close(promise: nil)
+            } else if let failure {
                 context.fireErrorCaught(failure)
                 context.close(promise: nil)
             } else {
@@ -36,33 +42,36 @@ final class FakeVerifyingHandler: ChannelInboundHandler, Sendable {
             isVerified: { $0 is FakeVerifyingHandler.Verified })
     }
 
-    @Test func gateOpensOnTheVerifiedEventAndLeavesThePipeline() async throws {
-        let channel = EmbeddedChannel()
-        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-        let verified = security().addHandlers(to: channel, host: "h.test", port: 1)
-        channel.embeddedEventLoop.run()
-        try await verified.get()
-        #expect(throws: ChannelPipelineError.self) { try channel.pipeline.syncOperations.handler(type: VerificationGate.self) }
-        _ = try? channel.finish()
+    @Test func gateFailsWhenTheConnectionClosesBeforeVerification() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let closing = HandlerSecurity(
+            makeHandler: { _, _ in FakeVerifyingHandler(failure: nil, closeSilently: true) },
+            isVerified: { $0 is FakeVerifyingHandler.Verified })
+        let transport = makeTransport(security: closing)
+        await #expect(throws: TLSError.connectionClosed) { _ = try await transport.fetch(baseURL: server.baseURL) }
+        #expect(server.counts.requests == 0)
+        await transport.shutdown()
+        await server.stop()
     }
 
-    @Test func gateFailsWithTheHandlersTypedError() async throws {
-        let channel = EmbeddedChannel()
-        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-        let verified = security(failing: .hostnameMismatch(host: "h.test")).addHandlers(to: channel, host: "h.test", port: 1)
-        channel.embeddedEventLoop.run()
-        await #expect(throws: TLSError.hostnameMismatch(host: "h.test")) { try await verified.get() }
-        #expect(!channel.isActive)
+    @Test func verificationThatNeverArrivesTimesOut() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let silent = HandlerSecurity(
+            makeHandler: { _, _ in FakeVerifyingHandler(failure: nil) }, isVerified: { _ in false })
+        let transport = makeTransport(timeouts: .init(handshake: .milliseconds(50)), security: silent)
+        await #expect(throws: TLSError.timeout(.handshake)) { _ = try await transport.fetch(baseURL: server.baseURL) }
+        #expect(server.counts.requests == 0)
+        await transport.shutdown()
+        await server.stop()
     }
 
-    @Test func gateFailsWhenTheConnectionClosesFirst() async throws {
-        let channel = EmbeddedChannel()
-        try await channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).get()
-        let verified = HandlerSecurity(makeHandler: { _, _ in FakeVerifyingHandler(failure: nil) }, isVerified: { _ in false })
-            .addHandlers(to: channel, host: "h.test", port: 1)
-        channel.embeddedEventLoop.run()
-        try await channel.close().get()
-        await #expect(throws: TLSError.connectionClosed) { try await verified.get() }
+    @Test func verifiedConnectionsAreKeptAlive() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let transport = makeTransport(security: security())
+        for _ in 0..<3 { #expect(try await transport.fetch(baseURL: server.baseURL).0.status == .ok) }
+        #expect(server.counts.accepted == 1)
+        await transport.shutdown()
+        await server.stop()
     }
 
     @Test func transportRunsThroughTheSeamAndCarriesItsErrors() async throws {

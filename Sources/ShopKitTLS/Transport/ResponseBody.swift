@@ -1,21 +1,18 @@
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// Runs an async action once, whichever of several paths gets there first.
-final class OnceAction: Sendable {
-    private let pending: NIOLockedValueBox<(@Sendable (Bool) async -> Void)?>
+actor OnceAction {
+    private var pending: (@Sendable (Bool) async -> Void)?
 
     init(_ action: @escaping @Sendable (Bool) async -> Void) {
-        pending = NIOLockedValueBox(action)
+        pending = action
     }
 
     /// Runs the action with `value` if it has not run yet.
     func run(_ value: Bool) async {
-        let action = pending.withLockedValue { pending in
-            defer { pending = nil }
-            return pending
-        }
-        await action?(value)
+        guard let action = pending else { return }
+        pending = nil
+        await action(value)
     }
 }
 
