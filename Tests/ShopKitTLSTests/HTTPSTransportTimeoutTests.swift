@@ -89,7 +89,7 @@ import TestSupport
         let (_, body) = try await transport.send(request, body: nil, baseURL: server.baseURL, operationID: "t")
         let reader = Task { try await [UInt8](collecting: body!, upTo: .max) }
         reader.cancel()
-        _ = await reader.result
+        await #expect(throws: CancellationError.self) { _ = try await reader.value }
         await server.waitUntil { $0.closed == 1 }
         _ = try await transport.fetch(baseURL: server.baseURL)
         #expect(server.counts.accepted == 2)

@@ -35,6 +35,8 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
             guard let chunk = try await base.next() else {
                 let reusable = (try? await reusable.get()) ?? false
                 await release.run(reusable)
+                // A stream cut short by the reader's cancellation is not a complete body.
+                if !reusable && Task.isCancelled { throw CancellationError() }
                 return nil
             }
             return chunk
