@@ -33,11 +33,13 @@ public struct SPKIPin: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The pin in its canonical `sha256/BASE64` form.
     public var description: String { "sha256/" + Data(sha256).base64EncodedString() }
 
+    /// Decodes a pin from its `sha256/BASE64` string.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         try self.init(container.decode(String.self))
     }
 
+    /// Encodes the pin as its canonical `sha256/BASE64` string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)
@@ -57,14 +59,18 @@ public enum PinParseError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The digest is not 32 bytes long (a SHA-1 or certificate hash given by mistake, for example).
     case wrongLength(Int)
 
+    /// What is wrong with the pin text and what a pin looks like.
     public var description: String {
         switch self {
         case .wrongPrefix(let start):
             return "pin \"\(start)\" must start with sha256/ followed by the base64 SHA-256 of the SubjectPublicKeyInfo"
         case .badBase64:
-            return "pin is not valid base64 after sha256/"
+            return "pin is not valid base64 after sha256/ (standard alphabet with = padding, 44 characters)"
+        case .wrongLength(let count) where count == 20:
+            return "pin digest is 20 bytes, the size of a SHA-1 digest; a pin is the SHA-256 (32 bytes) of the "
+                + "SubjectPublicKeyInfo, e.g. from `pin-check`"
         case .wrongLength(let count):
-            return "pin digest is \(count) bytes; a SHA-256 SPKI pin is 32 bytes"
+            return "pin digest is \(count) bytes; a SHA-256 SPKI pin is 32 bytes (44 base64 characters ending in =)"
         }
     }
 }

@@ -19,6 +19,7 @@ public struct CertificateInfo: Sendable, Hashable {
     /// Signature algorithm, e.g. `ecdsa-with-SHA256`.
     public let signatureAlgorithm: String
 
+    /// Describes one certificate; building a `CertificateInfo` grants no trust: only a `VerifiedChain` is matched.
     public init(
         spkiPin: SPKIPin, subject: String, issuer: String, subjectAlternativeNames: [String],
         notBefore: Date, notAfter: Date, keyDescription: String, signatureAlgorithm: String

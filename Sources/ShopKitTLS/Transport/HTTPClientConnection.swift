@@ -1,0 +1,185 @@
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OpenAPIRuntime
+
+/// One verified HTTP/1.1 connection: a channel whose pipeline is security handlers, the HTTP codec, and
+/// ``HTTPClientConnectionHandler``. Runs one exchange at a time; the pool decides who uses it.
+final class HTTPClientConnection: Sendable {
+    /// The channel.
+    let channel: any Channel
+    /// The handler, only touched on the channel's event loop.
+    private let handler: NIOLoopBound<HTTPClientConnectionHandler>
+
+    private init(channel: any Channel, handler: HTTPClientConnectionHandler) {
+        self.channel = channel
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    }
+
+    /// What sending a request produced: the head, the streamed body, and when the connection is free again.
+    struct Exchange: Sendable {
+        let head: HTTPResponseHead
+        let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>
+        let bodyContinuation: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+        /// Identifies the exchange (for ``HTTPClientConnection/cancel(_:)``).
+        let done: EventLoopFuture<Bool>
+        /// Succeeds with whether the connection may be reused once the response is complete and the request sent.
+        let reusable: EventLoopFuture<Bool>
+    }
+
+    /// Limits and deadline for one exchange.
+    struct ExchangeLimits: Sendable {
+        let deadline: NIODeadline
+        let idleReadTimeout: TimeAmount
+        let maxBodySize: Int
+    }
+
+    /// Sends the request head and body, and waits for the response head.
+    ///
+    /// - Throws: ``ExchangeFailure`` for transport failures; the caller's body errors as they are;
+    ///   `CancellationError` when the task is cancelled (the connection is then closed).
+    func execute(head: HTTPRequestHead, body: HTTPBody?, limits: ExchangeLimits) async throws -> Exchange {
+        let loop = channel.eventLoop
+        let (stream, continuation) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
+        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
+        let done = loop.makePromise(of: Bool.self)
+        let written = loop.makePromise(of: Void.self)
+        let exchange = ResponseExchange(
+            head: headPromise, body: continuation, done: done,
+            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" },
+            deadline: limits.deadline, idleReadTimeout: limits.idleReadTimeout, maxBodySize: limits.maxBodySize,
+            isHead: head.method == .HEAD)
+        let handler = self.handler
+        let channel = self.channel
+        let reusable = done.futureResult.and(written.futureResult.map { true }.recover { _ in false })
+            .map { $0 && $1 }
+
+        return try await withTaskCancellationHandler {
+            loop.execute {
+                handler.value.start(exchange)
+            }
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+            do {
+                try await Self.writeBody(body, to: channel)
+                written.succeed()
+            } catch let error as BodyError {
+                written.fail(error.underlying)
+                loop.execute { handler.value.cancel(done.futureResult) }
+                _ = try? await headPromise.futureResult.get()
+                throw error.underlying
+            } catch {
+                // The connection failed while writing: the handler reports why (or the server answered early).
+                written.fail(error)
+                channel.close(promise: nil)
+            }
+            let responseHead = try await headPromise.futureResult.get()
+            try Task.checkCancellation()
+            return Exchange(
+                head: responseHead, body: stream, bodyContinuation: continuation, done: done.futureResult,
+                reusable: reusable)
+        } onCancel: {
+            loop.execute { handler.value.cancel(done.futureResult) }
+        }
+    }
+
+    /// Abandons the exchange identified by `done`, if it is still running: the connection is closed.
+    func cancel(_ done: EventLoopFuture<Bool>) {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.cancel(done) }
+    }
+
+    /// Closes the connection.
+    func close() {
+        channel.close(promise: nil)
+    }
+
+    private struct BodyError: Error {
+        let underlying: any Error
+    }
+
+    private static func writeBody(_ body: HTTPBody?, to channel: any Channel) async throws {
+        if let body {
+            var iterator = body.makeAsyncIterator()
+            while true {
+                let chunk: ArraySlice<UInt8>?
+                do { chunk = try await iterator.next() } catch { throw BodyError(underlying: error) }
+                guard let chunk else { break }
+                if chunk.isEmpty { continue }
+                let buffer = channel.allocator.buffer(bytes: chunk)
+                try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer))).get()
+            }
+        }
+        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+    }
+}
+
+extension HTTPClientConnection {
+    /// How connections are opened.
+    struct Factory: Sendable {
+        let group: any EventLoopGroup
+        let security: any ConnectionSecurity
+        let connectTimeout: TimeAmount
+        let handshakeTimeout: TimeAmount
+        let logger: Logger
+
+        /// Connects, secures and prepares a connection to `target`.
+        ///
+        /// - Throws: ``TLSError``: `connectFailed`, `timeout(.connect)`, `timeout(.handshake)`, or the
+        ///   security layer's error.
+        func connect(to target: RequestTarget) async throws -> HTTPClientConnection {
+            let bootstrap = ClientBootstrap(group: group)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            let channel: any Channel
+            do {
+                channel = try await bootstrap.connect(host: target.host, port: target.port).get()
+            } catch ChannelError.connectTimeout {
+                throw TLSError.timeout(.connect)
+            } catch {
+                throw TLSError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            }
+            do {
+                try await secure(channel, target: target).get()
+                return try await channel.eventLoop.submit {
+                    let handler = HTTPClientConnectionHandler()
+                    let connection = HTTPClientConnection(channel: channel, handler: handler)
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
+                    try sync.addHTTPClientHandlers()
+                    try sync.addHandler(handler)
+                    return connection
+                }.get()
+            } catch {
+                channel.close(promise: nil)
+                throw error is TLSError ? error : TLSError.handshakeFailed(reason: "\(error)")
+            }
+        }
+
+        /// The security layer's verification, bounded by the handshake timeout.
+        private func secure(_ channel: any Channel, target: RequestTarget) -> EventLoopFuture<Void> {
+            let loop = channel.eventLoop
+            let security = self.security
+            let timeout = handshakeTimeout
+            return loop.flatSubmit {
+                let result = loop.makePromise(of: Void.self)
+                let finished = NIOLoopBoundBox(false, eventLoop: loop)
+                let timer = loop.scheduleTask(in: timeout) {
+                    guard !finished.value else { return }
+                    finished.value = true
+                    result.fail(TLSError.timeout(.handshake))
+                    channel.close(promise: nil)
+                }
+                security.addHandlers(to: channel, host: target.host, port: target.port).hop(to: loop).whenComplete {
+                    outcome in
+                    timer.cancel()
+                    guard !finished.value else { return }
+                    finished.value = true
+                    result.completeWith(outcome)
+                }
+                return result.futureResult
+            }
+        }
+    }
+}

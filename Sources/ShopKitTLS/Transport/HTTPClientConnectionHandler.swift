@@ -1,0 +1,195 @@
+import NIOCore
+import NIOHTTP1
+
+/// One request's response side, owned by the handler on the event loop.
+struct ResponseExchange {
+    /// Succeeds with the response head, or fails with an ``ExchangeFailure``.
+    let head: EventLoopPromise<HTTPResponseHead>
+    /// Receives the body bytes.
+    let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+    /// Succeeds when the response is complete, with whether the connection may be kept alive.
+    let done: EventLoopPromise<Bool>
+    /// Whether the request allows keep-alive (no `Connection: close`).
+    let requestKeepAlive: Bool
+    /// The whole-request deadline.
+    let deadline: NIODeadline
+    /// The longest wait for the next inbound bytes.
+    let idleReadTimeout: TimeAmount
+    /// The most body bytes accepted.
+    let maxBodySize: Int
+    /// Whether the request was HEAD (its response has no body even with a Content-Length).
+    let isHead: Bool
+}
+
+/// Why an exchange failed, and whether a retry on a fresh connection is safe as far as the wire is concerned.
+struct ExchangeFailure: Error {
+    /// The error to report.
+    let error: any Error
+    /// No response byte was read before the failure.
+    let noResponseBytes: Bool
+}
+
+/// Counts that any byte arrived on the connection, before the HTTP decoder sees it.
+final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    private let onRead: () -> Void
+
+    init(onRead: @escaping () -> Void) { self.onRead = onRead }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        onRead()
+        context.fireChannelRead(data)
+    }
+}
+
+/// Runs one HTTP/1.1 exchange at a time on a connection: response head, body streaming with the size limit,
+/// keep-alive decision, idle-read and whole-request timers. Every method runs on the channel's event loop.
+final class HTTPClientConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPClientResponsePart
+
+    private enum State {
+        case idle
+        case awaitingHead(ResponseExchange)
+        case streamingBody(ResponseExchange, received: Int, keepAlive: Bool)
+        case closed
+    }
+
+    private var state = State.idle
+    private var context: ChannelHandlerContext?
+    private var bytesRead = false
+    private var requestTimer: Scheduled<Void>?
+    private var idleTimer: Scheduled<Void>?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Called by ``InboundByteObserver`` for every inbound read.
+    func noteBytesRead() {
+        bytesRead = true
+        if case .idle = state { return }
+        armIdleTimer()
+    }
+
+    /// Starts an exchange; the caller then writes the request.
+    func start(_ exchange: ResponseExchange) {
+        guard case .idle = state, let context, context.channel.isActive else {
+            // Nothing was read for this exchange: a retry is safe as far as the wire is concerned.
+            exchange.head.fail(ExchangeFailure(error: TLSError.connectionClosed, noResponseBytes: true))
+            exchange.body.finish(throwing: TLSError.connectionClosed)
+            exchange.done.succeed(false)
+            return
+        }
+        bytesRead = false
+        state = .awaitingHead(exchange)
+        let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+        requestTimer = context.eventLoop.scheduleTask(deadline: exchange.deadline) {
+            this.value.fail(TLSError.timeout(.request))
+        }
+        armIdleTimer()
+    }
+
+    /// Abandons the exchange whose completion is `done` (task cancelled, body dropped): the connection is
+    /// closed, never reused. Does nothing when that exchange is over (a later one may be running).
+    func cancel(_ done: EventLoopFuture<Bool>) {
+        switch state {
+        case .awaitingHead(let exchange), .streamingBody(let exchange, _, _):
+            if exchange.done.futureResult === done { fail(CancellationError()) }
+        case .idle, .closed:
+            break
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch (unwrapInboundIn(data), state) {
+        case (.head(let head), .awaitingHead(let exchange)):
+            if head.status.code >= 100 && head.status.code < 200 && head.status.code != 101 { return }
+            if !exchange.isHead, let length = HTTPConversion.contentLength(head), length > exchange.maxBodySize {
+                fail(Self.tooLarge(exchange.maxBodySize))
+                return
+            }
+            state = .streamingBody(exchange, received: 0, keepAlive: head.isKeepAlive && exchange.requestKeepAlive)
+            exchange.head.succeed(head)
+        case (.body(let buffer), .streamingBody(let exchange, let received, let keepAlive)):
+            let total = received + buffer.readableBytes
+            guard total <= exchange.maxBodySize else {
+                fail(Self.tooLarge(exchange.maxBodySize))
+                return
+            }
+            state = .streamingBody(exchange, received: total, keepAlive: keepAlive)
+            exchange.body.yield(ArraySlice(buffer.readableBytesView))
+        case (.end, .streamingBody(let exchange, _, let keepAlive)):
+            cancelTimers()
+            state = keepAlive ? .idle : .closed
+            exchange.done.succeed(keepAlive)
+            exchange.body.finish()
+            if !keepAlive { context.close(promise: nil) }
+        case (_, .idle):
+            // Bytes nobody asked for: the connection cannot be trusted for another request.
+            state = .closed
+            context.close(promise: nil)
+        default:
+            fail(TLSError.malformedResponse("unexpected HTTP response part"))
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        switch error {
+        case let error as TLSError: fail(error)
+        case let error as HTTPParserError: fail(TLSError.malformedResponse("\(error)"))
+        case is NIOTooManyBytesError: fail(TLSError.malformedResponse("response head too large"))
+        default: fail(TLSError.connectionClosed)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        fail(TLSError.connectionClosed)
+        state = .closed
+        context.fireChannelInactive()
+    }
+
+    /// Fails the current exchange with `error` and closes the connection.
+    private func fail(_ error: any Error) {
+        cancelTimers()
+        let previous = state
+        state = .closed
+        switch previous {
+        case .awaitingHead(let exchange):
+            exchange.head.fail(ExchangeFailure(error: error, noResponseBytes: !bytesRead))
+            exchange.body.finish(throwing: error)
+            exchange.done.succeed(false)
+        case .streamingBody(let exchange, _, _):
+            exchange.body.finish(throwing: error)
+            exchange.done.succeed(false)
+        case .idle, .closed:
+            break
+        }
+        context?.close(promise: nil)
+    }
+
+    private func armIdleTimer() {
+        guard let context else { return }
+        let timeout: TimeAmount
+        switch state {
+        case .awaitingHead(let exchange), .streamingBody(let exchange, _, _): timeout = exchange.idleReadTimeout
+        case .idle, .closed: return
+        }
+        idleTimer?.cancel()
+        let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+        idleTimer = context.eventLoop.scheduleTask(in: timeout) {
+            this.value.fail(TLSError.timeout(.idleRead))
+        }
+    }
+
+    private func cancelTimers() {
+        requestTimer?.cancel()
+        idleTimer?.cancel()
+        requestTimer = nil
+        idleTimer = nil
+    }
+
+    private static func tooLarge(_ limit: Int) -> TLSError {
+        .malformedResponse(
+            "response body exceeds the \(limit)-byte limit; raise HTTPSTransport.Configuration.maxResponseBodySize if it is expected")
+    }
+}

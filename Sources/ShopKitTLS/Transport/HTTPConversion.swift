@@ -1,0 +1,118 @@
+import Foundation
+import HTTPTypes
+import NIOHTTP1
+import OpenAPIRuntime
+
+/// Pure conversions between swift-http-types and NIOHTTP1 heads (no I/O, no state).
+enum HTTPConversion {
+    /// The request head for `request` sent to `target`, with `Host` and body framing headers filled in.
+    ///
+    /// Framing: a known body length becomes `Content-Length`; an unknown one `Transfer-Encoding: chunked`;
+    /// no body gives no framing header, except `Content-Length: 0` for methods that usually carry one.
+    /// Framing headers the caller set are replaced, so the head always matches the bytes written.
+    static func requestHead(
+        _ request: HTTPRequest, baseURL: URL, target: RequestTarget, bodyLength: BodyLength
+    ) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        for field in request.headerFields {
+            switch field.name {
+            case .contentLength, .transferEncoding: continue
+            default: headers.add(name: field.name.rawName, value: field.value)
+            }
+        }
+        headers.replaceOrAdd(name: "Host", value: request.authority ?? target.hostHeader)
+        switch bodyLength {
+        case .none:
+            if [.post, .put, .patch].contains(request.method) { headers.add(name: "Content-Length", value: "0") }
+        case .known(let count):
+            headers.add(name: "Content-Length", value: String(count))
+        case .unknown:
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        return HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+            uri: requestURI(path: request.path, baseURL: baseURL), headers: headers)
+    }
+
+    /// The request's body framing.
+    enum BodyLength: Equatable {
+        case none
+        case known(Int64)
+        case unknown
+    }
+
+    /// The origin-form URI: the base URL's path followed by the request's path and query.
+    static func requestURI(path: String?, baseURL: URL) -> String {
+        var base = baseURL.path
+        if base.hasSuffix("/") { base.removeLast() }
+        let path = path ?? "/"
+        let uri = base + (path.hasPrefix("/") ? path : "/" + path)
+        return uri.isEmpty ? "/" : uri
+    }
+
+    /// The HTTPTypes response for a NIOHTTP1 response head.
+    ///
+    /// - Throws: ``TLSError/malformedResponse(_:)`` for a field name swift-http-types refuses.
+    static func response(_ head: HTTPResponseHead) throws(TLSError) -> HTTPResponse {
+        var fields = HTTPFields()
+        for (name, value) in head.headers {
+            guard let fieldName = HTTPField.Name(name) else {
+                throw .malformedResponse("invalid header field name \"\(name)\"")
+            }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
+        return HTTPResponse(status: status, headerFields: fields)
+    }
+
+    /// The declared `Content-Length` of a response, if any and valid.
+    static func contentLength(_ head: HTTPResponseHead) -> Int? {
+        head.headers.first(name: "Content-Length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+    }
+
+    /// Whether a retry of `request` after a stale-connection failure is safe: the method is idempotent
+    /// (RFC 9110 §9.2.2) and the body, if any, can be sent again.
+    static func isRetryable(_ request: HTTPRequest, body: HTTPBody?) -> Bool {
+        let idempotent: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
+        guard idempotent.contains(request.method) else { return false }
+        return body == nil || body?.iterationBehavior == .multiple
+    }
+}
+
+/// Where a request goes: scheme-checked host and port from the base URL.
+struct RequestTarget: Hashable, Sendable {
+    /// The host as written in the URL (brackets removed from IPv6 literals), lowercased.
+    let host: String
+    /// The TCP port (443 by default).
+    let port: Int
+
+    /// The target of `baseURL`, which must be an `https` URL with a host.
+    ///
+    /// - Throws: ``TLSError/connectFailed(host:port:reason:)`` for a non-https URL: the transport never
+    ///   sends plaintext.
+    init(baseURL: URL) throws(TLSError) {
+        guard let host = baseURL.host, !host.isEmpty else {
+            throw .connectFailed(host: "", port: 0, reason: "base URL \(baseURL) has no host")
+        }
+        let port = baseURL.port ?? 443
+        guard baseURL.scheme?.lowercased() == "https" else {
+            throw .connectFailed(
+                host: host, port: port, reason: "base URL scheme must be https; this transport never sends plaintext")
+        }
+        var bare = host.lowercased()
+        if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
+        self.host = bare
+        self.port = port
+    }
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// The `Host` header value: the port is omitted when it is 443; IPv6 literals get brackets.
+    var hostHeader: String {
+        let name = host.contains(":") ? "[\(host)]" : host
+        return port == 443 ? name : "\(name):\(port)"
+    }
+}

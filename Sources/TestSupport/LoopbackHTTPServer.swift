@@ -1,0 +1,277 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A scripted HTTP/1.1 server on 127.0.0.1 (port 0) for transport tests.
+///
+/// Each request, once fully received, is passed to the script, whose ``Behaviour`` says what to do: answer
+/// (keep-alive, chunked or closing), send raw bytes, close without answering, or never answer. The server
+/// counts accepted connections, requests and closed connections, and can wait for a count. The
+/// `extraHandlers` hook adds server-side handlers first in each child pipeline (the TLS server handler).
+public final class LoopbackHTTPServer: Sendable {
+    /// One received request.
+    public struct Request: Sendable {
+        /// The method, e.g. `GET`.
+        public let method: String
+        /// The request target, e.g. `/v1/items?x=1`.
+        public let uri: String
+        /// The header fields as received.
+        public let headers: [(name: String, value: String)]
+        /// The body bytes.
+        public let body: [UInt8]
+        /// The 1-based number of the connection it arrived on, in accept order.
+        public let connection: Int
+        /// The 1-based position of the request on its connection.
+        public let indexOnConnection: Int
+
+        /// The first value of a header field (case-insensitive).
+        public func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    /// What the server does with a request.
+    public enum Behaviour: Sendable {
+        /// An HTTP/1.1 response; `chunked` sends the body in chunks, `close` adds `Connection: close` and closes.
+        case respond(status: Int, headers: [(String, String)], body: [UInt8], chunked: Bool, close: Bool)
+        /// These bytes exactly, then close when `close`.
+        case raw([UInt8], close: Bool)
+        /// Close the connection without a response byte (a connection that went stale).
+        case closeWithoutResponse
+        /// Never answer and keep the connection open (for timeouts).
+        case neverRespond
+
+        /// `200 OK` with `body`, kept alive.
+        public static func ok(_ body: [UInt8] = Array("ok".utf8)) -> Behaviour {
+            .respond(status: 200, headers: [], body: body, chunked: false, close: false)
+        }
+    }
+
+    /// The counts the server keeps.
+    public struct Counts: Sendable, Equatable {
+        /// Connections accepted.
+        public var accepted = 0
+        /// Requests fully received.
+        public var requests = 0
+        /// Connections closed (by either side).
+        public var closed = 0
+    }
+
+    /// The script: what to do for each request.
+    public typealias Script = @Sendable (Request) -> Behaviour
+    /// Adds handlers first in a child channel's pipeline; the server's HTTP handlers follow.
+    public typealias ExtraHandlers = @Sendable (any Channel) -> EventLoopFuture<Void>
+
+    fileprivate struct State {
+        var counts = Counts()
+        var waiters: [(predicate: @Sendable (Counts) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+        var children: [Int: (channel: any Channel, busy: Bool)] = [:]
+        var requests: [Request] = []
+    }
+
+    private let channel: any Channel
+    private let state: LockedBox<State>
+
+    /// The port the server listens on (127.0.0.1).
+    public var port: Int { channel.localAddress!.port! }
+
+    private init(channel: any Channel, state: LockedBox<State>) {
+        self.channel = channel
+        self.state = state
+    }
+
+    /// Starts a server on 127.0.0.1, port 0.
+    public static func start(
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, extraHandlers: ExtraHandlers? = nil,
+        script: @escaping Script
+    ) async throws -> LoopbackHTTPServer {
+        let state = LockedBox(State())
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { child in
+                let number = state.withLockedValue { state in
+                    state.counts.accepted += 1
+                    state.children[state.counts.accepted] = (child, false)
+                    return state.counts.accepted
+                }
+                Self.notify(state)
+                child.closeFuture.whenComplete { _ in
+                    state.withLockedValue {
+                        $0.counts.closed += 1
+                        $0.children[number] = nil
+                    }
+                    Self.notify(state)
+                }
+                let extra = extraHandlers?(child) ?? child.eventLoop.makeSucceededVoidFuture()
+                return extra.flatMapThrowing {
+                    try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
+                    try child.pipeline.syncOperations.addHandler(
+                        ScriptedHTTPHandler(connection: number, state: state, script: script))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        return LoopbackHTTPServer(channel: channel, state: state)
+    }
+
+    /// The current counts.
+    public var counts: Counts { state.withLockedValue { $0.counts } }
+
+    /// Every request received so far, in order.
+    public var requests: [Request] { state.withLockedValue { $0.requests } }
+
+    /// Waits until `predicate` holds for the counts (no polling, no sleeping).
+    public func waitUntil(_ predicate: @escaping @Sendable (Counts) -> Bool) async {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLockedValue { state in
+                if predicate(state.counts) { return true }
+                state.waiters.append((predicate, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Closes every connection that is not in the middle of a request, as a server's idle timeout would.
+    public func closeIdleConnections() async {
+        let idle = state.withLockedValue { $0.children.values.filter { !$0.busy }.map(\.channel) }
+        for channel in idle { try? await channel.close() }
+    }
+
+    /// Stops listening and closes every connection.
+    public func stop() async {
+        try? await channel.close()
+        let children = state.withLockedValue { $0.children.values.map(\.channel) }
+        for child in children { try? await child.close() }
+    }
+
+    fileprivate static func notify(_ state: LockedBox<State>) {
+        let ready = state.withLockedValue { state in
+            let counts = state.counts
+            let ready = state.waiters.filter { $0.predicate(counts) }.map(\.continuation)
+            state.waiters.removeAll { $0.predicate(counts) }
+            return ready
+        }
+        ready.forEach { $0.resume() }
+    }
+
+    fileprivate static func record(_ request: Request, busy: Bool, state: LockedBox<State>) {
+        state.withLockedValue { state in
+            state.requests.append(request)
+            state.counts.requests += 1
+            state.children[request.connection]?.busy = busy
+        }
+        notify(state)
+    }
+
+    fileprivate static func setBusy(_ connection: Int, _ busy: Bool, state: LockedBox<State>) {
+        state.withLockedValue { $0.children[connection]?.busy = busy }
+    }
+
+    /// Collects requests and carries out the script's behaviour, writing raw bytes.
+    private final class ScriptedHTTPHandler: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = ByteBuffer
+
+        private let connection: Int
+        private let state: LockedBox<State>
+        private let script: Script
+        private var head: HTTPRequestHead?
+        private var body: [UInt8] = []
+        private var index = 0
+        private var silent = false
+
+        init(connection: Int, state: LockedBox<State>, script: @escaping Script) {
+            self.connection = connection
+            self.state = state
+            self.script = script
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let head):
+                self.head = head
+                body = []
+                LoopbackHTTPServer.setBusy(connection, true, state: state)
+            case .body(let buffer):
+                body += buffer.readableBytesView
+            case .end:
+                guard let head, !silent else { return }
+                index += 1
+                let request = Request(
+                    method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) },
+                    body: body, connection: connection, indexOnConnection: index)
+                let behaviour = script(request)
+                var busy = false
+                if case .neverRespond = behaviour { busy = true }
+                LoopbackHTTPServer.record(request, busy: busy, state: state)
+                perform(behaviour, context: context)
+            }
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+            context.close(promise: nil)
+        }
+
+        private func perform(_ behaviour: Behaviour, context: ChannelHandlerContext) {
+            switch behaviour {
+            case .respond(let status, let headers, let body, let chunked, let close):
+                var text = "HTTP/1.1 \(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)\r\n"
+                for (name, value) in headers { text += "\(name): \(value)\r\n" }
+                text += chunked ? "Transfer-Encoding: chunked\r\n" : "Content-Length: \(body.count)\r\n"
+                if close { text += "Connection: close\r\n" }
+                text += "\r\n"
+                var buffer = context.channel.allocator.buffer(string: text)
+                if chunked {
+                    var offset = 0
+                    while offset < body.count {
+                        let end = min(offset + 4096, body.count)
+                        buffer.writeString(String(end - offset, radix: 16) + "\r\n")
+                        buffer.writeBytes(body[offset..<end])
+                        buffer.writeString("\r\n")
+                        offset = end
+                    }
+                    buffer.writeString("0\r\n\r\n")
+                } else {
+                    buffer.writeBytes(body)
+                }
+                write(buffer, close: close, context: context)
+            case .raw(let bytes, let close):
+                write(context.channel.allocator.buffer(bytes: bytes), close: close, context: context)
+            case .closeWithoutResponse:
+                silent = true
+                context.close(promise: nil)
+            case .neverRespond:
+                silent = true
+            }
+        }
+
+        private func write(_ buffer: ByteBuffer, close: Bool, context: ChannelHandlerContext) {
+            let connection = self.connection
+            let state = self.state
+            let future = context.writeAndFlush(wrapOutboundOut(buffer))
+            if close {
+                let channel = context.channel
+                future.whenComplete { _ in channel.close(promise: nil) }
+            } else {
+                LoopbackHTTPServer.setBusy(connection, false, state: state)
+            }
+        }
+    }
+}
+
+/// A value behind a lock (TestSupport has no NIOConcurrencyHelpers dependency).
+final class LockedBox<Value>: @unchecked Sendable {
+    // @unchecked Sendable is safe: `value` is only read or written inside `withLockedValue`, under `lock`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    /// Runs `body` with exclusive access to the value.
+    func withLockedValue<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

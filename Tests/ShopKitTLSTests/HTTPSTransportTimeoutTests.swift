@@ -1,0 +1,133 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import Testing
+import TestSupport
+@testable import ShopKitTLS
+
+/// Timeouts, cancellation and the TLS-only public surface. Timeouts are tiny and the server never answers;
+/// the tests assert which error arrives, never how long it took.
+@Suite struct HTTPSTransportTimeoutTests {
+    static let long = Duration.seconds(60)
+
+    @Test func idleReadTimeout() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .neverRespond }
+        let transport = makeTransport(timeouts: .init(idleRead: .milliseconds(50), request: Self.long))
+        await #expect(throws: TLSError.timeout(.idleRead)) { _ = try await transport.fetch(baseURL: server.baseURL) }
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func wholeRequestTimeout() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .neverRespond }
+        let transport = makeTransport(timeouts: .init(idleRead: Self.long, request: .milliseconds(50)))
+        await #expect(throws: TLSError.timeout(.request)) { _ = try await transport.fetch(baseURL: server.baseURL) }
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func handshakeTimeout() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let transport = makeTransport(
+            timeouts: .init(handshake: .milliseconds(50), request: Self.long), security: NeverVerifyingSecurity())
+        await #expect(throws: TLSError.timeout(.handshake)) { _ = try await transport.fetch(baseURL: server.baseURL) }
+        #expect(server.counts.requests == 0)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func connectTimeout() async throws {
+        let listener = try StalledListener()
+        defer { listener.close() }
+        let transport = makeTransport(timeouts: .init(connect: .milliseconds(100), request: Self.long))
+        await #expect(throws: TLSError.timeout(.connect)) {
+            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!)
+        }
+        await transport.shutdown()
+    }
+
+    @Test func waitingForAPooledConnectionCountsTowardsTheRequestTimeout() async throws {
+        let server = try await LoopbackHTTPServer.start { request in request.uri == "/hang" ? .neverRespond : .ok() }
+        let transport = makeTransport(
+            timeouts: .init(idleRead: Self.long, request: Self.long), pool: .init(maxConnectionsPerHost: 1))
+        let hanging = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
+        await server.waitUntil { $0.requests == 1 }
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
+        await #expect(throws: TLSError.timeout(.request)) {
+            _ = try await transport.send(
+                request, body: nil, baseURL: server.baseURL, operationID: "t", requestTimeout: .milliseconds(50))
+        }
+        #expect(server.counts.accepted == 1)
+        hanging.cancel()
+        _ = await hanging.result
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func cancellationClosesTheConnection() async throws {
+        let server = try await LoopbackHTTPServer.start { request in request.uri == "/hang" ? .neverRespond : .ok() }
+        let transport = makeTransport()
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        let task = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
+        await server.waitUntil { $0.requests == 2 }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        await server.waitUntil { $0.closed == 1 }
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        #expect(server.counts.accepted == 2)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func cancellingWhileReadingTheBodyClosesTheConnection() async throws {
+        let server = try await LoopbackHTTPServer.start { request in
+            request.uri == "/partial"
+                ? .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf".utf8), close: false) : .ok()
+        }
+        let transport = makeTransport()
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/partial")
+        let (_, body) = try await transport.send(request, body: nil, baseURL: server.baseURL, operationID: "t")
+        let reader = Task { try await [UInt8](collecting: body!, upTo: .max) }
+        reader.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await reader.value }
+        await server.waitUntil { $0.closed == 1 }
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        #expect(server.counts.accepted == 2)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func publicInitializerRequiresTLS() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let transport = try HTTPSTransport(configuration: .init())
+        await #expect(throws: TLSError.handshakeFailed(reason: "TLS handler not yet integrated")) {
+            _ = try await transport.fetch(baseURL: server.baseURL)
+        }
+        #expect(server.counts.requests == 0)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func plaintextURLsAreRefused() async throws {
+        let transport = makeTransport()
+        await #expect {
+            _ = try await transport.fetch(baseURL: URL(string: "http://127.0.0.1:1")!)
+        } throws: { error in
+            guard case .connectFailed(_, _, let reason)? = error as? TLSError else { return false }
+            return reason.contains("https")
+        }
+    }
+
+    @Test func connectionRefusedIsConnectFailed() async throws {
+        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let port = server.port
+        await server.stop()
+        let transport = makeTransport()
+        await #expect {
+            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
+        } throws: { error in
+            guard case .connectFailed(let host, let failedPort, _)? = error as? TLSError else { return false }
+            return host == "127.0.0.1" && failedPort == port
+        }
+    }
+}

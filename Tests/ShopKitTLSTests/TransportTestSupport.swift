@@ -1,0 +1,59 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import OpenAPIRuntime
+import TestSupport
+@testable import ShopKitTLS
+
+/// A transport over plaintext to the loopback server (the TLS seam replaced by the test-only security).
+func makeTransport(
+    timeouts: HTTPSTransport.Timeouts = HTTPSTransport.Timeouts(),
+    pool: HTTPSTransport.Pool = HTTPSTransport.Pool(),
+    maxResponseBodySize: Int = 16 * 1024 * 1024,
+    security: any ConnectionSecurity = PlaintextTestingSecurity()
+) -> HTTPSTransport {
+    HTTPSTransport(
+        configuration: HTTPSTransport.Configuration(
+            timeouts: timeouts, pool: pool, maxResponseBodySize: maxResponseBodySize),
+        security: security)
+}
+
+extension LoopbackHTTPServer {
+    /// The base URL of the server (https scheme: the transport accepts nothing else; the seam is plaintext).
+    var baseURL: URL { URL(string: "https://127.0.0.1:\(port)")! }
+}
+
+extension HTTPSTransport {
+    /// Sends a request and reads the whole body.
+    func fetch(
+        _ method: HTTPRequest.Method = .get, _ path: String = "/", baseURL: URL, body: HTTPBody? = nil,
+        headers: HTTPFields = [:]
+    ) async throws -> (HTTPResponse, [UInt8]) {
+        let request = HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: headers)
+        let (response, body) = try await send(request, body: body, baseURL: baseURL, operationID: "test")
+        var bytes: [UInt8] = []
+        if let body { bytes = try await [UInt8](collecting: body, upTo: .max) }
+        return (response, bytes)
+    }
+}
+
+/// Deterministic bytes of a given size.
+func pattern(_ count: Int) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
+}
+
+/// Whether `error` is the given TLSError case (ignoring associated values for malformedResponse).
+func isTLSError(_ error: any Error, _ expected: TLSError) -> Bool {
+    guard let error = error as? TLSError else { return false }
+    if case .malformedResponse = expected, case .malformedResponse = error { return true }
+    return error == expected
+}
+
+/// A security layer whose verification never completes until the channel closes (for the handshake timeout).
+struct NeverVerifyingSecurity: ConnectionSecurity {
+    func addHandlers(to channel: any Channel, host: String, port: Int) -> EventLoopFuture<Void> {
+        let promise = channel.eventLoop.makePromise(of: Void.self)
+        channel.closeFuture.whenComplete { _ in promise.fail(TLSError.connectionClosed) }
+        return promise.futureResult
+    }
+}
