@@ -1,0 +1,53 @@
+// swift-tools-version:6.0
+// ShopKit benchmarks: ShopKit's transport beside AsyncHTTPClient, URLSession, wrk and openssl s_time.
+//
+// Its own package so that library users never pull in AsyncHTTPClient. Release builds only:
+//     swift build -c release --package-path Benchmarks
+// or, for everything at once, scripts/bench.
+//
+// The ShopKit clients (ShopKitClients.swift, TokenStoreBench.swift) compile only with SHOPKIT_TRANSPORT_READY set
+// in the environment of `swift build` (scripts/bench sets it with --shopkit): the transport and the stores are
+// written in parallel branches, and the benchmark must build without them.
+import PackageDescription
+
+var benchSettings: [SwiftSetting] = []
+if Context.environment["SHOPKIT_TRANSPORT_READY"] == "1" {
+    benchSettings.append(.define("SHOPKIT_TRANSPORT_READY"))
+}
+
+let package = Package(
+    name: "ShopKitBenchmarks",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "shopkit-bench", targets: ["shopkit-bench"])
+    ],
+    dependencies: [
+        .package(name: "ShopKit", path: ".."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Already in the graph through AsyncHTTPClient; named so the AHC client can configure TLS and pin.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+    ],
+    targets: [
+        // SHA-256 from the system libcrypto, for AsyncHTTPClient's after-handshake leaf pin.
+        .systemLibrary(name: "CBenchSHA", path: "Sources/CBenchSHA", pkgConfig: "libcrypto"),
+        .executableTarget(
+            name: "shopkit-bench",
+            dependencies: [
+                "CBenchSHA",
+                .product(name: "ShopKitTLS", package: "ShopKit"),
+                .product(name: "ShopKitAPI", package: "ShopKit"),
+                .product(name: "ShopKitAuth", package: "ShopKit"),
+                .product(name: "ShopKitPinning", package: "ShopKit"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Sources/ShopKitBench",
+            swiftSettings: benchSettings),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,88 @@
+import Foundation
+
+/// One measurement: one client, one workload, one process. Printed as one JSON line.
+struct BenchResult: Codable, Sendable {
+    /// Which client: `ahc`, `urlsession`, `shopkit-pinned`, `shopkit-unpinned`, `wrk`, `openssl-s_time`, …
+    var client: String
+    /// Which workload (see ``Workload``).
+    var workload: String
+    /// Which interleaved round this was (0 = not part of rounds).
+    var round: Int = 0
+    /// `ok`, `pending integration` or `not measurable`.
+    var status: String = "ok"
+    /// Why, when not `ok`; what the numbers mean, when that is not obvious.
+    var note: String?
+    var requests: Int = 0
+    var seconds: Double = 0
+    var reqPerSec: Double = 0
+    var p50Micros: Double?
+    var p99Micros: Double?
+    var mibPerSec: Double?
+    /// Peak resident set (VmHWM) of the measuring process, in KiB.
+    var peakRSSKiB: Int?
+    /// VmRSS after warm-up and after the measured requests (soak), in KiB.
+    var rssBeforeKiB: Int?
+    var rssAfterKiB: Int?
+
+    enum CodingKeys: String, CodingKey {
+        case client, workload, round, status, note, requests, seconds
+        case reqPerSec = "req_per_s"
+        case p50Micros = "p50_us"
+        case p99Micros = "p99_us"
+        case mibPerSec = "mib_per_s"
+        case peakRSSKiB = "peak_rss_kib"
+        case rssBeforeKiB = "rss_before_kib"
+        case rssAfterKiB = "rss_after_kib"
+    }
+
+    /// The result as one JSON line (sorted keys, so lines diff cleanly).
+    func jsonLine() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = (try? encoder.encode(self)) ?? Data("{}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Reads this process's memory counters from `/proc/self/status`.
+enum ProcStatus {
+    /// Peak resident set size (VmHWM) in KiB.
+    static func peakRSSKiB() -> Int? { field("VmHWM:") }
+    /// Current resident set size (VmRSS) in KiB.
+    static func rssKiB() -> Int? { field("VmRSS:") }
+
+    private static func field(_ name: String) -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(name) {
+            return Int(line.dropFirst(name.count).split(separator: " ").first ?? "")
+        }
+        return nil
+    }
+}
+
+/// Latency samples in nanoseconds and the statistics the table needs.
+struct Latencies: Sendable {
+    var nanos: [UInt64] = []
+
+    mutating func append(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        nanos.append(UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000))
+    }
+
+    mutating func append(contentsOf other: Latencies) { nanos.append(contentsOf: other.nanos) }
+
+    /// The `q`-quantile (0…1) in microseconds, nearest-rank on the sorted samples.
+    func quantileMicros(_ q: Double, sorted: [UInt64]) -> Double? {
+        guard !sorted.isEmpty else { return nil }
+        let rank = Int((q * Double(sorted.count)).rounded(.up)) - 1
+        return Double(sorted[min(max(rank, 0), sorted.count - 1)]) / 1000
+    }
+}
+
+extension Duration {
+    /// The duration in seconds as a `Double`.
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}
