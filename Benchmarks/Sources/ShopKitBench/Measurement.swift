@@ -35,6 +35,31 @@ struct BenchResult: Codable, Sendable {
         case rssAfterKiB = "rss_after_kib"
     }
 
+    init(client: String, workload: String, round: Int = 0) {
+        self.client = client
+        self.workload = workload
+        self.round = round
+    }
+
+    /// Lenient: lines written by scripts/bench for references and failures carry only some fields.
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        client = try c.decode(String.self, forKey: .client)
+        workload = try c.decode(String.self, forKey: .workload)
+        round = try c.decodeIfPresent(Int.self, forKey: .round) ?? 0
+        status = try c.decodeIfPresent(String.self, forKey: .status) ?? "ok"
+        note = try c.decodeIfPresent(String.self, forKey: .note)
+        requests = try c.decodeIfPresent(Int.self, forKey: .requests) ?? 0
+        seconds = try c.decodeIfPresent(Double.self, forKey: .seconds) ?? 0
+        reqPerSec = try c.decodeIfPresent(Double.self, forKey: .reqPerSec) ?? 0
+        p50Micros = try c.decodeIfPresent(Double.self, forKey: .p50Micros)
+        p99Micros = try c.decodeIfPresent(Double.self, forKey: .p99Micros)
+        mibPerSec = try c.decodeIfPresent(Double.self, forKey: .mibPerSec)
+        peakRSSKiB = try c.decodeIfPresent(Int.self, forKey: .peakRSSKiB)
+        rssBeforeKiB = try c.decodeIfPresent(Int.self, forKey: .rssBeforeKiB)
+        rssAfterKiB = try c.decodeIfPresent(Int.self, forKey: .rssAfterKiB)
+    }
+
     /// The result as one JSON line (sorted keys, so lines diff cleanly).
     func jsonLine() -> String {
         let encoder = JSONEncoder()
@@ -54,7 +79,7 @@ enum ProcStatus {
     private static func field(_ name: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix(name) {
-            return Int(line.dropFirst(name.count).split(separator: " ").first ?? "")
+            return Int(line.dropFirst(name.count).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "")
         }
         return nil
     }

@@ -98,7 +98,7 @@ struct ReportTables {
         guard !ok.isEmpty else {
             let any = results.first { $0.client == client && $0.workload == workload }
             let status = any?.status ?? "missing"
-            let note = any?.note.map { " (\($0))" } ?? ""
+            let note = status == "pending integration" ? "" : any?.note.map { " (\($0))" } ?? ""
             return "| \(workload) | \(client) | \(status)\(note) | | | | | | | |"
         }
         let rate = median(client, workload) { $0.reqPerSec }
