@@ -28,14 +28,20 @@ let package = Package(
         // Already in the graph through AsyncHTTPClient; named so the AHC client can configure TLS and pin.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        // Already in the graph through ShopKit; named for the ShopKit adapter (HTTPRequest, ClientTransport).
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
     ],
     targets: [
         // SHA-256 from the system libcrypto, for AsyncHTTPClient's after-handshake leaf pin.
         .systemLibrary(name: "CBenchSHA", path: "Sources/CBenchSHA", pkgConfig: "libcrypto"),
+        // The pure part: results, statistics and the report tables (unit-tested).
+        .target(name: "ShopKitBenchCore"),
         .executableTarget(
             name: "shopkit-bench",
             dependencies: [
                 "CBenchSHA",
+                "ShopKitBenchCore",
                 .product(name: "ShopKitTLS", package: "ShopKit"),
                 .product(name: "ShopKitAPI", package: "ShopKit"),
                 .product(name: "ShopKitAuth", package: "ShopKit"),
@@ -45,9 +51,12 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
             path: "Sources/ShopKitBench",
             swiftSettings: benchSettings),
+        .testTarget(name: "ShopKitBenchCoreTests", dependencies: ["ShopKitBenchCore"]),
     ],
     swiftLanguageModes: [.v6]
 )

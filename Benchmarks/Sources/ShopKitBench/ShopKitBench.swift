@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShopKitBenchCore
 
 /// `shopkit-bench`: one client, one workload, one process, one JSON line. scripts/bench drives it.
 @main

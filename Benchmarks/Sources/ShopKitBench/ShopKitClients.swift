@@ -18,6 +18,7 @@
 //      (retry → auth → dedup → transport, auth reading an in-memory TokenStore), decoding /json.
 //   5. Run scripts/bench and commit BENCHMARKS.md.
 import Foundation
+import ShopKitBenchCore
 import HTTPTypes
 import OpenAPIRuntime
 import ShopKitPinning
@@ -47,15 +48,13 @@ final class ShopKitBenchClient: BenchClient {
             let parsed = try pins.map { try SPKIPin($0) }
             pinning = PinningPolicy(pinSets: [PinSet(hostPattern: HostPattern("127.0.0.1"), pins: parsed)])
         }
-        let tls = TLSConfiguration(trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning)
-        var configuration = HTTPSTransport.Configuration(tls: tls)
-        // INTEGRATOR: let the pool open `connections` connections to one host (keep-alive-32 uses 32).
-        _ = connections
-        // INTEGRATOR: turn session resumption off when `resumption` is false (newconn-* = full handshakes),
+        let tls = ShopKitTLS.TLSConfiguration(trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning)
+        let configuration = HTTPSTransport.Configuration(tls: tls)
+        // INTEGRATOR: make `configuration` var and let the pool open `connections` connections to one host
+        // (keep-alive-32 uses 32; the others 1).
+        // INTEGRATOR: turn session resumption off when `resumption` is false (newconn-* = full handshakes) and
         // on when true (resume-*: every resumed session must still be pin-checked).
-        _ = resumption
-        _ = configuration
-        configuration = HTTPSTransport.Configuration(tls: tls)
+        _ = (connections, resumption)
         self.transport = try HTTPSTransport(configuration: configuration)
         self.baseURL = baseURL
     }

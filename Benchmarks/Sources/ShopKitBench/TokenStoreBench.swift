@@ -7,6 +7,7 @@
 // three `make…` lines below. `secret-tool lookup` is timed by scripts/bench itself, beside these rows.
 import ArgumentParser
 import Foundation
+import ShopKitBenchCore
 import ShopKitAPI
 import ShopKitAuth
 

@@ -1,28 +1,28 @@
 import Foundation
 
 /// One measurement: one client, one workload, one process. Printed as one JSON line.
-struct BenchResult: Codable, Sendable {
+public struct BenchResult: Codable, Sendable {
     /// Which client: `ahc`, `urlsession`, `shopkit-pinned`, `shopkit-unpinned`, `wrk`, `openssl-s_time`, …
-    var client: String
+    public var client: String
     /// Which workload (see ``Workload``).
-    var workload: String
+    public var workload: String
     /// Which interleaved round this was (0 = not part of rounds).
-    var round: Int = 0
+    public var round: Int = 0
     /// `ok`, `pending integration` or `not measurable`.
-    var status: String = "ok"
+    public var status: String = "ok"
     /// Why, when not `ok`; what the numbers mean, when that is not obvious.
-    var note: String?
-    var requests: Int = 0
-    var seconds: Double = 0
-    var reqPerSec: Double = 0
-    var p50Micros: Double?
-    var p99Micros: Double?
-    var mibPerSec: Double?
+    public var note: String?
+    public var requests: Int = 0
+    public var seconds: Double = 0
+    public var reqPerSec: Double = 0
+    public var p50Micros: Double?
+    public var p99Micros: Double?
+    public var mibPerSec: Double?
     /// Peak resident set (VmHWM) of the measuring process, in KiB.
-    var peakRSSKiB: Int?
+    public var peakRSSKiB: Int?
     /// VmRSS after warm-up and after the measured requests (soak), in KiB.
-    var rssBeforeKiB: Int?
-    var rssAfterKiB: Int?
+    public var rssBeforeKiB: Int?
+    public var rssAfterKiB: Int?
 
     enum CodingKeys: String, CodingKey {
         case client, workload, round, status, note, requests, seconds
@@ -35,14 +35,14 @@ struct BenchResult: Codable, Sendable {
         case rssAfterKiB = "rss_after_kib"
     }
 
-    init(client: String, workload: String, round: Int = 0) {
+    public init(client: String, workload: String, round: Int = 0) {
         self.client = client
         self.workload = workload
         self.round = round
     }
 
     /// Lenient: lines written by scripts/bench for references and failures carry only some fields.
-    init(from decoder: any Decoder) throws {
+    public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         client = try c.decode(String.self, forKey: .client)
         workload = try c.decode(String.self, forKey: .workload)
@@ -61,7 +61,7 @@ struct BenchResult: Codable, Sendable {
     }
 
     /// The result as one JSON line (sorted keys, so lines diff cleanly).
-    func jsonLine() -> String {
+    public func jsonLine() -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(self)) ?? Data("{}".utf8)
@@ -70,11 +70,11 @@ struct BenchResult: Codable, Sendable {
 }
 
 /// Reads this process's memory counters from `/proc/self/status`.
-enum ProcStatus {
+public enum ProcStatus {
     /// Peak resident set size (VmHWM) in KiB.
-    static func peakRSSKiB() -> Int? { field("VmHWM:") }
+    public static func peakRSSKiB() -> Int? { field("VmHWM:") }
     /// Current resident set size (VmRSS) in KiB.
-    static func rssKiB() -> Int? { field("VmRSS:") }
+    public static func rssKiB() -> Int? { field("VmRSS:") }
 
     private static func field(_ name: String) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
@@ -86,18 +86,20 @@ enum ProcStatus {
 }
 
 /// Latency samples in nanoseconds and the statistics the table needs.
-struct Latencies: Sendable {
-    var nanos: [UInt64] = []
+public struct Latencies: Sendable {
+    public init() {}
 
-    mutating func append(_ duration: Duration) {
+    public var nanos: [UInt64] = []
+
+    public mutating func append(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         nanos.append(UInt64(seconds) * 1_000_000_000 + UInt64(attoseconds / 1_000_000_000))
     }
 
-    mutating func append(contentsOf other: Latencies) { nanos.append(contentsOf: other.nanos) }
+    public mutating func append(contentsOf other: Latencies) { nanos.append(contentsOf: other.nanos) }
 
     /// The `q`-quantile (0…1) in microseconds, nearest-rank on the sorted samples.
-    func quantileMicros(_ q: Double, sorted: [UInt64]) -> Double? {
+    public func quantileMicros(_ q: Double, sorted: [UInt64]) -> Double? {
         guard !sorted.isEmpty else { return nil }
         let rank = Int((q * Double(sorted.count)).rounded(.up)) - 1
         return Double(sorted[min(max(rank, 0), sorted.count - 1)]) / 1000
@@ -106,7 +108,7 @@ struct Latencies: Sendable {
 
 extension Duration {
     /// The duration in seconds as a `Double`.
-    var seconds: Double {
+    public var seconds: Double {
         let (s, atto) = components
         return Double(s) + Double(atto) / 1e18
     }
