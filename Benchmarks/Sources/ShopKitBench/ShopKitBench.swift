@@ -1,0 +1,133 @@
+import ArgumentParser
+import Foundation
+import ShopKitBenchCore
+
+/// `shopkit-bench`: one client, one workload, one process, one JSON line. scripts/bench drives it.
+@main
+struct ShopKitBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "shopkit-bench",
+        abstract: "Measures ShopKit's HTTPS transport beside AsyncHTTPClient and URLSession.",
+        discussion: """
+            Each subcommand measures one thing in its own process (so RSS numbers belong to one client) and \
+            prints one JSON line per result. scripts/bench starts the servers and runs everything.
+            Exit codes: 0 measured (or pending integration), 1 the measurement failed, 64 bad arguments.
+            """,
+        subcommands: [Run.self, Tokens.self, Report.self])
+}
+
+/// The clients `run` knows.
+enum ClientKind: String, CaseIterable, ExpressibleByArgument, Sendable {
+    case shopkitPinned = "shopkit-pinned"
+    case shopkitUnpinned = "shopkit-unpinned"
+    /// AsyncHTTPClient, unpinned.
+    case ahc
+    /// AsyncHTTPClient with the leaf-only pin after the handshake (see ``AHCBenchClient``).
+    case ahcLeafPin = "ahc-leafpin"
+    case urlsession
+}
+
+extension Workload: ExpressibleByArgument {}
+
+/// Runs one client on one workload and prints one JSON line.
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Runs one client on one workload.")
+
+    @Option(help: "Client: \(ClientKind.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var client: ClientKind
+
+    @Option(help: "Workload: \(Workload.allCases.map(\.rawValue).joined(separator: ", ")).")
+    var workload: Workload
+
+    @Option(help: "Server base URL, https://127.0.0.1:PORT.")
+    var url: String
+
+    @Option(help: "PEM file of the root the clients trust (and nothing else).")
+    var root: String
+
+    @Option(name: .customLong("pin"), help: "An SPKI pin sha256/BASE64 (repeat: leaf, backup intermediate).")
+    var pins: [String] = []
+
+    @Option(help: "Measured requests (default: the workload's; --quick divides it by 10).")
+    var requests: Int?
+
+    @Flag(help: "A tenth of the requests.")
+    var quick = false
+
+    @Option(help: "Round number, copied into the result.")
+    var round = 0
+
+    func validate() throws {
+        guard url.hasPrefix("https://"), URL(string: url) != nil else {
+            throw ValidationError("--url must be https://HOST:PORT")
+        }
+        guard FileManager.default.isReadableFile(atPath: root) else {
+            throw ValidationError("--root \(root) is not a readable PEM file")
+        }
+        if let requests, requests < 1 { throw ValidationError("--requests must be at least 1") }
+        if (client == .shopkitPinned || client == .ahcLeafPin) && pins.isEmpty {
+            throw ValidationError("--pin is required for \(client.rawValue)")
+        }
+    }
+
+    func run() async throws {
+        let count = requests ?? max(1, workload.defaultRequests / (quick ? 10 : 1))
+        var result = BenchResult(client: client.rawValue, workload: workload.rawValue, round: round)
+        do {
+            guard let benchClient = try makeClient(count: count) else {
+                result.status = "pending integration"
+                result.note = "ShopKit client not built (SHOPKIT_TRANSPORT_READY unset or adapter unfinished)"
+                print(result.jsonLine())
+                return
+            }
+            var measured = try await WorkloadRunner(workload: workload, requests: count).run(benchClient)
+            try await benchClient.shutdown()
+            measured.client = result.client
+            measured.round = round
+            measured.note = note
+            result = measured
+            print(result.jsonLine())
+        } catch {
+            result.status = "failed"
+            result.note = "\(error)"
+            print(result.jsonLine())
+            throw ExitCode.failure
+        }
+    }
+
+    private var note: String? {
+        switch client {
+        case .ahc: return "unpinned: AsyncHTTPClient has no verification hook"
+        case .ahcLeafPin: return "leaf-only SPKI pin checked after the handshake (connection debug initializer)"
+        case .urlsession: return "cannot pin on Linux; trusts the test root via a private mount namespace"
+        case .shopkitPinned: return "pins: leaf + backup intermediate, checked on the verified chain"
+        case .shopkitUnpinned: return "same transport, no pin set"
+        }
+    }
+
+    private func makeClient(count: Int) throws -> (any BenchClient)? {
+        guard let base = URL(string: url) else { throw ValidationError("bad --url") }
+        let connections = workload.connections
+        switch client {
+        case .ahc, .ahcLeafPin:
+            guard workload != .resumeECDSA && workload != .resumeRSA else {
+                throw BenchFailure("AsyncHTTPClient does not resume TLS sessions; resume-* is ShopKit's workload")
+            }
+            let leafPins = client == .ahcLeafPin ? try pins.map(Self.digest) : []
+            return try AHCBenchClient(baseURL: url, rootPEMPath: root, connections: connections, leafPins: leafPins)
+        case .urlsession:
+            return URLSessionBenchClient(baseURL: url, connections: connections)
+        case .shopkitPinned, .shopkitUnpinned:
+            let rootPEM = try String(contentsOfFile: root, encoding: .utf8)
+            let variant: ShopKitVariant = client == .shopkitPinned ? .pinned : .unpinned
+            return try makeShopKitClient(variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload)
+        }
+    }
+
+    /// The 32 digest bytes of a `sha256/BASE64` pin.
+    static func digest(_ pin: String) throws -> [UInt8] {
+        guard pin.hasPrefix("sha256/"), let data = Data(base64Encoded: String(pin.dropFirst(7))), data.count == 32
+        else { throw ValidationError("--pin \(pin) is not sha256/BASE64 of 32 bytes") }
+        return Array(data)
+    }
+}

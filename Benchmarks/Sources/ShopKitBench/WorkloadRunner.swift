@@ -1,0 +1,66 @@
+import Foundation
+import ShopKitBenchCore
+
+/// Drives one client through one workload and measures it.
+struct WorkloadRunner: Sendable {
+    let workload: Workload
+    let requests: Int
+
+    /// Runs the warm-up, then the measured requests; fills in everything but client and workload names.
+    func run(_ client: some BenchClient) async throws -> BenchResult {
+        let warmup = workload.warmupRequests(measured: requests)
+        _ = try await drive(client, requests: warmup)
+        let rssBefore = ProcStatus.rssKiB()
+        let start = ContinuousClock.now
+        let (latencies, bytes) = try await drive(client, requests: requests)
+        let elapsed = (ContinuousClock.now - start).seconds
+        let rssAfter = ProcStatus.rssKiB()
+
+        let sorted = latencies.nanos.sorted()
+        var result = BenchResult(client: "", workload: workload.rawValue)
+        result.requests = sorted.count
+        result.seconds = elapsed
+        result.reqPerSec = Double(sorted.count) / elapsed
+        result.p50Micros = latencies.quantileMicros(0.50, sorted: sorted)
+        result.p99Micros = latencies.quantileMicros(0.99, sorted: sorted)
+        result.mibPerSec = Double(bytes) / elapsed / 1_048_576
+        result.peakRSSKiB = ProcStatus.peakRSSKiB()
+        if workload == .soak {
+            result.rssBeforeKiB = rssBefore
+            result.rssAfterKiB = rssAfter
+        }
+        return result
+    }
+
+    /// `requests` GETs spread over the workload's workers; returns every latency and the body bytes read.
+    private func drive(_ client: some BenchClient, requests: Int) async throws -> (Latencies, Int) {
+        let workers = workload.connections
+        let path = workload.path
+        let close = workload.newConnectionPerRequest
+        return try await withThrowingTaskGroup(of: (Latencies, Int).self) { group in
+            for worker in 0..<workers {
+                let share = requests / workers + (worker < requests % workers ? 1 : 0)
+                group.addTask {
+                    var latencies = Latencies()
+                    latencies.nanos.reserveCapacity(share)
+                    var bytes = 0
+                    let clock = ContinuousClock()
+                    for _ in 0..<share {
+                        let start = clock.now
+                        bytes += try await client.get(path, closeConnection: close)
+                        latencies.append(clock.now - start)
+                    }
+                    return (latencies, bytes)
+                }
+            }
+            var all = Latencies()
+            all.nanos.reserveCapacity(requests)
+            var bytes = 0
+            for try await (latencies, count) in group {
+                all.append(contentsOf: latencies)
+                bytes += count
+            }
+            return (all, bytes)
+        }
+    }
+}

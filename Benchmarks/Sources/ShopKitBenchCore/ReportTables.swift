@@ -1,0 +1,142 @@
+import Foundation
+
+/// The table math, pure: results in, Markdown out.
+public struct ReportTables: Sendable {
+    public let results: [BenchResult]
+
+    public init(results: [BenchResult]) { self.results = results }
+
+    /// The results among `text`'s JSON lines; lines that are not results are skipped.
+    public static func parse(jsonLines text: String) -> [BenchResult] {
+        let decoder = JSONDecoder()
+        return text.split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("{") else { return nil }
+            return try? decoder.decode(BenchResult.self, from: Data(line.utf8))
+        }
+    }
+
+    public static let workloadOrder: [String] = Workload.allCases.map(\.rawValue)
+    public static let clientOrder = [
+        "shopkit-pinned", "shopkit-unpinned", "ahc", "ahc-leafpin", "urlsession", "wrk", "openssl-s_time",
+    ]
+
+    /// Median of the `ok` rows' values for one client and workload.
+    public func median(_ client: String, _ workload: String, _ value: (BenchResult) -> Double?) -> Double? {
+        let values = rows(client, workload).compactMap(value).sorted()
+        guard !values.isEmpty else { return nil }
+        let mid = values.count / 2
+        return values.count % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2
+    }
+
+    public func rows(_ client: String, _ workload: String) -> [BenchResult] {
+        results.filter { $0.client == client && $0.workload == workload && $0.status == "ok" }
+    }
+
+    /// The AsyncHTTPClient row a workload is compared with (resumption is compared with full handshakes).
+    public static func ahcBaseline(for workload: String) -> String {
+        workload.hasPrefix("resume-") ? "newconn-" + workload.dropFirst("resume-".count) : workload
+    }
+
+    /// The reference tool's client name for a workload.
+    public static func reference(for workload: String) -> String {
+        workload.hasPrefix("newconn-") || workload.hasPrefix("resume-") ? "openssl-s_time" : "wrk"
+    }
+
+    public func markdown() -> String {
+        var out = ""
+        out += "| workload | client | req/s (median) | req/s (min–max) | p50 µs | p99 µs | MiB/s | peak RSS MiB | × AHC | × wrk / s_time |\n"
+        out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        let workloads = Self.workloadOrder.filter { $0 != Workload.soak.rawValue }
+        for workload in workloads {
+            let clients = Self.clientOrder.filter { client in results.contains { $0.client == client && $0.workload == workload } }
+            for client in clients {
+                out += row(client, workload) + "\n"
+            }
+        }
+        out += "\n### RSS over the soak (keep-alive, 1 connection)\n\n"
+        out += "| client | requests | RSS after warm-up MiB | RSS after MiB | growth | peak RSS MiB |\n|---|---:|---:|---:|---:|---:|\n"
+        for client in Self.clientOrder {
+            let soak = results.filter { $0.client == client && $0.workload == Workload.soak.rawValue }
+            guard let first = soak.first else { continue }
+            guard let ok = soak.first(where: { $0.status == "ok" }), let before = ok.rssBeforeKiB, let after = ok.rssAfterKiB else {
+                out += "| \(client) | \(first.status) | | | | |\n"
+                continue
+            }
+            let growth = (Double(after) - Double(before)) / Double(before) * 100
+            out += "| \(client) | \(ok.requests) | \(mib(before)) | \(mib(after)) | \(String(format: "%+.1f%%", growth)) | \(ok.peakRSSKiB.map(mib) ?? "") |\n"
+        }
+        let tokenRows = results.filter { $0.workload.hasPrefix("token-") || $0.client == "secret-tool" }
+        if !tokenRows.isEmpty {
+            out += "\n### Token store\n\n| operation | client | ops/s | p50 µs | p99 µs | status |\n|---|---|---:|---:|---:|---|\n"
+            for result in tokenRows {
+                out += "| \(result.workload) | \(result.client) | \(result.status == "ok" ? fmt(result.reqPerSec) : "") | \(result.p50Micros.map(fmt) ?? "") | \(result.p99Micros.map(fmt) ?? "") | \(result.status) |\n"
+            }
+        }
+        out += "\n### The bar (issue 6)\n\n" + bar()
+        return out
+    }
+
+    private func row(_ client: String, _ workload: String) -> String {
+        let ok = rows(client, workload)
+        guard !ok.isEmpty else {
+            let any = results.first { $0.client == client && $0.workload == workload }
+            let status = any?.status ?? "missing"
+            let note = status == "pending integration" ? "" : any?.note.map { " (\($0))" } ?? ""
+            return "| \(workload) | \(client) | \(status)\(note) | | | | | | | |"
+        }
+        let rate = median(client, workload) { $0.reqPerSec }
+        let rates = ok.map(\.reqPerSec)
+        let spread = "\(fmt(rates.min() ?? 0))–\(fmt(rates.max() ?? 0)) (n=\(ok.count))"
+        let p50 = median(client, workload) { $0.p50Micros }
+        let p99 = median(client, workload) { $0.p99Micros }
+        let mibs = median(client, workload) { $0.mibPerSec }
+        let peak = ok.compactMap(\.peakRSSKiB).max()
+        let ahc = median("ahc", Self.ahcBaseline(for: workload)) { $0.reqPerSec }
+        let ref = median(Self.reference(for: workload), workload) { $0.reqPerSec }
+        return "| \(workload) | \(client) | \(rate.map(fmt) ?? "") | \(spread) | \(p50.map(fmt) ?? "") | \(p99.map(fmt) ?? "") | \(mibs.map { String(format: "%.1f", $0) } ?? "") | \(peak.map(mib) ?? "") | \(ratio(rate, ahc)) | \(ratio(rate, ref)) |"
+    }
+
+    private func bar() -> String {
+        var out = "| target | measured | met |\n|---|---:|---|\n"
+        func line(_ target: String, _ value: Double?, _ threshold: Double) {
+            guard let value else {
+                out += "| \(target) | pending integration | |\n"
+                return
+            }
+            out += "| \(target) | \(String(format: "%.2f×", value)) | \(value >= threshold ? "yes" : "**no**") |\n"
+        }
+        func r(_ a: String, _ wa: String, _ b: String, _ wb: String) -> Double? {
+            guard let x = median(a, wa, { $0.reqPerSec }), let y = median(b, wb, { $0.reqPerSec }), y > 0 else { return nil }
+            return x / y
+        }
+        line("keep-alive 64 B, 1 connection: ShopKit (pinned) ≥ 2× AHC", r("shopkit-pinned", "keepalive-1", "ahc", "keepalive-1"), 2)
+        line("keep-alive 64 B, 32 connections: ShopKit (pinned) ≥ 2× AHC", r("shopkit-pinned", "keepalive-32", "ahc", "keepalive-32"), 2)
+        line("new connection, full handshake, ECDSA: ≥ 1× AHC", r("shopkit-pinned", "newconn-ecdsa", "ahc", "newconn-ecdsa"), 1)
+        line("new connection, full handshake, RSA: ≥ 1× AHC", r("shopkit-pinned", "newconn-rsa", "ahc", "newconn-rsa"), 1)
+        line("new connection, pin-checked resumption, ECDSA: ≥ 1.2× AHC full", r("shopkit-pinned", "resume-ecdsa", "ahc", "newconn-ecdsa"), 1.2)
+        line("new connection, pin-checked resumption, RSA: ≥ 1.2× AHC full", r("shopkit-pinned", "resume-rsa", "ahc", "newconn-rsa"), 1.2)
+        line("1 MiB: ≥ 1× AHC", r("shopkit-pinned", "body-1mib", "ahc", "body-1mib"), 1)
+        line("1 MiB: ≥ 1× wrk", r("shopkit-pinned", "body-1mib", "wrk", "body-1mib"), 1)
+        line("pinning cost, keep-alive 1: pinned ≥ 0.98× unpinned", r("shopkit-pinned", "keepalive-1", "shopkit-unpinned", "keepalive-1"), 0.98)
+        line("pinning cost, new connection ECDSA: pinned ≥ 0.98× unpinned", r("shopkit-pinned", "newconn-ecdsa", "shopkit-unpinned", "newconn-ecdsa"), 0.98)
+        let soak = results.first { $0.client == "shopkit-pinned" && $0.workload == "soak" && $0.status == "ok" }
+        if let soak, let before = soak.rssBeforeKiB, let after = soak.rssAfterKiB {
+            let growth = (Double(after) - Double(before)) / Double(before) * 100
+            out += "| RSS flat over the soak (≤ 5% growth) | \(String(format: "%+.1f%%", growth)) | \(growth <= 5 ? "yes" : "**no**") |\n"
+        } else {
+            out += "| RSS flat over the soak (≤ 5% growth) | pending integration | |\n"
+        }
+        return out
+    }
+
+    private func ratio(_ a: Double?, _ b: Double?) -> String {
+        guard let a, let b, b > 0 else { return "" }
+        return String(format: "%.2f", a / b)
+    }
+
+    private func fmt(_ value: Double) -> String {
+        value >= 100 ? String(Int(value.rounded())) : String(format: "%.1f", value)
+    }
+
+    private func mib(_ kib: Int) -> String { String(format: "%.1f", Double(kib) / 1024) }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+/// The fixed workloads of issue 6. Not to be tuned to a number: change them only with the issue.
+public enum Workload: String, CaseIterable, Sendable {
+    /// Keep-alive GET of the 64-byte body, one connection, one request at a time.
+    case keepalive1 = "keepalive-1"
+    /// Keep-alive GET of the 64-byte body, 32 concurrent connections (32 workers, one request each at a time).
+    case keepalive32 = "keepalive-32"
+    /// One new TLS connection per GET, full handshake, against the ECDSA P-256 leaf.
+    case newconnECDSA = "newconn-ecdsa"
+    /// One new TLS connection per GET, full handshake, against the RSA-2048 leaf.
+    case newconnRSA = "newconn-rsa"
+    /// One new TLS connection per GET with session resumption (ShopKit, pin-checked), ECDSA leaf.
+    case resumeECDSA = "resume-ecdsa"
+    /// One new TLS connection per GET with session resumption (ShopKit, pin-checked), RSA leaf.
+    case resumeRSA = "resume-rsa"
+    /// Keep-alive GET of the 1 MiB body, one connection.
+    case body1MiB = "body-1mib"
+    /// The API client's full stack (retry → auth → dedup → transport) decoding the small JSON.
+    case apiStack = "api-stack"
+    /// The bare transport fetching the same JSON, for the decorators' cost.
+    case apiBare = "api-bare"
+    /// Keep-alive GETs of the 64-byte body on one connection; RSS after warm-up and after the requests.
+    case soak = "soak"
+
+    /// The path served by the benchmark nginx.
+    public var path: String {
+        switch self {
+        case .body1MiB: return "/1mib"
+        case .apiStack, .apiBare: return "/json"
+        default: return "/64b"
+        }
+    }
+
+    /// Concurrent workers, each with its own connection.
+    public var connections: Int { self == .keepalive32 ? 32 : 1 }
+
+    /// Whether every request carries `Connection: close`.
+    public var newConnectionPerRequest: Bool {
+        switch self {
+        case .newconnECDSA, .newconnRSA, .resumeECDSA, .resumeRSA: return true
+        default: return false
+        }
+    }
+
+    /// Measured requests in a full run; `--quick` divides by 10.
+    public var defaultRequests: Int {
+        switch self {
+        case .keepalive1: return 20_000
+        case .keepalive32: return 40_000
+        case .newconnECDSA, .newconnRSA, .resumeECDSA, .resumeRSA: return 2_000
+        case .body1MiB: return 2_000
+        case .apiStack, .apiBare: return 20_000
+        case .soak: return 100_000
+        }
+    }
+
+    /// Unmeasured requests first (connections up, caches and allocator warm).
+    public func warmupRequests(measured: Int) -> Int { max(connections * 10, measured / 10) }
+}
+

@@ -1,0 +1,103 @@
+import Foundation
+import ShopKitBenchCore
+import Testing
+
+@Suite("Benchmark statistics and report tables")
+struct ReportTablesTests {
+    private func result(
+        _ client: String, _ workload: String, rate: Double, round: Int = 1, status: String = "ok"
+    ) -> BenchResult {
+        var result = BenchResult(client: client, workload: workload, round: round)
+        result.status = status
+        result.reqPerSec = rate
+        result.requests = 100
+        return result
+    }
+
+    @Test func nearestRankQuantiles() {
+        var latencies = Latencies()
+        for micros in 1...100 { latencies.append(.microseconds(micros)) }
+        let sorted = latencies.nanos.sorted()
+        #expect(latencies.quantileMicros(0.50, sorted: sorted) == 50)
+        #expect(latencies.quantileMicros(0.99, sorted: sorted) == 99)
+        #expect(latencies.quantileMicros(0.99, sorted: []) == nil)
+    }
+
+    @Test func medianOfOddAndEvenRounds() {
+        let odd = ReportTables(results: [
+            result("ahc", "keepalive-1", rate: 300), result("ahc", "keepalive-1", rate: 100),
+            result("ahc", "keepalive-1", rate: 200),
+        ])
+        #expect(odd.median("ahc", "keepalive-1") { $0.reqPerSec } == 200)
+        let even = ReportTables(results: [
+            result("ahc", "keepalive-1", rate: 100), result("ahc", "keepalive-1", rate: 200),
+        ])
+        #expect(even.median("ahc", "keepalive-1") { $0.reqPerSec } == 150)
+    }
+
+    @Test func failedAndPendingRowsAreNotCounted() {
+        let tables = ReportTables(results: [
+            result("ahc", "keepalive-1", rate: 100), result("ahc", "keepalive-1", rate: 0, status: "failed"),
+        ])
+        #expect(tables.median("ahc", "keepalive-1") { $0.reqPerSec } == 100)
+        #expect(tables.median("shopkit-pinned", "keepalive-1") { $0.reqPerSec } == nil)
+    }
+
+    @Test func resumptionIsComparedWithAHCFullHandshakes() {
+        #expect(ReportTables.ahcBaseline(for: "resume-rsa") == "newconn-rsa")
+        #expect(ReportTables.ahcBaseline(for: "keepalive-32") == "keepalive-32")
+        #expect(ReportTables.reference(for: "newconn-ecdsa") == "openssl-s_time")
+        #expect(ReportTables.reference(for: "body-1mib") == "wrk")
+    }
+
+    @Test func parsesTheScriptsPartialLinesAndSkipsNoise() {
+        let text = """
+            discover_other_daemon: 1
+            {"client":"secret-tool","workload":"token-keyring-read","status":"ok","requests":20,"seconds":0.5,"req_per_s":40}
+            {"client":"urlsession","workload":"keepalive-1","round":2,"status":"not measurable","note":"why"}
+            {not json
+            """
+        let results = ReportTables.parse(jsonLines: text)
+        #expect(results.count == 2)
+        #expect(results.first?.reqPerSec == 40)
+        #expect(results.first?.round == 0)
+        #expect(results.last?.status == "not measurable")
+    }
+
+    @Test func jsonLineRoundTrips() throws {
+        var original = result("ahc", "soak", rate: 1234.5)
+        original.rssBeforeKiB = 1000
+        original.rssAfterKiB = 1040
+        let line = original.jsonLine()
+        #expect(!line.contains("\n"))
+        #expect(line.contains("\"req_per_s\":1234.5"))
+        let decoded = try #require(ReportTables.parse(jsonLines: line).first)
+        #expect(decoded.rssAfterKiB == 1040)
+        #expect(decoded.workload == "soak")
+    }
+
+    @Test func tableShowsRatiosAndTheBar() {
+        var soak = result("shopkit-pinned", "soak", rate: 1000)
+        soak.rssBeforeKiB = 1000
+        soak.rssAfterKiB = 1100
+        let markdown = ReportTables(results: [
+            result("ahc", "keepalive-1", rate: 1000), result("wrk", "keepalive-1", rate: 4000),
+            result("shopkit-pinned", "keepalive-1", rate: 1500),
+            result("shopkit-unpinned", "keepalive-32", rate: 0, status: "pending integration"),
+            soak,
+        ]).markdown()
+        #expect(markdown.contains("| keepalive-1 | shopkit-pinned | 1500 | 1500–1500 (n=1) |"))
+        #expect(markdown.contains("| 1.50 | 0.38 |"))
+        #expect(markdown.contains("| keepalive-32 | shopkit-unpinned | pending integration |"))
+        #expect(markdown.contains("| keep-alive 64 B, 1 connection: ShopKit (pinned) ≥ 2× AHC | 1.50× | **no** |"))
+        #expect(markdown.contains("| RSS flat over the soak (≤ 5% growth) | +10.0% | **no** |"))
+        #expect(markdown.contains("| 1 MiB: ≥ 1× AHC | pending integration | |"))
+    }
+
+    @Test func procStatusReadsThisProcess() throws {
+        let peak = try #require(ProcStatus.peakRSSKiB())
+        let now = try #require(ProcStatus.rssKiB())
+        #expect(peak >= now)
+        #expect(now > 0)
+    }
+}
