@@ -43,3 +43,16 @@ public enum ShopKitFactory {
             decoder: configuration.decoder, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
     }
 }
+
+extension ShopKitFactory {
+    /// The whole stack over ShopKit's pinned HTTPS transport: the client, and the transport so the caller can
+    /// `shutdown()` it when done.
+    ///
+    /// - Throws: ``TLSContextError`` when the TLS configuration cannot be loaded (e.g. unreadable anchors).
+    public static func makeAPIClient(
+        _ configuration: ShopKitConfiguration, https: HTTPSTransport.Configuration
+    ) throws -> (client: APIClient, transport: HTTPSTransport) {
+        let transport = try HTTPSTransport(configuration: https)
+        return (makeAPIClient(configuration, transport: transport), transport)
+    }
+}

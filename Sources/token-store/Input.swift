@@ -82,46 +82,15 @@ enum StandardInput {
     }
 }
 
-/// The token file's passphrase: from `--passphrase-fd N`, or from the controlling terminal without echo.
+/// The token file's passphrase: from `--passphrase-fd N`, or from the controlling terminal without echo
+/// (both read by ShopKitAuth, off the cooperative pool).
 enum PassphraseInput {
     static func read(fd: Int32?) async throws(CredentialError) -> Passphrase {
-        let result: Result<Passphrase, CredentialError> = await OffPool.run {
-            if let fd { return fromDescriptor(fd) }
-            return fromTerminal()
+        if let fd { return try await Passphrase.read(fromFileDescriptor: fd) }
+        do {
+            return try await Passphrase.prompt("Passphrase for the token file: ")
+        } catch .io(let why) {
+            throw .io("\(why); no terminal to ask for the token file's passphrase: pass --passphrase-fd N")
         }
-        return try result.get()
-    }
-
-    private static func fromDescriptor(_ fd: Int32) -> Result<Passphrase, CredentialError> {
-        guard var line = readLine(fd: fd) else {
-            return .failure(.io("cannot read the passphrase from descriptor \(fd): \(String(cString: strerror(errno)))"))
-        }
-        defer { zeroLine(&line) }
-        guard !line.isEmpty else { return .failure(.io("descriptor \(fd) gave an empty passphrase")) }
-        return .success(Passphrase(bytes: line))
-    }
-
-    private static func fromTerminal() -> Result<Passphrase, CredentialError> {
-        let tty = open("/dev/tty", O_RDWR | O_NOCTTY)
-        guard tty >= 0 else {
-            return .failure(.io("no terminal to ask for the token file's passphrase; pass --passphrase-fd N"))
-        }
-        defer { close(tty) }
-        var saved = termios()
-        guard tcgetattr(tty, &saved) == 0 else { return .failure(.io("cannot set up the terminal for the passphrase")) }
-        var silent = saved
-        silent.c_lflag &= ~tcflag_t(ECHO)
-        let prompt = Array("Passphrase for the token file: ".utf8)
-        _ = write(tty, prompt, prompt.count)
-        guard tcsetattr(tty, TCSAFLUSH, &silent) == 0 else {
-            return .failure(.io("cannot turn off echo on the terminal"))
-        }
-        let line = readLine(fd: tty)
-        _ = tcsetattr(tty, TCSAFLUSH, &saved)
-        _ = write(tty, "\n", 1)
-        guard var line else { return .failure(.io("cannot read the passphrase from the terminal")) }
-        defer { zeroLine(&line) }
-        guard !line.isEmpty else { return .failure(.io("empty passphrase")) }
-        return .success(Passphrase(bytes: line))
     }
 }

@@ -112,19 +112,6 @@ import Testing
         #expect(get.stderr.hasPrefix("token-store: no Secret Service available"))
     }
 
-    /// False while `EncryptedFileStore` is the placeholder that throws `.io("not implemented")`.
-    static func fileStoreImplemented() async -> Bool {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skfile-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let store = EncryptedFileStore(
-            configuration: .init(url: directory.appendingPathComponent("probe.skt"), kdf: .init(logN: 10, r: 8, p: 1)),
-            passphrase: Passphrase(bytes: Array("probe".utf8)))
-        let error = await credentialError { () throws(CredentialError) in
-            try await store.read(CredentialKey(service: "s", account: "a"))
-        }
-        return error != .io("not implemented")
-    }
-
     /// Runs the binary through bash so the passphrase arrives on descriptor 3 from a 0600 file.
     static func runWithPassphrase(_ arguments: [String], passphrase: String, stdin: String = "") async throws -> TokenStoreBinary.Outcome {
         guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
@@ -138,22 +125,22 @@ import Testing
             stdin: stdin, environment: noBus, executable: URL(fileURLWithPath: "/bin/bash"))
     }
 
-    @Test(.enabled("EncryptedFileStore is still the placeholder") { await fileStoreImplemented() })
+    @Test
     func fileBackendRoundTripAndWrongPassphrase() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skcli-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = ["--service", "s", "--account", "a", "--file", directory.appendingPathComponent("t.skt").path]
-        let set = try await Self.runWithPassphrase(["set", "--backend", "file"] + target, passphrase: "right", stdin: "file-token\n")
+        let set = try await Self.runWithPassphrase(["set", "--backend", "file"] + target, passphrase: "correct-horse-7Q", stdin: "file-token\n")
         #expect(set.status == 0, "\(set.stderr)")
-        let get = try await Self.runWithPassphrase(["get", "--backend", "file"] + target, passphrase: "right")
+        let get = try await Self.runWithPassphrase(["get", "--backend", "file"] + target, passphrase: "correct-horse-7Q")
         #expect(get.stdout == "file-token\n")
-        let auto = try await Self.runWithPassphrase(["get"] + target, passphrase: "right")  // no bus: auto → file
+        let auto = try await Self.runWithPassphrase(["get"] + target, passphrase: "correct-horse-7Q")  // no bus: auto → file
         #expect(auto.stdout == "file-token\n")
-        let wrong = try await Self.runWithPassphrase(["get", "--backend", "file"] + target, passphrase: "wrong")
+        let wrong = try await Self.runWithPassphrase(["get", "--backend", "file"] + target, passphrase: "incorrect-pony-3Z")
         #expect(wrong.status == 4)
-        #expect(!wrong.stderr.contains("right") && !wrong.stderr.contains("wrong"))
+        #expect(!wrong.stderr.contains("correct-horse-7Q") && !wrong.stderr.contains("incorrect-pony-3Z"))
         let missing = try await Self.runWithPassphrase(
-            ["get", "--backend", "file", "--service", "s", "--account", "other", "--file", target.last!], passphrase: "right")
+            ["get", "--backend", "file", "--service", "s", "--account", "other", "--file", target.last!], passphrase: "correct-horse-7Q")
         #expect(missing.status == 1)
     }
 }

@@ -19,9 +19,10 @@ enum Probe {
 
     static func configuration(
         pins: [String] = [], reportOnly: Bool = false, reporter: (any PinFailureReporter)? = nil
-    ) -> TLSConfiguration {
+    ) throws -> TLSConfiguration {
         let sets = pins.isEmpty
-            ? [] : [PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin), reportOnly: reportOnly)]
+            ? []
+            : [try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin), reportOnly: reportOnly)]
         return TLSConfiguration(
             trustRoots: testTrust, pinning: PinningPolicy(pinSets: sets), pinFailureReporter: reporter)
     }

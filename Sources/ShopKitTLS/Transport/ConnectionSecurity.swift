@@ -17,15 +17,6 @@ package protocol ConnectionSecurity: Sendable {
     func addHandlers(to channel: any Channel, host: String, port: Int) -> EventLoopFuture<Void>
 }
 
-/// The default security until the OpenSSL handler is wired in: every connection fails, clearly.
-///
-/// The integrator replaces ``HTTPSTransport/makeSecurity(for:)`` with the real OpenSSL implementation.
-struct UnintegratedTLSSecurity: ConnectionSecurity {
-    func addHandlers(to channel: any Channel, host: String, port: Int) -> EventLoopFuture<Void> {
-        channel.eventLoop.makeFailedFuture(TLSError.handshakeFailed(reason: "TLS handler not yet integrated"))
-    }
-}
-
 /// No security at all: for the transport's tests against a plain-HTTP loopback server only.
 ///
 /// - Warning: Package access only; never reachable from the public API, whose initializer always uses TLS.
@@ -40,18 +31,15 @@ package struct PlaintextTestingSecurity: ConnectionSecurity {
 }
 
 extension HTTPSTransport {
-    /// Builds the connection security for `configuration` once per transport.
+    /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
+    /// (one `SSL_CTX`, one session cache) shared by every connection, and ShopKit's ``TLSHandler`` in front of
+    /// each pipeline. The handler fires ``TLSHandshakeCompleted`` only after chain, hostname and pins passed.
     ///
-    /// THE INTEGRATION POINT: return the OpenSSL-backed security here, built once from `configuration` (one
-    /// client context for every connection; a failure to build it is thrown from
-    /// ``HTTPSTransport/init(configuration:)``). With a handler that fires a "verified" user event,
-    /// ``HandlerSecurity`` does the rest:
-    ///
-    ///     let context = try TLSClientContext(configuration)            // names as the TLS layer has them
-    ///     return HandlerSecurity(
-    ///         makeHandler: { host, port in try context.makeClientHandler(host: host, port: port) },
-    ///         isVerified: { $0 is TLSVerifiedEvent })
+    /// - Throws: ``TLSContextError`` when the trust anchors or protocol settings cannot be loaded.
     static func makeSecurity(for configuration: TLSConfiguration) throws -> any ConnectionSecurity {
-        UnintegratedTLSSecurity()
+        let context = try TLSClientContext(configuration: configuration)
+        return HandlerSecurity(
+            makeHandler: { host, port in context.makeHandler(host: host, port: port) },
+            isVerified: { $0 is TLSHandshakeCompleted })
     }
 }
