@@ -8,6 +8,8 @@ struct Demo {
     static func main() async throws {
         print("ShopKit demo")
         try await apiClientDemo()
+        try await pinnedTLSDemo()
+        try await tokenStoreDemo()
     }
 
     // MARK: - API client over an in-process stub backend
