@@ -7,7 +7,7 @@ import TestSupport
 
 @Suite struct HTTPSTransportTests {
     @Test func requestsShareOneKeptAliveConnection() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = makeTransport()
         for _ in 0..<5 {
             let (response, body) = try await transport.fetch(baseURL: server.baseURL)
@@ -22,7 +22,7 @@ import TestSupport
 
     @Test func stalePooledConnectionIsRetriedOnceForGET() async throws {
         // The second request on a connection finds it closed, as if the server's idle timeout had just fired.
-        let server = try await LoopbackHTTPServer.start { request in
+        let server = try await LoopbackHTTPServer.startTLS { request in
             request.indexOnConnection == 2 ? .closeWithoutResponse : .ok()
         }
         let transport = makeTransport()
@@ -37,7 +37,7 @@ import TestSupport
     }
 
     @Test func stalePooledConnectionIsNotRetriedForPOST() async throws {
-        let server = try await LoopbackHTTPServer.start { request in
+        let server = try await LoopbackHTTPServer.startTLS { request in
             request.indexOnConnection == 2 ? .closeWithoutResponse : .ok()
         }
         let transport = makeTransport()
@@ -52,7 +52,7 @@ import TestSupport
     }
 
     @Test func freshConnectionClosedWithoutResponseIsNotRetried() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .closeWithoutResponse }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .closeWithoutResponse }
         let transport = makeTransport()
         await #expect(throws: TLSError.connectionClosed) { _ = try await transport.fetch(baseURL: server.baseURL) }
         #expect(server.counts.requests == 1)
@@ -61,7 +61,7 @@ import TestSupport
     }
 
     @Test func idleConnectionsClosedByTheServerAreReplaced() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = makeTransport()
         _ = try await transport.fetch(baseURL: server.baseURL)
         await server.closeIdleConnections()
@@ -74,7 +74,7 @@ import TestSupport
     }
 
     @Test func poolClosesConnectionsIdleLongerThanItsIdleTimeout() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = makeTransport(pool: HTTPSTransport.Pool(idleTimeout: .milliseconds(20)))
         _ = try await transport.fetch(baseURL: server.baseURL)
         await server.waitUntil { $0.closed == 1 }  // closed by the client's idle timer
@@ -85,7 +85,7 @@ import TestSupport
     }
 
     @Test func headAndNoContentResponsesHaveNoBodyAndKeepTheConnection() async throws {
-        let server = try await LoopbackHTTPServer.start { request in
+        let server = try await LoopbackHTTPServer.startTLS { request in
             request.method == "HEAD"
                 ? .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n".utf8), close: false)
                 : .respond(status: 204, headers: [], body: [], chunked: false, close: false)
@@ -106,7 +106,7 @@ import TestSupport
     }
 
     @Test func connectionCloseFromTheServerIsHonoured() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in
+        let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 200, headers: [], body: Array("bye".utf8), chunked: false, close: true)
         }
         let transport = makeTransport()
@@ -117,7 +117,7 @@ import TestSupport
     }
 
     @Test func connectionCloseFromTheCallerIsHonoured() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .ok() }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = makeTransport()
         for _ in 0..<2 {
             _ = try await transport.fetch(baseURL: server.baseURL, headers: [.connection: "close"])
@@ -130,7 +130,7 @@ import TestSupport
 
     @Test func oneMebibyteBody() async throws {
         let payload = pattern(1 << 20)
-        let server = try await LoopbackHTTPServer.start { _ in .ok(payload) }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok(payload) }
         let transport = makeTransport()
         let (_, body) = try await transport.fetch(baseURL: server.baseURL)
         #expect(body.count == 1 << 20)
@@ -141,7 +141,7 @@ import TestSupport
 
     @Test func chunkedResponseBody() async throws {
         let payload = pattern(100_000)
-        let server = try await LoopbackHTTPServer.start { _ in
+        let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 200, headers: [], body: payload, chunked: true, close: false)
         }
         let transport = makeTransport()
@@ -156,7 +156,7 @@ import TestSupport
     }
 
     @Test func chunkedAndContentLengthRequestBodies() async throws {
-        let server = try await LoopbackHTTPServer.start { request in .ok(Array("\(request.body.count)".utf8)) }
+        let server = try await LoopbackHTTPServer.startTLS { request in .ok(Array("\(request.body.count)".utf8)) }
         let transport = makeTransport()
         let parts = [pattern(10_000), pattern(5), pattern(70_000)]
         let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
@@ -183,7 +183,7 @@ import TestSupport
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
     ])
     func malformedResponsesGiveTypedErrors(_ raw: String) async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .raw(Array(raw.utf8), close: false) }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .raw(Array(raw.utf8), close: false) }
         let transport = makeTransport()
         await #expect {
             _ = try await transport.fetch(baseURL: server.baseURL)
@@ -195,7 +195,7 @@ import TestSupport
     }
 
     @Test func truncatedBodyFailsTheBody() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in
+        let server = try await LoopbackHTTPServer.startTLS { _ in
             .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc".utf8), close: true)
         }
         let transport = makeTransport()
@@ -210,7 +210,7 @@ import TestSupport
 
     @Test(arguments: [false, true])
     func oversizeBodyIsRefused(chunked: Bool) async throws {
-        let server = try await LoopbackHTTPServer.start { _ in
+        let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 200, headers: [], body: pattern(5_000), chunked: chunked, close: false)
         }
         let transport = makeTransport(maxResponseBodySize: 1_000)
@@ -225,7 +225,7 @@ import TestSupport
     }
 
     @Test func connectionsPerHostAreLimited() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .ok(pattern(50_000)) }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok(pattern(50_000)) }
         let transport = makeTransport(pool: HTTPSTransport.Pool(maxConnectionsPerHost: 2))
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<8 {
@@ -240,7 +240,7 @@ import TestSupport
     }
 
     @Test func redirectsAreReturnedNotFollowed() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in
+        let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 302, headers: [("Location", "/elsewhere")], body: [], chunked: false, close: false)
         }
         let transport = makeTransport()

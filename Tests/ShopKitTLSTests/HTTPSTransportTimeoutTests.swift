@@ -14,7 +14,7 @@ import TestSupport
     static let long = Duration.seconds(60)
 
     @Test func idleReadTimeout() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .neverRespond }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .neverRespond }
         let transport = makeTransport(timeouts: .init(idleRead: .milliseconds(50), request: Self.long))
         await #expect(throws: TLSError.timeout(.idleRead)) { _ = try await transport.fetch(baseURL: server.baseURL) }
         await transport.shutdown()
@@ -22,7 +22,7 @@ import TestSupport
     }
 
     @Test func wholeRequestTimeout() async throws {
-        let server = try await LoopbackHTTPServer.start { _ in .neverRespond }
+        let server = try await LoopbackHTTPServer.startTLS { _ in .neverRespond }
         let transport = makeTransport(timeouts: .init(idleRead: Self.long, request: .milliseconds(50)))
         await #expect(throws: TLSError.timeout(.request)) { _ = try await transport.fetch(baseURL: server.baseURL) }
         await transport.shutdown()
@@ -50,7 +50,7 @@ import TestSupport
     }
 
     @Test func waitingForAPooledConnectionCountsTowardsTheRequestTimeout() async throws {
-        let server = try await LoopbackHTTPServer.start { request in request.uri == "/hang" ? .neverRespond : .ok() }
+        let server = try await LoopbackHTTPServer.startTLS { request in request.uri == "/hang" ? .neverRespond : .ok() }
         let transport = makeTransport(
             timeouts: .init(idleRead: Self.long, request: Self.long), pool: .init(maxConnectionsPerHost: 1))
         let hanging = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
@@ -68,7 +68,7 @@ import TestSupport
     }
 
     @Test func cancellationClosesTheConnection() async throws {
-        let server = try await LoopbackHTTPServer.start { request in request.uri == "/hang" ? .neverRespond : .ok() }
+        let server = try await LoopbackHTTPServer.startTLS { request in request.uri == "/hang" ? .neverRespond : .ok() }
         let transport = makeTransport()
         _ = try await transport.fetch(baseURL: server.baseURL)
         let task = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
@@ -83,7 +83,7 @@ import TestSupport
     }
 
     @Test func cancellingWhileReadingTheBodyClosesTheConnection() async throws {
-        let server = try await LoopbackHTTPServer.start { request in
+        let server = try await LoopbackHTTPServer.startTLS { request in
             request.uri == "/partial"
                 ? .raw(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nhalf".utf8), close: false) : .ok()
         }

@@ -2,15 +2,35 @@ import Foundation
 import HTTPTypes
 import NIOCore
 import OpenAPIRuntime
+import ShopKitPinning
 import TestSupport
 @testable import ShopKitTLS
 
-/// A transport over plaintext to the loopback server (the TLS seam replaced by the test-only security).
+/// The TLS the transport tests speak: ShopKit's OpenSSL handler trusting only the test root, pinned to the
+/// loopback leaf with the backup intermediate as the second pin.
+let loopbackClientTLS: TLSConfiguration = {
+    let pins = ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin)
+    return TLSConfiguration(
+        trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
+        pinning: PinningPolicy(pinSets: [try! PinSet(hostPattern: HostPattern("127.0.0.1"), pins: pins)]))
+}()
+
+/// The loopback server's side: ShopKit's OpenSSL handler in server role with the standard test chain.
+let loopbackServerTLS: TLSServerContext = try! TLSServerContext(
+    certificateChainPEM: TestCertificates.standardChain(),
+    privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
+
+/// The real OpenSSL-backed security for `loopbackClientTLS`, built as the public initializer builds it.
+func realSecurity() -> any ConnectionSecurity {
+    try! HTTPSTransport.makeSecurity(for: loopbackClientTLS)
+}
+
+/// A transport to the loopback server over real TLS (or over a test security given by the caller).
 func makeTransport(
     timeouts: HTTPSTransport.Timeouts = HTTPSTransport.Timeouts(),
     pool: HTTPSTransport.Pool = HTTPSTransport.Pool(),
     maxResponseBodySize: Int = 16 * 1024 * 1024,
-    security: any ConnectionSecurity = PlaintextTestingSecurity()
+    security: any ConnectionSecurity = realSecurity()
 ) -> HTTPSTransport {
     HTTPSTransport(
         configuration: HTTPSTransport.Configuration(
@@ -19,6 +39,17 @@ func makeTransport(
 }
 
 extension LoopbackHTTPServer {
+    /// Starts the scripted server behind ShopKit's server-role TLS handler.
+    static func startTLS(script: @escaping Script) async throws -> LoopbackHTTPServer {
+        try await start(
+            extraHandlers: { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(loopbackServerTLS.makeHandler(), position: .first)
+                }
+            },
+            script: script)
+    }
+
     /// The base URL of the server (https scheme: the transport accepts nothing else; the seam is plaintext).
     var baseURL: URL { URL(string: "https://127.0.0.1:\(port)")! }
 }
