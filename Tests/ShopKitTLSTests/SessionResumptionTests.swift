@@ -59,8 +59,14 @@ import Testing
 
         _ = try await Probe.get(context: good, port: server.port)
         #expect(shared.count == 1)
-        await #expect(throws: TLSError.self) { try await Probe.get(context: wrong, port: server.port) }
-        #expect(server.fullHandshakes == 2)
+        // The other pin set checks a fresh chain and refuses it. (The server's own count of that handshake is
+        // not read: the client closes as soon as the pins fail, before the server may have finished.)
+        await #expect {
+            try await Probe.get(context: wrong, port: server.port)
+        } throws: { error in
+            guard case .pinMismatch? = error as? TLSError else { return false }
+            return true
+        }
         #expect(server.resumptions == 0)
 
         // The server would have resumed: the session is still there for the pin set that made it.
