@@ -83,4 +83,27 @@ public struct ServerReport: Sendable, Codable, Equatable {
     public let matchedPin: String?
     /// Warnings: the leaf expires soon, the pin set has no backup pin.
     public let warnings: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
+        case configuredPins, matchedPin, warnings
+    }
+
+    /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(host, forKey: .host)
+        try container.encode(port, forKey: .port)
+        try container.encode(servername, forKey: .servername)
+        try container.encode(verdict, forKey: .verdict)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(tlsVersion, forKey: .tlsVersion)
+        try container.encode(cipher, forKey: .cipher)
+        try container.encode(alpn, forKey: .alpn)
+        try container.encode(verifiedChain, forKey: .verifiedChain)
+        try container.encode(presentedChain, forKey: .presentedChain)
+        try container.encode(configuredPins, forKey: .configuredPins)
+        try container.encode(matchedPin, forKey: .matchedPin)
+        try container.encode(warnings, forKey: .warnings)
+    }
 }
