@@ -56,6 +56,7 @@ struct PinCheck: AsyncParsableCommand {
     func validate() throws {
         let modes = [server != nil, pemFile != nil, demo].filter { $0 }.count
         guard modes == 1 else { throw ValidationError("give exactly one of HOST[:PORT], --pem FILE or --demo") }
+        if json, printConfig != nil { throw ValidationError("--print-config prints text: leave out --json") }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
     }
 
@@ -72,8 +73,8 @@ struct PinCheck: AsyncParsableCommand {
         }
         if let printConfig {
             if let config = printConfig.render(report) {
-                print(json ? "" : "\n\(printConfig.rawValue) configuration:", config, separator: json ? "" : "\n")
-            } else if !json {
+                print("\n\(printConfig.rawValue) configuration:\n\(config)")
+            } else {
                 print("no verified chain: nothing to print for --print-config")
             }
         }

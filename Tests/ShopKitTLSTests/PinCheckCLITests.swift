@@ -34,6 +34,7 @@ struct PinCheckCLITests {
         (["localhost", "--ca-file", "/nonexistent/ca.pem"], "cannot read"),
         (["localhost", "--print-config", "xml"], "print-config"),
         (["--pem", "/nonexistent.pem"], "cannot read"),
+        (["localhost", "--json", "--print-config", "curl"], "leave out --json"),
     ])
     func usageErrors(arguments: [String], message: String) async throws {
         let outcome = try await PinCheckBinary.run(arguments)
