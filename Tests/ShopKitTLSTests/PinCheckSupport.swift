@@ -17,6 +17,8 @@ struct PinCheckVector: Decodable, Sendable, CustomStringConvertible {
     let trust: [String]
     let verdict: String
     let exit: Int32
+    /// A phrase the verdict's reason must contain (OpenSSL's verify reason, the connect error, …).
+    let reason: String?
 
     var description: String { name }
 
@@ -95,6 +97,12 @@ enum PinCheckBinary {
         var verdict: String? {
             guard let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else { return nil }
             return object["verdict"] as? String
+        }
+
+        /// The `reason` of a `--json` run.
+        var reason: String? {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else { return nil }
+            return object["reason"] as? String
         }
     }
 

@@ -20,6 +20,9 @@ struct PinCheckVectorTests {
         let report = try await inspector.inspect()
         #expect(report.verdict.rawValue == vector.verdict, "library: \(report.reason ?? "")")
         #expect(report.verdict.exitCode == vector.exit)
+        if let reason = vector.reason {
+            #expect(report.reason?.contains(reason) == true, "library reason: \(report.reason ?? "none")")
+        }
         if report.verdict == .ok || report.verdict == .pinMismatch {
             #expect(!report.verifiedChain.isEmpty)
         } else {
@@ -34,6 +37,9 @@ struct PinCheckVectorTests {
         await server.stop()
         #expect(outcome.status == vector.exit, "pin-check: \(outcome.stderr)")
         #expect(outcome.verdict == vector.verdict, "pin-check stdout: \(outcome.stdout)")
+        if let reason = vector.reason {
+            #expect(outcome.reason?.contains(reason) == true, "pin-check reason: \(outcome.reason ?? "none")")
+        }
     }
 
     @Test("vectors cover every verdict")

@@ -32,16 +32,21 @@ public struct ServerReport: Sendable, Codable, Equatable {
 
     /// One certificate as shown to a person.
     public struct Certificate: Sendable, Codable, Equatable {
+        /// The subject name (RFC 2253).
         public let subject: String
+        /// The issuer name (RFC 2253).
         public let issuer: String
         /// DNS and IP subject alternative names.
         public let subjectAlternativeNames: [String]
+        /// Start of validity.
         public let notBefore: Date
+        /// End of validity.
         public let notAfter: Date
         /// Whole days from the inspection until `notAfter` (negative once expired).
         public let daysLeft: Int
         /// Key type and size, e.g. `ECDSA P-256`, `RSA 2048`.
         public let key: String
+        /// The algorithm the issuer signed with, e.g. `ecdsa-with-SHA256`.
         public let signatureAlgorithm: String
         /// The SPKI pin, `sha256/BASE64`.
         public let pin: String
@@ -62,16 +67,21 @@ public struct ServerReport: Sendable, Codable, Equatable {
         }
     }
 
+    /// The host connected to (no brackets for IPv6).
     public let host: String
+    /// The port connected to.
     public let port: Int
     /// The name sent as SNI (none for IP literals) and checked against the SANs.
     public let servername: String
+    /// The overall verdict.
     public let verdict: Verdict
     /// Why the verdict is not `ok`, in words (OpenSSL's verify reason, the connect error, the pin report).
     public let reason: String?
     /// e.g. `TLSv1.3` (nil when no session was set up).
     public let tlsVersion: String?
+    /// The negotiated cipher suite.
     public let cipher: String?
+    /// The ALPN protocol agreed on, if any.
     public let alpn: String?
     /// The chain OpenSSL verified, leaf first; empty unless the chain was trusted.
     public let verifiedChain: [Certificate]
