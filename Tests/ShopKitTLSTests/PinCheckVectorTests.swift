@@ -23,6 +23,12 @@ struct PinCheckVectorTests {
         if let reason = vector.reason {
             #expect(report.reason?.contains(reason) == true, "library reason: \(report.reason ?? "none")")
         }
+        // The chain the server sent is shown for every TLS verdict (captured from a failed handshake too),
+        // and a pin is never marked as matching it.
+        if report.verdict != .connectFailed {
+            #expect(report.presentedChain.count == vector.presents?.count)
+        }
+        #expect(report.presentedChain.allSatisfy { !$0.matched })
         if report.verdict == .ok || report.verdict == .pinMismatch {
             #expect(!report.verifiedChain.isEmpty)
         } else {
