@@ -80,8 +80,9 @@ final class PlainTextGreeter: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let reply = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: reply))).whenComplete { _ in
-            context.close(promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(string: reply))).whenComplete { _ in
+            channel.close(promise: nil)
         }
     }
 }
