@@ -93,6 +93,9 @@ key leaf-client-auth p256;        cert leaf-client-auth intermediate-2 "/CN=loca
   "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n$LOCAL"
 key leaf-p384 p384;               cert leaf-p384 intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL"
 key leaf-ed25519 ed25519;         cert leaf-ed25519 intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL"
+# Re-issued leaf: a new certificate (other serial and dates) for the SAME key as leaf-localhost-ecdsa.
+cp leaf-localhost-ecdsa.key leaf-reissued.key
+cert leaf-reissued intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL" 20250601000000Z 20441231235959Z
 
 # SPKI pins (SHA-256 of the DER SubjectPublicKeyInfo), computed independently of ShopKit for its tests.
 : > pins.txt

@@ -24,7 +24,20 @@ public final class OpenSSLContext: @unchecked Sendable {
     }
 
     /// A TLS protocol version ShopKit speaks (never below 1.2).
-    public enum ProtocolVersion: Sendable, Hashable { case tls12, tls13 }
+    public enum ProtocolVersion: Sendable, Hashable {
+        /// TLS 1.0: only for test *servers* (the "server speaks only TLS 1.0" vector); a client floor is
+        /// never lower than TLS 1.2.
+        case tls10
+        case tls12, tls13
+
+        var openSSLValue: Int32 {
+            switch self {
+            case .tls10: return TLS1_VERSION
+            case .tls12: return TLS1_2_VERSION
+            case .tls13: return TLS1_3_VERSION
+            }
+        }
+    }
 
     private init(role: Role, method: OpaquePointer?) throws(OpenSSLError) {
         OpenSSLError.clearQueue()
@@ -45,7 +58,7 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
     public static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
-        try context.applyCommon(minimumVersion: minimumVersion)
+        try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
         try context.withContext { ctx throws(OpenSSLError) in
             switch trust {
             case .system:
@@ -91,9 +104,10 @@ public final class OpenSSLContext: @unchecked Sendable {
         let context = try OpenSSLContext(role: .server, method: TLS_server_method())
         try context.applyCommon(minimumVersion: minimumVersion)
         if let maximumVersion {
-            let version = maximumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
             try context.withContext { ctx throws(OpenSSLError) in
-                try check(shopkit_SSL_CTX_set_max_proto_version(ctx, version), "SSL_CTX_set_max_proto_version")
+                try check(
+                    shopkit_SSL_CTX_set_max_proto_version(ctx, maximumVersion.openSSLValue),
+                    "SSL_CTX_set_max_proto_version")
             }
         }
         if let securityLevel { context.withContext { SSL_CTX_set_security_level($0, Int32(securityLevel)) } }
@@ -128,8 +142,8 @@ public final class OpenSSLContext: @unchecked Sendable {
 
     private func applyCommon(minimumVersion: ProtocolVersion) throws(OpenSSLError) {
         try withContext { ctx throws(OpenSSLError) in
-            let version = minimumVersion == .tls13 ? TLS1_3_VERSION : TLS1_2_VERSION
-            try check(shopkit_SSL_CTX_set_min_proto_version(ctx, version), "SSL_CTX_set_min_proto_version")
+            try check(
+                shopkit_SSL_CTX_set_min_proto_version(ctx, minimumVersion.openSSLValue), "SSL_CTX_set_min_proto_version")
             _ = SSL_CTX_set_options(ctx, shopkit_SSL_OP_NO_RENEGOTIATION() | shopkit_SSL_OP_NO_COMPRESSION())
             // The security level stays at OpenSSL's default (Debian: 2) or whatever the system sets higher.
         }

@@ -68,17 +68,40 @@ public final class TLSServerContext: Sendable {
     /// Loads the chain (leaf first; the rest is sent exactly in the given order) and the key.
     ///
     /// - Parameter maximumVersion: caps the protocol, e.g. `.tls12` to test TLS 1.2 clients.
+    /// - Parameter legacy: test-only server behaviours for the security-review vectors (see ``LegacyServer``).
     /// - Warning: For tests and demos; the key is read from memory and never logged.
     public init(
-        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
+        legacy: LegacyServer? = nil
     ) throws(TLSContextError) {
         do {
-            openSSL = try OpenSSLContext.server(
-                certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
-                maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 })
+            switch legacy {
+            case nil:
+                openSSL = try OpenSSLContext.server(
+                    certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
+                    maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 })
+            case .weakCertificates:
+                openSSL = try OpenSSLContext.server(
+                    certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
+                    maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 }, securityLevel: 0)
+            case .onlyTLS10:
+                openSSL = try OpenSSLContext.server(
+                    certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, minimumVersion: .tls10,
+                    maximumVersion: .tls10, securityLevel: 0)
+            }
         } catch {
             throw TLSContextError(message: "could not set up the TLS server (check the chain and key PEM): \(error)")
         }
+    }
+
+    /// Deliberately weak server behaviours, so tests can check that ShopKit's *client* refuses them.
+    ///
+    /// - Warning: Test servers only. Client contexts have no such option.
+    public enum LegacyServer: Sendable, Hashable {
+        /// Security level 0, so the server can serve RSA-1024 or SHA-1 certificates.
+        case weakCertificates
+        /// Speaks TLS 1.0 only (security level 0), like a server that was never upgraded.
+        case onlyTLS10
     }
 
     /// A fresh server handler for one accepted channel.

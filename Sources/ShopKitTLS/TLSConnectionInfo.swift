@@ -44,3 +44,15 @@ public struct TLSServerHandshakeCompleted: Sendable {
 /// User inbound event fired when the peer closed the TCP connection without a TLS close_notify after the
 /// handshake. Data received until then was authentic, but may be truncated: rely on HTTP framing.
 public struct TLSUncleanShutdown: Sendable, Equatable {}
+
+/// User inbound event fired by a client `TLSHandler` just before the `TLSError` of a failed handshake, for
+/// diagnostics such as `pin-check`: the certificates the server sent and OpenSSL's verify result.
+///
+/// - Warning: The presented chain is *not* verified. It is a `PresentedChain`, which the pin check never
+///   accepts; show it to people, never base a trust decision on it.
+public struct TLSHandshakeFailureDetails: Sendable {
+    /// The chain the server sent, if it got that far.
+    public let presentedChain: PresentedChain?
+    /// OpenSSL's verify result (`X509_V_OK` when the failure was not about the chain).
+    public let verifyResult: VerifyResult
+}

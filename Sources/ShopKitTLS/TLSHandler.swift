@@ -216,10 +216,18 @@ public final class TLSHandler: ChannelDuplexHandler {
         if flush { context.flush() }
     }
 
-    /// Fails the connection once: fails buffered writes, fires `error`, closes the channel.
+    /// Fails the connection once: fails buffered writes, fires `TLSHandshakeFailureDetails` (client role, during
+    /// the handshake), then `error`, and closes the channel.
     func fail(context: ChannelHandlerContext, _ error: TLSError) {
+        let handshaking = machine.isHandshaking
         guard let writes = machine.fail() else { return }
         fail(writes, error)
+        if handshaking, case .client = role, let connection {
+            // Diagnostics only: a `PresentedChain` can never reach the pin check.
+            context.fireUserInboundEventTriggered(
+                TLSHandshakeFailureDetails(
+                    presentedChain: (try? connection.presentedChain()) ?? nil, verifyResult: connection.verifyResult))
+        }
         context.fireErrorCaught(error)
         context.close(promise: nil)
     }

@@ -52,6 +52,14 @@ public final class LoopbackTLSServer: Sendable {
     ) async throws -> LoopbackTLSServer {
         let tlsContext = try TLSServerContext(
             certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion)
+        return try await start(tlsContext: tlsContext, group: group, responder: responder)
+    }
+
+    /// Starts a server with a ready-made TLS context (e.g. one with a ``TLSServerContext/LegacyServer`` option).
+    public static func start(
+        tlsContext: TLSServerContext, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
+    ) async throws -> LoopbackTLSServer {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in

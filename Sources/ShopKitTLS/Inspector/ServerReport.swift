@@ -1,0 +1,119 @@
+import Foundation
+import ShopKitOpenSSL
+import ShopKitPinning
+
+/// What `ServerInspector` found out about one TLS server: protocol details, the verified chain (or, when the
+/// chain was refused, the chain the server sent and why), the pin verdict, and warnings.
+public struct ServerReport: Sendable, Codable, Equatable {
+    /// The overall verdict, each with its own exit code for `pin-check`.
+    public enum Verdict: String, Sendable, Codable, CaseIterable {
+        /// Trusted, hostname ok, and no pins given or one of them matched the verified chain.
+        case ok
+        /// Trusted and hostname ok, but no given pin is on the verified chain.
+        case pinMismatch = "pin-mismatch"
+        /// OpenSSL refused the chain (unknown root, dates, constraints, key usage, weak key or signature, …).
+        case untrusted
+        /// The certificate's SANs do not cover the name checked.
+        case hostnameMismatch = "hostname-mismatch"
+        /// No TLS session: refused, timed out, protocol too old, not TLS, or another handshake failure.
+        case connectFailed = "connect-failed"
+
+        /// `pin-check`'s exit status for this verdict: 0, 1, 2, 3, 4.
+        public var exitCode: Int32 {
+            switch self {
+            case .ok: return 0
+            case .pinMismatch: return 1
+            case .untrusted: return 2
+            case .hostnameMismatch: return 3
+            case .connectFailed: return 4
+            }
+        }
+    }
+
+    /// One certificate as shown to a person.
+    public struct Certificate: Sendable, Codable, Equatable {
+        /// The subject name (RFC 2253).
+        public let subject: String
+        /// The issuer name (RFC 2253).
+        public let issuer: String
+        /// DNS and IP subject alternative names.
+        public let subjectAlternativeNames: [String]
+        /// Start of validity.
+        public let notBefore: Date
+        /// End of validity.
+        public let notAfter: Date
+        /// Whole days from the inspection until `notAfter` (negative once expired).
+        public let daysLeft: Int
+        /// Key type and size, e.g. `ECDSA P-256`, `RSA 2048`.
+        public let key: String
+        /// The algorithm the issuer signed with, e.g. `ecdsa-with-SHA256`.
+        public let signatureAlgorithm: String
+        /// The SPKI pin, `sha256/BASE64`.
+        public let pin: String
+        /// Whether a given pin matched this certificate (only ever true on the verified chain).
+        public let matched: Bool
+
+        init(_ info: CertificateInfo, now: Date, matched: Bool) {
+            subject = info.subject
+            issuer = info.issuer
+            subjectAlternativeNames = info.subjectAlternativeNames
+            notBefore = info.notBefore
+            notAfter = info.notAfter
+            daysLeft = Int((info.notAfter.timeIntervalSince(now) / 86_400).rounded(.down))
+            key = info.keyDescription
+            signatureAlgorithm = info.signatureAlgorithm
+            pin = info.spkiPin.description
+            self.matched = matched
+        }
+    }
+
+    /// The host connected to (no brackets for IPv6).
+    public let host: String
+    /// The port connected to.
+    public let port: Int
+    /// The name sent as SNI (none for IP literals) and checked against the SANs.
+    public let servername: String
+    /// The overall verdict.
+    public let verdict: Verdict
+    /// Why the verdict is not `ok`, in words (OpenSSL's verify reason, the connect error, the pin report).
+    public let reason: String?
+    /// e.g. `TLSv1.3` (nil when no session was set up).
+    public let tlsVersion: String?
+    /// The negotiated cipher suite.
+    public let cipher: String?
+    /// The ALPN protocol agreed on, if any.
+    public let alpn: String?
+    /// The chain OpenSSL verified, leaf first; empty unless the chain was trusted.
+    public let verifiedChain: [Certificate]
+    /// The chain the server sent, in its order (for diagnostics; never used for trust).
+    public let presentedChain: [Certificate]
+    /// The pins given, as `sha256/BASE64`.
+    public let configuredPins: [String]
+    /// The given pin that matched, if any.
+    public let matchedPin: String?
+    /// Warnings: the leaf expires soon, the pin set has no backup pin.
+    public let warnings: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
+        case configuredPins, matchedPin, warnings
+    }
+
+    /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(host, forKey: .host)
+        try container.encode(port, forKey: .port)
+        try container.encode(servername, forKey: .servername)
+        try container.encode(verdict, forKey: .verdict)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(tlsVersion, forKey: .tlsVersion)
+        try container.encode(cipher, forKey: .cipher)
+        try container.encode(alpn, forKey: .alpn)
+        try container.encode(verifiedChain, forKey: .verifiedChain)
+        try container.encode(presentedChain, forKey: .presentedChain)
+        try container.encode(configuredPins, forKey: .configuredPins)
+        try container.encode(matchedPin, forKey: .matchedPin)
+        try container.encode(warnings, forKey: .warnings)
+    }
+}

@@ -1,0 +1,154 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import ShopKitPinning
+import ShopKitTLS
+import TestSupport
+
+/// One entry of `TestCerts/vectors.json`.
+struct PinCheckVector: Decodable, Sendable, CustomStringConvertible {
+    let name: String
+    /// tls | tls-weak | tls10 | not-tls | refused | silent
+    let server: String
+    let presents: [String]?
+    let key: String?
+    let pins: [String]
+    let servername: String?
+    let trust: [String]
+    let verdict: String
+    let exit: Int32
+    /// A phrase the verdict's reason must contain (OpenSSL's verify reason, the connect error, …).
+    let reason: String?
+
+    var description: String { name }
+
+    static let all: [PinCheckVector] = {
+        struct File: Decodable { let vectors: [PinCheckVector] }
+        let url = TestCertificates.directory.appendingPathComponent("vectors.json")
+        guard let data = FileManager.default.contents(atPath: url.path),
+            let file = try? JSONDecoder().decode(File.self, from: data)
+        else { fatalError("TestCerts/vectors.json is missing or malformed") }
+        return file.vectors
+    }()
+
+    /// Pins by fixture name (pins.txt) or literal `sha256/…`.
+    var resolvedPins: [SPKIPin] {
+        pins.map { $0.hasPrefix("sha256/") ? try! SPKIPin($0) : TestCertificates.pin($0) }
+    }
+
+    var trustPEM: String { TestCertificates.chain(trust) }
+}
+
+/// The server a vector needs, on 127.0.0.1; `stop()` releases it.
+struct VectorServer: Sendable {
+    let port: Int
+    let stop: @Sendable () async -> Void
+
+    static func start(for vector: PinCheckVector) async throws -> VectorServer {
+        switch vector.server {
+        case "tls", "tls-weak", "tls10":
+            let legacy: TLSServerContext.LegacyServer? =
+                vector.server == "tls-weak" ? .weakCertificates : vector.server == "tls10" ? .onlyTLS10 : nil
+            let context = try TLSServerContext(
+                certificateChainPEM: TestCertificates.chain(vector.presents ?? []),
+                privateKeyPEM: TestCertificates.privateKey(vector.key ?? ""), legacy: legacy)
+            let server = try await LoopbackTLSServer.start(tlsContext: context)
+            return VectorServer(port: server.port, stop: { try? await server.shutdown() })
+        case "not-tls":
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(PlainTextGreeter()) }
+                }
+                .bind(host: "127.0.0.1", port: 0).get()
+            return VectorServer(port: channel.localAddress!.port!, stop: { try? await channel.close() })
+        case "refused":
+            let closed = try BoundClosedPort()
+            return VectorServer(port: closed.port, stop: { closed.release() })
+        case "silent":
+            let listener = try StalledListener()
+            return VectorServer(port: listener.port, stop: { listener.close() })
+        default:
+            fatalError("unknown server kind \(vector.server) in vectors.json")
+        }
+    }
+}
+
+/// A plain TCP server that answers anything with an HTTP error and closes: a non-TLS server.
+final class PlainTextGreeter: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let reply = "HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(channel.allocator.buffer(string: reply))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// Runs the built `pin-check` binary (`.build/<config>/pin-check`, beside the test bundle).
+enum PinCheckBinary {
+    struct Outcome: Sendable {
+        var status: Int32
+        var stdout: String
+        var stderr: String
+
+        /// The `verdict` of a `--json` run.
+        var verdict: String? {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else { return nil }
+            return object["verdict"] as? String
+        }
+
+        /// The `reason` of a `--json` run.
+        var reason: String? {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else { return nil }
+            return object["reason"] as? String
+        }
+    }
+
+    static var binary: URL? {
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
+            Bundle.main.bundleURL,
+            Bundle.main.bundleURL.deletingLastPathComponent(),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
+        ]
+        return candidates.map { $0.appendingPathComponent("pin-check").standardizedFileURL }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }
+
+    /// Runs the binary and waits for it on its own thread (never on the cooperative pool).
+    static func run(_ arguments: [String]) async throws -> Outcome {
+        guard let binary else { throw TLSContextError(message: "pin-check binary not found; run swift build --build-tests") }
+        let result: Result<Outcome, any Error> = await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: Result {
+                    let process = Process()
+                    process.executableURL = binary
+                    process.arguments = arguments
+                    let out = Pipe()
+                    let err = Pipe()
+                    process.standardOutput = out
+                    process.standardError = err
+                    process.standardInput = FileHandle.nullDevice
+                    try process.run()
+                    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+                    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+                    process.waitUntilExit()
+                    return Outcome(
+                        status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                        stderr: String(decoding: stderr, as: UTF8.self))
+                })
+            }.start()
+        }
+        return try result.get()
+    }
+
+    /// A temporary file with `contents`, removed by the caller.
+    static func temporaryFile(_ contents: String, suffix: String = ".pem") throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("pin-check-\(UUID())\(suffix)")
+        try contents.write(to: url, atomically: true, encoding: .utf8)
+        return url
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import ShopKitTLS
+import TestSupport
+import Testing
+
+/// Every security-review vector of `TestCerts/vectors.json`, on a real loopback server, twice: through the
+/// library (`ServerInspector`) and through the built `pin-check` binary (exit status and JSON verdict).
+@Suite("PinCheck vectors")
+struct PinCheckVectorTests {
+    @Test("vector", arguments: PinCheckVector.all)
+    func vector(_ vector: PinCheckVector) async throws {
+        let server = try await VectorServer.start(for: vector)
+        let caFile = try PinCheckBinary.temporaryFile(vector.trustPEM)
+        defer { try? FileManager.default.removeItem(at: caFile) }
+        let timeout = vector.server == "silent" ? 1 : 5
+
+        let inspector = ServerInspector(
+            address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: vector.servername,
+            pins: vector.resolvedPins, trustAnchorsPEM: vector.trustPEM, timeout: .seconds(timeout))
+        let report = try await inspector.inspect()
+        #expect(report.verdict.rawValue == vector.verdict, "library: \(report.reason ?? "")")
+        #expect(report.verdict.exitCode == vector.exit)
+        if let reason = vector.reason {
+            #expect(report.reason?.contains(reason) == true, "library reason: \(report.reason ?? "none")")
+        }
+        // The chain the server sent is shown for every TLS verdict (captured from a failed handshake too),
+        // and a pin is never marked as matching it.
+        if report.verdict != .connectFailed {
+            #expect(report.presentedChain.count == vector.presents?.count)
+        }
+        #expect(report.presentedChain.allSatisfy { !$0.matched })
+        if report.verdict == .ok || report.verdict == .pinMismatch {
+            #expect(!report.verifiedChain.isEmpty)
+        } else {
+            #expect(report.verifiedChain.isEmpty)
+            #expect(report.matchedPin == nil)
+        }
+
+        var arguments = ["127.0.0.1:\(server.port)", "--json", "--ca-file", caFile.path, "--timeout", "\(timeout)"]
+        if let name = vector.servername { arguments += ["--servername", name] }
+        for pin in vector.resolvedPins { arguments += ["--pin", pin.description] }
+        let outcome = try await PinCheckBinary.run(arguments)
+        await server.stop()
+        #expect(outcome.status == vector.exit, "pin-check: \(outcome.stderr)")
+        #expect(outcome.verdict == vector.verdict, "pin-check stdout: \(outcome.stdout)")
+        if let reason = vector.reason {
+            #expect(outcome.reason?.contains(reason) == true, "pin-check reason: \(outcome.reason ?? "none")")
+        }
+    }
+
+    @Test("vectors cover every verdict")
+    func coverage() {
+        let verdicts = Set(PinCheckVector.all.map(\.verdict))
+        #expect(verdicts == Set(ServerReport.Verdict.allCases.map(\.rawValue)))
+    }
+}
