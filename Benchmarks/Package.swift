@@ -4,17 +4,7 @@
 // Its own package so that library users never pull in AsyncHTTPClient. Release builds only:
 //     swift build -c release --package-path Benchmarks
 // or, for everything at once, scripts/bench.
-//
-// The ShopKit transport clients (Sources/ShopKitBench/ShopKitClients.swift) compile only with
-// SHOPKIT_TRANSPORT_READY=1 in the environment of `swift build` (scripts/bench --shopkit sets it): the transport
-// was written in a parallel branch, and the benchmark must build without it. The token-store benchmark compiles
-// against the credential seams always and reports "pending integration" while the stores are placeholders.
 import PackageDescription
-
-var benchSettings: [SwiftSetting] = []
-if Context.environment["SHOPKIT_TRANSPORT_READY"] == "1" {
-    benchSettings.append(.define("SHOPKIT_TRANSPORT_READY"))
-}
 
 let package = Package(
     name: "ShopKitBenchmarks",
@@ -43,6 +33,7 @@ let package = Package(
             dependencies: [
                 "CBenchSHA",
                 "ShopKitBenchCore",
+                .product(name: "ShopKit", package: "ShopKit"),
                 .product(name: "ShopKitTLS", package: "ShopKit"),
                 .product(name: "ShopKitAPI", package: "ShopKit"),
                 .product(name: "ShopKitAuth", package: "ShopKit"),
@@ -55,8 +46,7 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
-            path: "Sources/ShopKitBench",
-            swiftSettings: benchSettings),
+            path: "Sources/ShopKitBench"),
         .testTarget(name: "ShopKitBenchCoreTests", dependencies: ["ShopKitBenchCore"]),
     ],
     swiftLanguageModes: [.v6]

@@ -29,18 +29,27 @@ public struct TLSConfiguration: Sendable {
     public var pinFailureReporter: (any PinFailureReporter)?
     /// Where ShopKit logs which host, which pin matched, expiry and report-only events (never a token or a body).
     public var logger: Logger
+    /// Whether new connections offer a cached session (default `true`).
+    ///
+    /// Resumption skips the certificate exchange; a resumed connection is still held to the pin verdict of
+    /// the full handshake that made the session (sessions are bound to host, port, trust and pin set). Turn
+    /// it off to make every connection a full handshake, e.g. to measure handshakes or to force fresh chain
+    /// verification on each connection.
+    public var sessionResumption: Bool
 
     public init(
         trustRoots: TrustRoots = .system,
         pinning: PinningPolicy = PinningPolicy(),
         minimumVersion: MinimumVersion = .tls12,
         pinFailureReporter: (any PinFailureReporter)? = nil,
-        logger: Logger = Logger(label: "ShopKitTLS")
+        logger: Logger = Logger(label: "ShopKitTLS"),
+        sessionResumption: Bool = true
     ) {
         self.trustRoots = trustRoots
         self.pinning = pinning
         self.minimumVersion = minimumVersion
         self.pinFailureReporter = pinFailureReporter
         self.logger = logger
+        self.sessionResumption = sessionResumption
     }
 }

@@ -86,9 +86,12 @@ public final class TLSHandler: ChannelDuplexHandler {
         do {
             switch role {
             case .client(let client, let host, _, let key):
-                offered = client.sessionCache.take(key)
+                let resumption = client.configuration.sessionResumption
+                offered = resumption ? client.sessionCache.take(key) : nil
                 let connection = try OpenSSLConnection.client(context: client.openSSL, host: host, session: offered?.session)
-                connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
+                if resumption {
+                    connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
+                }
                 self.connection = connection
             case .server(let server):
                 connection = try OpenSSLConnection.server(context: server.openSSL)

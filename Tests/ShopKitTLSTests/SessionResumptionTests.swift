@@ -38,6 +38,24 @@ import Testing
         #expect(server.resumptions == 1)
     }
 
+    @Test func withResumptionOffEveryConnectionIsAFullHandshake() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        var configuration = try Probe.configuration(pins: ["intermediate-1", "backup-intermediate"])
+        configuration.sessionResumption = false
+        let context = try TLSClientContext(configuration: configuration)
+
+        let first = try await Probe.get(context: context, port: server.port)
+        let second = try await Probe.get(context: context, port: server.port)
+
+        #expect(!first.info.resumed)
+        #expect(!second.info.resumed)
+        #expect(second.info.presentedChain != nil)
+        #expect(context.sessionCache.count == 0)
+        #expect(server.fullHandshakes == 2)
+        #expect(server.resumptions == 0)
+    }
+
     @Test func sessionsAreNotCachedWhenThePinCheckFails() async throws {
         let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
         defer { Task { try? await server.shutdown() } }

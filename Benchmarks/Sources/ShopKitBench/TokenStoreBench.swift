@@ -1,10 +1,7 @@
 // Token-store throughput: the keyring store, the encrypted-file store with its key cached, and one unlock.
 //
-// Written against the credential seams (CredentialVault, KeyringStore, EncryptedFileStore, Passphrase) as they
-// stood while the stores were being built in other branches; with the seams' placeholders the stores throw
-// "not implemented" and every row reads "pending integration".
-// INTEGRATOR: once the real stores are merged this should run as is; if their initialisers changed, fix the
-// three `make…` lines below. `secret-tool lookup` is timed by scripts/bench itself, beside these rows.
+// Both stores go through CredentialVault, as the composition root uses them. `secret-tool lookup` is timed by
+// scripts/bench itself, beside these rows.
 import ArgumentParser
 import Foundation
 import ShopKitBenchCore
