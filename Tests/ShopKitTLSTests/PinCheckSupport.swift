@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import NIOCore
 import NIOPosix
 import ShopKitPinning
@@ -150,5 +151,54 @@ enum PinCheckBinary {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pin-check-\(UUID())\(suffix)")
         try contents.write(to: url, atomically: true, encoding: .utf8)
         return url
+    }
+}
+
+/// A vector through the library's `HTTPSTransport` with the vector's pins *enforced* (the way an app uses
+/// ShopKit): the verdict is what a GET to `https://NAME:PORT/` ends in.
+enum TransportVerdict {
+    struct Outcome: Sendable {
+        var verdict: String
+        var reason: String
+    }
+
+    static func run(_ vector: PinCheckVector, port: Int, timeout: Duration) async throws -> Outcome {
+        let name = vector.servername ?? "127.0.0.1"
+        let pinning =
+            vector.resolvedPins.isEmpty
+            ? PinningPolicy()
+            : PinningPolicy(pinSets: [
+                try PinSet(hostPattern: HostPattern(name), pins: vector.resolvedPins, acceptingSinglePin: true)
+            ])
+        let transport = try HTTPSTransport(
+            configuration: HTTPSTransport.Configuration(
+                tls: TLSConfiguration(trustRoots: .pem(vector.trustPEM, addingToSystem: false), pinning: pinning),
+                timeouts: HTTPSTransport.Timeouts(connect: timeout, handshake: timeout, request: timeout * 2),
+                connectAddresses: [name: "127.0.0.1"]))
+        let host = name.contains(":") ? "[\(name)]" : name
+        let outcome: Outcome
+        do {
+            let (response, _) = try await transport.send(
+                HTTPRequest(method: .get, scheme: "https", authority: nil, path: "/"), body: nil,
+                baseURL: URL(string: "https://\(host):\(port)")!, operationID: "vector")
+            outcome = Outcome(verdict: response.status == .ok ? "ok" : "status \(response.status.code)", reason: "")
+        } catch let error as TLSError {
+            outcome = Outcome(verdict: verdict(of: error), reason: error.description)
+        } catch {
+            outcome = Outcome(verdict: "unexpected: \(error)", reason: "\(error)")
+        }
+        await transport.shutdown()
+        return outcome
+    }
+
+    /// The vector verdict a transport error stands for.
+    static func verdict(of error: TLSError) -> String {
+        switch error {
+        case .pinMismatch: return "pin-mismatch"
+        case .untrustedChain: return "untrusted"
+        case .hostnameMismatch: return "hostname-mismatch"
+        case .handshakeFailed, .connectFailed, .timeout(.connect), .timeout(.handshake): return "connect-failed"
+        case .timeout, .malformedResponse, .connectionClosed: return "unexpected: \(error)"
+        }
     }
 }

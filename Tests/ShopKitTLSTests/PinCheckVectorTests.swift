@@ -4,7 +4,8 @@ import TestSupport
 import Testing
 
 /// Every security-review vector of `TestCerts/vectors.json`, on a real loopback server, twice: through the
-/// library (`ServerInspector`) and through the built `pin-check` binary (exit status and JSON verdict).
+/// library — its `HTTPSTransport` with the pins enforced, and `ServerInspector` — and through the built `pin-check`
+/// binary (exit status and JSON verdict).
 @Suite("PinCheck vectors")
 struct PinCheckVectorTests {
     @Test("vector", arguments: PinCheckVector.all)
@@ -34,6 +35,12 @@ struct PinCheckVectorTests {
         } else {
             #expect(report.verifiedChain.isEmpty)
             #expect(report.matchedPin == nil)
+        }
+
+        let viaTransport = try await TransportVerdict.run(vector, port: server.port, timeout: .seconds(timeout))
+        #expect(viaTransport.verdict == vector.verdict, "transport: \(viaTransport.reason)")
+        if let reason = vector.reason {
+            #expect(viaTransport.reason.contains(reason), "transport reason: \(viaTransport.reason)")
         }
 
         var arguments = ["127.0.0.1:\(server.port)", "--json", "--ca-file", caFile.path, "--timeout", "\(timeout)"]

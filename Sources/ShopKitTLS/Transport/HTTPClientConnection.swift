@@ -122,6 +122,8 @@ extension HTTPClientConnection {
         let security: any ConnectionSecurity
         let connectTimeout: TimeAmount
         let handshakeTimeout: TimeAmount
+        /// Lowercased URL host → address to connect to (``HTTPSTransport/Configuration/connectAddresses``).
+        var connectAddresses: [String: String] = [:]
         let logger: Logger
 
         /// Connects, secures and prepares a connection to `target`.
@@ -134,7 +136,8 @@ extension HTTPClientConnection {
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
             let channel: any Channel
             do {
-                channel = try await bootstrap.connect(host: target.host, port: target.port).get()
+                let address = connectAddresses[target.host] ?? target.host
+                channel = try await bootstrap.connect(host: address, port: target.port).get()
             } catch ChannelError.connectTimeout {
                 throw TLSError.timeout(.connect)
             } catch {

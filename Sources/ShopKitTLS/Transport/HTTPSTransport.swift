@@ -27,17 +27,25 @@ public struct HTTPSTransport: ClientTransport {
         public var maxResponseBodySize: Int
         /// The event loops to run on; nil uses `MultiThreadedEventLoopGroup.singleton`.
         public var eventLoopGroup: (any EventLoopGroup)?
+        /// Where to open the TCP connection for a host instead of resolving it, as curl's `--resolve`: maps a
+        /// URL host (case-insensitive) to an address (an IP literal or another name). Empty by default.
+        ///
+        /// Only the socket's destination changes: SNI, hostname verification and the pin set are still those
+        /// of the URL's host, so an override can never make a certificate for another name acceptable.
+        public var connectAddresses: [String: String]
 
         /// A configuration; every parameter has a safe default.
         public init(
             tls: TLSConfiguration = TLSConfiguration(), timeouts: Timeouts = Timeouts(), pool: Pool = Pool(),
-            maxResponseBodySize: Int = 16 * 1024 * 1024, eventLoopGroup: (any EventLoopGroup)? = nil
+            maxResponseBodySize: Int = 16 * 1024 * 1024, eventLoopGroup: (any EventLoopGroup)? = nil,
+            connectAddresses: [String: String] = [:]
         ) {
             self.tls = tls
             self.timeouts = timeouts
             self.pool = pool
             self.maxResponseBodySize = maxResponseBodySize
             self.eventLoopGroup = eventLoopGroup
+            self.connectAddresses = connectAddresses
         }
     }
 
@@ -96,7 +104,10 @@ public struct HTTPSTransport: ClientTransport {
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         let factory = HTTPClientConnection.Factory(
             group: group, security: security, connectTimeout: TimeAmount(configuration.timeouts.connect),
-            handshakeTimeout: TimeAmount(configuration.timeouts.handshake), logger: configuration.tls.logger)
+            handshakeTimeout: TimeAmount(configuration.timeouts.handshake),
+            connectAddresses: Dictionary(
+                configuration.connectAddresses.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last }),
+            logger: configuration.tls.logger)
         self.pool = ConnectionPool(
             factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,
             idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.tls.logger)
