@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import ShopKitAuth
+import TestSupport
 
 /// Where the keyring tests may run: only inside scripts/with-keyring, which sets SHOPKIT_REAL_HOME and gives a
 /// private session bus with a throwaway, unlocked gnome-keyring, so the developer's real keyring is never touched.
@@ -199,52 +200,19 @@ final class PrivateKeyring: Sendable {
 
 /// The built `token-store` binary, run as a child process.
 enum TokenStoreBinary {
-    struct Outcome {
-        var status: Int32
-        var stdout: String
-        var stderr: String
-    }
+    typealias Outcome = BuiltBinary.Outcome
 
     /// `.build/<config>/token-store`, beside the test bundle.
-    static var binary: URL? {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL,
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
-        ]
-        return candidates.map { $0.appendingPathComponent("token-store").standardizedFileURL }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
+    static var binary: URL? { BuiltBinary(named: "token-store")?.url }
 
+    /// Runs `token-store` (or `executable`) with `stdin` and the environment plus `overrides`.
     static func run(
         _ arguments: [String], stdin: String = "", environment overrides: [String: String] = [:],
         executable: URL? = nil
     ) async throws -> Outcome {
-        guard let binary = executable ?? Self.binary else {
+        guard let binary = executable.map(BuiltBinary.init(url:)) ?? BuiltBinary(named: "token-store") else {
             throw FixtureError(description: "token-store binary not found; run swift build --build-tests first")
         }
-        return try await offPool {
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = arguments
-            var environment = ProcessInfo.processInfo.environment
-            for (name, value) in overrides { environment[name] = value }
-            process.environment = environment
-            let input = Pipe(), output = Pipe(), errors = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = errors
-            try process.run()
-            input.fileHandleForWriting.write(Data(stdin.utf8))
-            try input.fileHandleForWriting.close()
-            let out = output.fileHandleForReading.readDataToEndOfFile()
-            let err = errors.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return Outcome(
-                status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-                stderr: String(decoding: err, as: UTF8.self))
-        }
+        return try await binary.run(arguments, stdin: stdin, environment: overrides)
     }
-
 }

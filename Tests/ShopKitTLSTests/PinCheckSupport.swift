@@ -90,60 +90,14 @@ final class PlainTextGreeter: ChannelInboundHandler {
 
 /// Runs the built `pin-check` binary (`.build/<config>/pin-check`, beside the test bundle).
 enum PinCheckBinary {
-    struct Outcome: Sendable {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    typealias Outcome = BuiltBinary.Outcome
 
-        /// The `verdict` of a `--json` run.
-        var verdict: String? {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else { return nil }
-            return object["verdict"] as? String
-        }
-
-        /// The `reason` of a `--json` run.
-        var reason: String? {
-            guard let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any] else { return nil }
-            return object["reason"] as? String
-        }
-    }
-
-    static var binary: URL? {
-        let candidates = [
-            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
-            Bundle.main.bundleURL,
-            Bundle.main.bundleURL.deletingLastPathComponent(),
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../.build/debug"),
-        ]
-        return candidates.map { $0.appendingPathComponent("pin-check").standardizedFileURL }
-            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
-    }
-
-    /// Runs the binary and waits for it on its own thread (never on the cooperative pool).
+    /// Runs `pin-check` with `arguments` and an empty standard input.
     static func run(_ arguments: [String]) async throws -> Outcome {
-        guard let binary else { throw TLSContextError(message: "pin-check binary not found; run swift build --build-tests") }
-        let result: Result<Outcome, any Error> = await withCheckedContinuation { continuation in
-            Thread {
-                continuation.resume(returning: Result {
-                    let process = Process()
-                    process.executableURL = binary
-                    process.arguments = arguments
-                    let out = Pipe()
-                    let err = Pipe()
-                    process.standardOutput = out
-                    process.standardError = err
-                    process.standardInput = FileHandle.nullDevice
-                    try process.run()
-                    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-                    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-                    process.waitUntilExit()
-                    return Outcome(
-                        status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                        stderr: String(decoding: stderr, as: UTF8.self))
-                })
-            }.start()
+        guard let binary = BuiltBinary(named: "pin-check") else {
+            throw TLSContextError(message: "pin-check binary not found; run swift build --build-tests")
         }
-        return try result.get()
+        return try await binary.run(arguments)
     }
 
     /// A temporary file with `contents`, removed by the caller.
@@ -151,6 +105,19 @@ enum PinCheckBinary {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("pin-check-\(UUID())\(suffix)")
         try contents.write(to: url, atomically: true, encoding: .utf8)
         return url
+    }
+}
+
+extension BuiltBinary.Outcome {
+    /// The `verdict` of a `--json` run.
+    var verdict: String? { jsonField("verdict") }
+
+    /// The `reason` of a `--json` run.
+    var reason: String? { jsonField("reason") }
+
+    private func jsonField(_ key: String) -> String? {
+        let object = try? JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any]
+        return object?[key] as? String
     }
 }
 
