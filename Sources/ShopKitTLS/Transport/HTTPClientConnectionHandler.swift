@@ -58,8 +58,11 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
     private var state = State.idle
     private var context: ChannelHandlerContext?
     private var bytesRead = false
-    private var requestTimer: Scheduled<Void>?
-    private var idleTimer: Scheduled<Void>?
+    /// When bytes last arrived during the current exchange (or when it started).
+    private var lastRead = NIODeadline.uptimeNanoseconds(0)
+    /// The one timer of the current exchange: it fires at the earlier of the request deadline and the idle-read
+    /// deadline, and re-arms itself if bytes arrived meanwhile (so a read never touches the timer queue).
+    private var timer: Scheduled<Void>?
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
@@ -68,7 +71,7 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
     func noteBytesRead() {
         bytesRead = true
         if case .idle = state { return }
-        armIdleTimer()
+        lastRead = .now()
     }
 
     /// Starts an exchange; the caller then writes the request.
@@ -82,11 +85,8 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         }
         bytesRead = false
         state = .awaitingHead(exchange)
-        let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-        requestTimer = context.eventLoop.scheduleTask(deadline: exchange.deadline) {
-            this.value.fail(TLSError.timeout(.request))
-        }
-        armIdleTimer()
+        lastRead = .now()
+        armTimer()
     }
 
     /// Abandons the exchange whose completion is `done` (task cancelled, body dropped): the connection is
@@ -167,25 +167,40 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         context?.close(promise: nil)
     }
 
-    private func armIdleTimer() {
+    /// Schedules the exchange's timer for the earlier of the request deadline and the idle-read deadline.
+    private func armTimer() {
         guard let context else { return }
-        let timeout: TimeAmount
+        let exchange: ResponseExchange
         switch state {
-        case .awaitingHead(let exchange), .streamingBody(let exchange, _, _): timeout = exchange.idleReadTimeout
+        case .awaitingHead(let current), .streamingBody(let current, _, _): exchange = current
         case .idle, .closed: return
         }
-        idleTimer?.cancel()
+        let fireAt = min(exchange.deadline, lastRead + exchange.idleReadTimeout)
         let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: timeout) {
-            this.value.fail(TLSError.timeout(.idleRead))
+        timer = context.eventLoop.scheduleTask(deadline: fireAt) { this.value.timerFired() }
+    }
+
+    /// The timer fired: fail the exchange if a deadline passed, else re-arm for the next one.
+    private func timerFired() {
+        timer = nil
+        let exchange: ResponseExchange
+        switch state {
+        case .awaitingHead(let current), .streamingBody(let current, _, _): exchange = current
+        case .idle, .closed: return
+        }
+        let now = NIODeadline.now()
+        if now >= exchange.deadline {
+            fail(TLSError.timeout(.request))
+        } else if now >= lastRead + exchange.idleReadTimeout {
+            fail(TLSError.timeout(.idleRead))
+        } else {
+            armTimer()
         }
     }
 
     private func cancelTimers() {
-        requestTimer?.cancel()
-        idleTimer?.cancel()
-        requestTimer = nil
-        idleTimer = nil
+        timer?.cancel()
+        timer = nil
     }
 
     private static func tooLarge(_ limit: Int) -> TLSError {
