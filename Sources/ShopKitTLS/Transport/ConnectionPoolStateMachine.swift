@@ -73,6 +73,15 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         return .none
     }
 
+    /// A requester wants a connection for `key` without waiting: the idle connection it now leases, or nil
+    /// when none is idle (then it calls ``lease(_:for:)``).
+    mutating func leaseIdle(_ key: Key) -> ConnectionID? {
+        guard !isShutDown, var state = keys[key], let connection = state.idle.popLast() else { return nil }
+        state.leased.insert(connection)
+        keys[key] = state
+        return connection
+    }
+
     /// A connection opened by ``Action/create(_:for:)`` failed to connect.
     mutating func creationFailed(_ key: Key, _ connection: ConnectionID) -> Action {
         release(key, connection, reusable: false, alreadyClosed: true)
@@ -159,6 +168,11 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
 }
 
 extension ConnectionPoolStateMachine {
+    /// Whether `connection` is parked idle under `key`.
+    func isIdle(_ key: Key, _ connection: ConnectionID) -> Bool {
+        keys[key]?.idle.contains(connection) ?? false
+    }
+
     /// Whether the pool no longer tracks `connection` (neither idle nor leased).
     func isUnknown(_ key: Key, _ connection: ConnectionID) -> Bool {
         guard let state = keys[key] else { return true }

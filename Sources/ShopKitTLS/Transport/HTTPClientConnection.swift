@@ -38,14 +38,22 @@ final class HTTPClientConnection: Sendable {
 
     /// Sends the request head and body, and waits for the response head.
     ///
+    /// `finished` runs exactly once per call, on the event loop when the exchange is over (response complete
+    /// and request written), with whether the connection may be reused; the pool gets the connection back
+    /// there, before the body stream reports its end. Bodiless requests (the common case) are written,
+    /// flushed and answered in one trip to the event loop, with no future awaited from the task.
+    ///
     /// - Throws: ``ExchangeFailure`` for transport failures; the caller's body errors as they are;
     ///   `CancellationError` when the task is cancelled (the connection is then closed).
-    func execute(head: HTTPRequestHead, body: HTTPBody?, limits: ExchangeLimits) async throws -> Exchange {
+    func execute(
+        head: HTTPRequestHead, body: HTTPBody?, limits: ExchangeLimits, finished: @escaping @Sendable (Bool) -> Void
+    ) async throws -> Exchange {
         let loop = channel.eventLoop
         let (stream, continuation) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let done = loop.makePromise(of: Bool.self)
         let written = loop.makePromise(of: Void.self)
+        let reusable = loop.makePromise(of: Bool.self)
         let exchange = ResponseExchange(
             head: headPromise, body: continuation, done: done,
             requestKeepAlive: !head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" },
@@ -53,32 +61,48 @@ final class HTTPClientConnection: Sendable {
             isHead: head.method == .HEAD)
         let handler = self.handler
         let channel = self.channel
-        let reusable = done.futureResult.and(written.futureResult.map { true }.recover { _ in false })
-            .map { $0 && $1 }
+        /// Runs on the loop: wires completion (callbacks registered on the loop run there, no hops) and starts.
+        @Sendable func start() {
+            reusable.completeWith(
+                done.futureResult.and(written.futureResult.map { true }.recover { _ in false }).map { $0 && $1 })
+            reusable.futureResult.whenComplete { finished((try? $0.get()) ?? false) }
+            handler.value.start(exchange)
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        }
 
         return try await withTaskCancellationHandler {
-            loop.execute {
-                handler.value.start(exchange)
+            let responseHead: HTTPResponseHead
+            if let body {
+                loop.execute { start() }
+                do {
+                    try await Self.writeBody(body, to: channel)
+                    written.succeed()
+                } catch let error as BodyError {
+                    written.fail(error.underlying)
+                    loop.execute { handler.value.cancel(done.futureResult) }
+                    _ = try? await headPromise.futureResult.get()
+                    throw error.underlying
+                } catch {
+                    // The connection failed while writing: the handler reports why (or the server answered early).
+                    written.fail(error)
+                    channel.close(promise: nil)
+                }
+                responseHead = try await headPromise.futureResult.get()
+            } else {
+                responseHead = try await withCheckedThrowingContinuation { waiting in
+                    loop.execute {
+                        headPromise.futureResult.whenComplete { waiting.resume(with: $0) }
+                        start()
+                        // A request that cannot be written leaves the connection in an unknown state.
+                        written.futureResult.whenFailure { _ in channel.close(promise: nil) }
+                        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
+                    }
+                }
             }
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            do {
-                try await Self.writeBody(body, to: channel)
-                written.succeed()
-            } catch let error as BodyError {
-                written.fail(error.underlying)
-                loop.execute { handler.value.cancel(done.futureResult) }
-                _ = try? await headPromise.futureResult.get()
-                throw error.underlying
-            } catch {
-                // The connection failed while writing: the handler reports why (or the server answered early).
-                written.fail(error)
-                channel.close(promise: nil)
-            }
-            let responseHead = try await headPromise.futureResult.get()
             try Task.checkCancellation()
             return Exchange(
                 head: responseHead, body: stream, bodyContinuation: continuation, done: done.futureResult,
-                reusable: reusable)
+                reusable: reusable.futureResult)
         } onCancel: {
             loop.execute { handler.value.cancel(done.futureResult) }
         }

@@ -146,7 +146,7 @@ public struct HTTPSTransport: ClientTransport {
 
     /// Closes idle connections; requests still running finish, then their connections close.
     public func shutdown() async {
-        await pool.shutDown()
+        pool.shutDown()
     }
 
     /// Runs one exchange on `lease`; the lease goes back to the pool exactly once, whatever happens.
@@ -157,18 +157,16 @@ public struct HTTPSTransport: ClientTransport {
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
             maxBodySize: configuration.maxResponseBodySize)
         let pool = self.pool
+        // The lease goes back exactly once: on the event loop when the exchange ends, or here on a failure
+        // before that (whichever comes first).
+        let release = OnceAction { reusable in pool.release(lease, reusable: reusable) }
         let exchange: HTTPClientConnection.Exchange
         do {
-            exchange = try await lease.connection.execute(head: head, body: body, limits: limits)
+            exchange = try await lease.connection.execute(
+                head: head, body: body, limits: limits, finished: { release.run($0) })
         } catch {
-            await pool.release(lease, reusable: false)
+            release.run(false)
             throw error
-        }
-        let release = OnceAction { reusable in await pool.release(lease, reusable: reusable) }
-        // Whatever the caller does with the body, the connection goes back once the exchange is over.
-        exchange.reusable.whenComplete { result in
-            let reusable = (try? result.get()) ?? false
-            Task { await release.run(reusable) }
         }
         let response: HTTPResponse
         do {
@@ -178,7 +176,7 @@ public struct HTTPSTransport: ClientTransport {
             throw error
         }
         if isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304 {
-            await release.run((try? await exchange.reusable.get()) ?? false)
+            if release.outcome == nil { release.run((try? await exchange.reusable.get()) ?? false) }
             return (response, nil)
         }
         let connection = lease.connection
