@@ -58,7 +58,8 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     /// A requester wants a connection for `key`.
     mutating func lease(_ key: Key, for waiter: WaiterID) -> Action {
         if isShutDown { return .failShutDown(waiter) }
-        var state = keys[key, default: KeyState()]
+        // Moved out of the dictionary so it is mutated in place (no copy of its collections).
+        var state = keys.removeValue(forKey: key) ?? KeyState()
         defer { keys[key] = state }
         if let connection = state.idle.popLast() {
             state.leased.insert(connection)
@@ -76,9 +77,12 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     /// A requester wants a connection for `key` without waiting: the idle connection it now leases, or nil
     /// when none is idle (then it calls ``lease(_:for:)``).
     mutating func leaseIdle(_ key: Key) -> ConnectionID? {
-        guard !isShutDown, var state = keys[key], let connection = state.idle.popLast() else { return nil }
+        guard !isShutDown, keys[key]?.idle.isEmpty == false, var state = keys.removeValue(forKey: key) else {
+            return nil
+        }
+        defer { keys[key] = state }
+        guard let connection = state.idle.popLast() else { return nil }
         state.leased.insert(connection)
-        keys[key] = state
         return connection
     }
 
@@ -95,8 +99,9 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     private mutating func release(_ key: Key, _ connection: ConnectionID, reusable: Bool, alreadyClosed: Bool)
         -> Action
     {
-        guard var state = keys[key], state.leased.remove(connection) != nil else { return .none }
+        guard keys[key] != nil, var state = keys.removeValue(forKey: key) else { return .none }
         defer { keys[key] = state }
+        guard state.leased.remove(connection) != nil else { return .none }
         if isShutDown { return alreadyClosed ? .none : .close(connection) }
         if reusable {
             if !state.waiters.isEmpty {

@@ -56,16 +56,25 @@ final class HTTPClientConnection: Sendable {
         let reusable = loop.makePromise(of: Bool.self)
         let exchange = ResponseExchange(
             head: headPromise, body: continuation, done: done,
-            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" },
+            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
+                $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
+            },
             deadline: limits.deadline, idleReadTimeout: limits.idleReadTimeout, maxBodySize: limits.maxBodySize,
             isHead: head.method == .HEAD)
         let handler = self.handler
         let channel = self.channel
         /// Runs on the loop: wires completion (callbacks registered on the loop run there, no hops) and starts.
         @Sendable func start() {
-            reusable.completeWith(
-                done.futureResult.and(written.futureResult.map { true }.recover { _ in false }).map { $0 && $1 })
-            reusable.futureResult.whenComplete { finished((try? $0.get()) ?? false) }
+            // Nested callbacks rather than and/map/recover: no intermediate futures per request.
+            written.futureResult.whenComplete { writeResult in
+                done.futureResult.whenComplete { doneResult in
+                    let requestWritten: Bool
+                    if case .success = writeResult { requestWritten = true } else { requestWritten = false }
+                    let value = requestWritten && ((try? doneResult.get()) ?? false)
+                    finished(value)
+                    reusable.succeed(value)
+                }
+            }
             handler.value.start(exchange)
             channel.write(HTTPClientRequestPart.head(head), promise: nil)
         }

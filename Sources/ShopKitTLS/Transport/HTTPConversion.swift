@@ -119,7 +119,8 @@ struct RequestTarget: Hashable, Sendable {
 
     /// The `Host` header value: the port is omitted when it is 443; IPv6 literals get brackets.
     var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        // A byte scan: Foundation's String.contains(String) costs a locale-aware search on every request.
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? name : "\(name):\(port)"
     }
 }
