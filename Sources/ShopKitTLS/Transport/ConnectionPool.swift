@@ -233,13 +233,11 @@ final class ConnectionPool: @unchecked Sendable {
 
     private func create(_ id: ConnectionID, for waiter: WaiterID, target: RequestTarget) {
         logger.debug("opening connection", metadata: ["host": "\(target.host)", "port": "\(target.port)", "connection": "\(id)"])
-        let factory = self.factory
-        Task {
-            do {
-                let connection = try await factory.connect(to: target)
-                self.created(id, connection, for: waiter, target: target)
-            } catch {
-                self.creationFailed(id, error: error, for: waiter, target: target)
+        // Completes on the new connection's event loop: the requester is resumed from there, no task needed.
+        factory.connect(to: target).whenComplete { [self] result in
+            switch result {
+            case .success(let connection): created(id, connection, for: waiter, target: target)
+            case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
             }
         }
     }

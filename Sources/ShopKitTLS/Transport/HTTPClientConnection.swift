@@ -157,25 +157,27 @@ extension HTTPClientConnection {
         let handshakeTimeout: TimeAmount
         let logger: Logger
 
-        /// Connects, secures and prepares a connection to `target`.
+        /// Connects, secures and prepares a connection to `target`, all on the connection's event loop; the
+        /// future fails with a ``TLSError``: `connectFailed`, `timeout(.connect)`, `timeout(.handshake)`, or
+        /// the security layer's error.
         ///
-        /// - Throws: ``TLSError``: `connectFailed`, `timeout(.connect)`, `timeout(.handshake)`, or the
-        ///   security layer's error.
-        func connect(to target: RequestTarget) async throws -> HTTPClientConnection {
+        /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
+        /// and race address families for every new connection, a thread round trip per handshake.
+        func connect(to target: RequestTarget) -> EventLoopFuture<HTTPClientConnection> {
             let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            let channel: any Channel
-            do {
-                channel = try await bootstrap.connect(host: target.host, port: target.port).get()
-            } catch ChannelError.connectTimeout {
-                throw TLSError.timeout(.connect)
-            } catch {
-                throw TLSError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            let connected: EventLoopFuture<any Channel>
+            if let address = try? SocketAddress(ipAddress: target.host, port: target.port) {
+                connected = bootstrap.connect(to: address)
+            } else {
+                connected = bootstrap.connect(host: target.host, port: target.port)
             }
-            do {
-                try await secure(channel, target: target).get()
-                return try await channel.eventLoop.submit {
+            return connected.flatMapErrorThrowing { error -> any Channel in
+                if case ChannelError.connectTimeout = error { throw TLSError.timeout(.connect) }
+                throw TLSError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            }.flatMap { channel in
+                secure(channel, target: target).hop(to: channel.eventLoop).flatMapThrowing {
                     let handler = HTTPClientConnectionHandler()
                     let connection = HTTPClientConnection(channel: channel, handler: handler)
                     let sync = channel.pipeline.syncOperations
@@ -183,11 +185,16 @@ extension HTTPClientConnection {
                     try sync.addHTTPClientHandlers()
                     try sync.addHandler(handler)
                     return connection
-                }.get()
-            } catch {
-                channel.close(promise: nil)
-                throw error is TLSError ? error : TLSError.handshakeFailed(reason: "\(error)")
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error is TLSError ? error : TLSError.handshakeFailed(reason: "\(error)")
+                }
             }
+        }
+
+        /// ``connect(to:)`` awaited.
+        func connect(to target: RequestTarget) async throws -> HTTPClientConnection {
+            try await connect(to: target).get()
         }
 
         /// The security layer's verification, bounded by the handshake timeout.
