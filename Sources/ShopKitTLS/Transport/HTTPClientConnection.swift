@@ -21,8 +21,8 @@ final class HTTPClientConnection: Sendable {
     /// What sending a request produced: the head, the streamed body, and when the connection is free again.
     struct Exchange: Sendable {
         let head: HTTPResponseHead
-        let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>
-        let bodyContinuation: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+        /// The body chunks, fed by the handler on the event loop.
+        let body: BodyStream
         /// Identifies the exchange (for ``HTTPClientConnection/cancel(_:)``).
         let done: EventLoopFuture<Bool>
         /// Succeeds with whether the connection may be reused once the response is complete and the request sent.
@@ -49,13 +49,13 @@ final class HTTPClientConnection: Sendable {
         head: HTTPRequestHead, body: HTTPBody?, limits: ExchangeLimits, finished: @escaping @Sendable (Bool) -> Void
     ) async throws -> Exchange {
         let loop = channel.eventLoop
-        let (stream, continuation) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
+        let stream = BodyStream()
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let done = loop.makePromise(of: Bool.self)
         let written = loop.makePromise(of: Void.self)
         let reusable = loop.makePromise(of: Bool.self)
         let exchange = ResponseExchange(
-            head: headPromise, body: continuation, done: done,
+            head: headPromise, body: stream, done: done,
             requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
                 $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
             },
@@ -110,7 +110,7 @@ final class HTTPClientConnection: Sendable {
             }
             try Task.checkCancellation()
             return Exchange(
-                head: responseHead, body: stream, bodyContinuation: continuation, done: done.futureResult,
+                head: responseHead, body: stream, done: done.futureResult,
                 reusable: reusable.futureResult)
         } onCancel: {
             loop.execute { handler.value.cancel(done.futureResult) }

@@ -6,7 +6,7 @@ struct ResponseExchange {
     /// Succeeds with the response head, or fails with an ``ExchangeFailure``.
     let head: EventLoopPromise<HTTPResponseHead>
     /// Receives the body bytes.
-    let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+    let body: BodyStream
     /// Succeeds when the response is complete, with whether the connection may be kept alive.
     let done: EventLoopPromise<Bool>
     /// Whether the request allows keep-alive (no `Connection: close`).

@@ -181,9 +181,7 @@ public struct HTTPSTransport: ClientTransport {
         }
         let connection = lease.connection
         let done = exchange.done
-        exchange.bodyContinuation.onTermination = { termination in
-            if case .cancelled = termination { connection.cancel(done) }
-        }
+        exchange.body.onCancel = { connection.cancel(done) }
         let length = HTTPConversion.contentLength(exchange.head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
         let sequence = ResponseBodySequence(stream: exchange.body, reusable: exchange.reusable, release: release)
         return (response, HTTPBody(sequence, length: length, iterationBehavior: .single))

@@ -36,13 +36,13 @@ final class OnceAction: @unchecked Sendable {
 struct ResponseBodySequence: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>
 
-    let stream: AsyncThrowingStream<ArraySlice<UInt8>, any Error>
+    let stream: BodyStream
     /// Succeeds with whether the connection may be reused.
     let reusable: EventLoopFuture<Bool>
     let release: OnceAction
 
     struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.AsyncIterator
+        let base: BodyStream
         let reusable: EventLoopFuture<Bool>
         let release: OnceAction
 
@@ -65,6 +65,6 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: stream.makeAsyncIterator(), reusable: reusable, release: release)
+        AsyncIterator(base: stream, reusable: reusable, release: release)
     }
 }
