@@ -67,4 +67,31 @@ import Testing
         #expect(try await reader.value == nil)
         #expect(cancelled.count == 0)
     }
+
+    @Test func theProducerPausesAboveTheHighWatermarkAndIsAskedToGoOnOnceDrained() async throws {
+        let stream = BodyStream()
+        let demanded = Flag()
+        stream.onDemand = { demanded.bump() }
+        let chunk = ArraySlice([UInt8](repeating: 1, count: 40 * 1024))
+        #expect(stream.yield(chunk))
+        #expect(!stream.yield(chunk))  // 80 KiB unread: above the high watermark
+        #expect(try await stream.next()?.count == chunk.count)
+        #expect(demanded.count == 0)  // 40 KiB unread: above the low watermark
+        #expect(try await stream.next()?.count == chunk.count)
+        #expect(demanded.count == 1)
+        #expect(stream.yield(chunk))
+    }
+
+    @Test func abandoningDiscardsTheRestAndUnpausesTheProducer() async throws {
+        let stream = BodyStream()
+        let demanded = Flag()
+        stream.onDemand = { demanded.bump() }
+        let chunk = ArraySlice([UInt8](repeating: 1, count: 80 * 1024))
+        #expect(!stream.yield(chunk))
+        stream.abandon()
+        #expect(demanded.count == 1)
+        #expect(stream.yield(chunk))
+        stream.finish()
+        #expect(try await stream.next() == nil)
+    }
 }

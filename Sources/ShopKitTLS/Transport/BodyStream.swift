@@ -17,6 +17,18 @@ final class BodyStream: @unchecked Sendable {
     private var end: Result<Void, any Error>?
     private var waiting: CheckedContinuation<ArraySlice<UInt8>?, any Error>?
     private var cancelHandler: (@Sendable () -> Void)?
+    private var demandHandler: (@Sendable () -> Void)?
+    /// Bytes yielded and not yet read.
+    private var bufferedBytes = 0
+    /// The producer was told to stop (``yield(_:)`` returned false) and has not been asked to go on yet.
+    private var producerPaused = false
+    /// Nobody will read any more (the body was dropped): chunks are discarded, the producer never pauses.
+    private var abandoned = false
+
+    /// Above this many unread bytes the producer is asked to pause.
+    static let highWatermark = 64 * 1024
+    /// At or below this many unread bytes a paused producer is asked to go on.
+    static let lowWatermark = 16 * 1024
 
     /// Called once if the reading task is cancelled before the stream ended (not after a normal end).
     var onCancel: (@Sendable () -> Void)? {
@@ -24,20 +36,31 @@ final class BodyStream: @unchecked Sendable {
         set { lock.withLock { cancelHandler = newValue } }
     }
 
+    /// Called (outside the lock, on the reader's thread) when a paused producer should go on.
+    var onDemand: (@Sendable () -> Void)? {
+        get { lock.withLock { demandHandler } }
+        set { lock.withLock { demandHandler = newValue } }
+    }
+
     // MARK: Producer (the connection's event loop)
 
-    /// Adds a chunk for the reader; dropped once the stream ended.
-    func yield(_ chunk: ArraySlice<UInt8>) {
-        let reader: CheckedContinuation<ArraySlice<UInt8>?, any Error>? = lock.withLock {
-            guard end == nil else { return nil }
+    /// Adds a chunk for the reader (dropped once the stream ended). Returns false when the reader is behind
+    /// (more than ``highWatermark`` bytes unread): the producer should pause until ``onDemand`` is called.
+    @discardableResult
+    func yield(_ chunk: ArraySlice<UInt8>) -> Bool {
+        let (reader, goOn): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, Bool) = lock.withLock {
+            guard end == nil, !abandoned else { return (nil, true) }
             if let reader = waiting {
                 waiting = nil
-                return reader
+                return (reader, true)
             }
             chunks.append(chunk)
-            return nil
+            bufferedBytes += chunk.count
+            if bufferedBytes > Self.highWatermark { producerPaused = true }
+            return (nil, !producerPaused)
         }
         reader?.resume(returning: chunk)
+        return goOn
     }
 
     /// Ends the stream: the reader gets the buffered chunks, then the end.
@@ -70,7 +93,9 @@ final class BodyStream: @unchecked Sendable {
 
     /// The next chunk, or nil at the end; throws the stream's error once. Returns nil if the task is cancelled.
     func next() async throws -> ArraySlice<UInt8>? {
-        switch lock.withLock({ take() }) {
+        let (taken, demand) = lock.withLock { (take(), takeDemand()) }
+        demand?()
+        switch taken {
         case .chunk(let chunk): return chunk
         case .end: return nil
         case .error(let error): throw error
@@ -78,11 +103,12 @@ final class BodyStream: @unchecked Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (reader: CheckedContinuation<ArraySlice<UInt8>?, any Error>) in
-                let ready: Taken = lock.withLock {
+                let (ready, demand): (Taken, (@Sendable () -> Void)?) = lock.withLock {
                     let taken = take()
                     if case .wait = taken { waiting = reader }
-                    return taken
+                    return (taken, takeDemand())
                 }
+                demand?()
                 switch ready {
                 case .chunk(let chunk): reader.resume(returning: chunk)
                 case .end: reader.resume(returning: nil)
@@ -107,6 +133,7 @@ final class BodyStream: @unchecked Sendable {
         if nextChunk < chunks.count {
             let chunk = chunks[nextChunk]
             nextChunk += 1
+            bufferedBytes -= chunk.count
             if nextChunk == chunks.count {
                 chunks.removeAll(keepingCapacity: chunks.count <= 16)
                 nextChunk = 0
@@ -122,6 +149,27 @@ final class BodyStream: @unchecked Sendable {
         }
     }
 
+    /// The reader dropped the body without reading it to the end: the rest is discarded as it arrives (so the
+    /// exchange still completes and the connection can be reused), and a paused producer goes on.
+    func abandon() {
+        let demand: (@Sendable () -> Void)? = lock.withLock {
+            abandoned = true
+            chunks = []
+            nextChunk = 0
+            bufferedBytes = 0
+            defer { producerPaused = false }
+            return producerPaused ? demandHandler : nil
+        }
+        demand?()
+    }
+
+    /// The demand callback to call if a paused producer should go on now. Runs under the lock.
+    private func takeDemand() -> (@Sendable () -> Void)? {
+        guard producerPaused, bufferedBytes <= Self.lowWatermark else { return nil }
+        producerPaused = false
+        return demandHandler
+    }
+
     /// The reading task was cancelled: end the stream (the reader gets nil) and report it.
     private func cancel() {
         let (reader, handler): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, (@Sendable () -> Void)?) =
@@ -130,6 +178,8 @@ final class BodyStream: @unchecked Sendable {
                 end = .success(())
                 chunks = []
                 nextChunk = 0
+                bufferedBytes = 0
+                producerPaused = false
                 let reader = waiting
                 waiting = nil
                 let handler = cancelHandler

@@ -50,6 +50,8 @@ final class HTTPClientConnection: Sendable {
     ) async throws -> Exchange {
         let loop = channel.eventLoop
         let stream = BodyStream()
+        let handler = self.handler
+        stream.onDemand = { loop.execute { handler.value.resumeReading() } }
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let done = loop.makePromise(of: Bool.self)
         let written = loop.makePromise(of: Void.self)
@@ -61,7 +63,6 @@ final class HTTPClientConnection: Sendable {
             },
             deadline: limits.deadline, idleReadTimeout: limits.idleReadTimeout, maxBodySize: limits.maxBodySize,
             isHead: head.method == .HEAD)
-        let handler = self.handler
         let channel = self.channel
         /// Runs on the loop: wires completion (callbacks registered on the loop run there, no hops) and starts.
         @Sendable func start() {

@@ -45,8 +45,15 @@ final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler 
 
 /// Runs one HTTP/1.1 exchange at a time on a connection: response head, body streaming with the size limit,
 /// keep-alive decision, idle-read and whole-request timers. Every method runs on the channel's event loop.
-final class HTTPClientConnectionHandler: ChannelInboundHandler {
+///
+/// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
+/// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
+/// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader
+/// (freshly allocated buffers freed by another thread made malloc trim and re-fault its heap on every read).
+final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
 
     private enum State {
         case idle
@@ -63,6 +70,10 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
     /// The one timer of the current exchange: it fires at the earlier of the request deadline and the idle-read
     /// deadline, and re-arms itself if bytes arrived meanwhile (so a read never touches the timer queue).
     private var timer: Scheduled<Void>?
+    /// The body reader is behind: the channel's reads are held back until it catches up.
+    private var readingPaused = false
+    /// A read the channel asked for while reading was paused.
+    private var pendingRead = false
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
@@ -117,9 +128,10 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
                 return
             }
             state = .streamingBody(exchange, received: total, keepAlive: keepAlive)
-            exchange.body.yield(ArraySlice(buffer.readableBytesView))
+            if !exchange.body.yield(ArraySlice(buffer.readableBytesView)) { readingPaused = true }
         case (.end, .streamingBody(let exchange, _, let keepAlive)):
             cancelTimers()
+            resumeReading()
             state = keepAlive ? .idle : .closed
             exchange.done.succeed(keepAlive)
             exchange.body.finish()
@@ -130,6 +142,26 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
             context.close(promise: nil)
         default:
             fail(TLSError.malformedResponse("unexpected HTTP response part"))
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if readingPaused {
+            pendingRead = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// The body reader drained the stream below its low watermark (or the exchange ended): let reads through.
+    func resumeReading() {
+        guard readingPaused else { return }
+        readingPaused = false
+        // Time spent waiting for the reader is not the server's silence.
+        lastRead = .now()
+        if pendingRead, let context {
+            pendingRead = false
+            context.read()
         }
     }
 
@@ -189,6 +221,7 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         case .idle, .closed: return
         }
         let now = NIODeadline.now()
+        if readingPaused { lastRead = now }
         if now >= exchange.deadline {
             fail(TLSError.timeout(.request))
         } else if now >= lastRead + exchange.idleReadTimeout {

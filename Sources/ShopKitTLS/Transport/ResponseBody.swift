@@ -37,12 +37,15 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>
 
     let stream: BodyStream
+    /// Abandons the stream when the last copy of this sequence and its iterators goes away.
+    let reader: Reader
     /// Succeeds with whether the connection may be reused.
     let reusable: EventLoopFuture<Bool>
     let release: OnceAction
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let base: BodyStream
+        let reader: Reader
         let reusable: EventLoopFuture<Bool>
         let release: OnceAction
 
@@ -65,6 +68,20 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
     }
 
     func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: stream, reusable: reusable, release: release)
+        AsyncIterator(base: stream, reader: reader, reusable: reusable, release: release)
+    }
+
+    /// Lives as long as anyone can still read the body; when it goes, the unread rest is abandoned.
+    final class Reader: Sendable {
+        let stream: BodyStream
+        init(_ stream: BodyStream) { self.stream = stream }
+        deinit { stream.abandon() }
+    }
+
+    init(stream: BodyStream, reusable: EventLoopFuture<Bool>, release: OnceAction) {
+        self.stream = stream
+        self.reader = Reader(stream)
+        self.reusable = reusable
+        self.release = release
     }
 }
