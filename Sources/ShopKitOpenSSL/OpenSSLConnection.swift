@@ -117,11 +117,28 @@ public final class OpenSSLConnection {
 
     /// Ciphertext OpenSSL produced for the peer (reads the output BIO empty), or nil if there is none.
     public func takeCiphertext() -> [UInt8]? {
-        let pending = Int(BIO_ctrl_pending(networkOut))
+        let pending = pendingCiphertextCount
         guard pending > 0 else { return nil }
-        var bytes = [UInt8](repeating: 0, count: pending)
-        let read = bytes.withUnsafeMutableBytes { BIO_read(networkOut, $0.baseAddress, Int32(pending)) }
-        return read > 0 ? Array(bytes.prefix(Int(read))) : nil
+        // Uninitialized storage: BIO_read fills it, nothing is zeroed or copied twice.
+        let bytes = [UInt8](unsafeUninitializedCapacity: pending) { buffer, count in
+            count = takeCiphertext(into: UnsafeMutableRawBufferPointer(buffer))
+        }
+        return bytes.isEmpty ? nil : bytes
+    }
+
+    /// How many ciphertext bytes OpenSSL has written for the peer and not yet taken (the output BIO's size).
+    public var pendingCiphertextCount: Int { Int(BIO_ctrl_pending(networkOut)) }
+
+    /// How many fed ciphertext bytes OpenSSL has not consumed yet (the input BIO's size). The plaintext they
+    /// decrypt to is never larger, so a read buffer of this size (plus what OpenSSL already buffered) fits it.
+    public var unreadCiphertextCount: Int { Int(BIO_ctrl_pending(networkIn)) }
+
+    /// Moves pending ciphertext for the peer into `destination` (as much as fits); returns the byte count.
+    /// Lets the caller read straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.
+    public func takeCiphertext(into destination: UnsafeMutableRawBufferPointer) -> Int {
+        guard let base = destination.baseAddress, destination.count > 0 else { return 0 }
+        let read = BIO_read(networkOut, base, Int32(clamping: destination.count))
+        return read > 0 ? Int(read) : 0
     }
 
     // MARK: Steps
@@ -137,17 +154,26 @@ public final class OpenSSLConnection {
     /// Returns `.wantRead` when the fed ciphertext is used up. Order: feed, `readPlaintext`, take ciphertext
     /// (reading can produce ciphertext: alerts, key updates).
     public func readPlaintext(into plaintext: inout [UInt8]) -> TLSStepResult {
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            OpenSSLError.clearQueue()
-            var read = 0
-            let result = chunk.withUnsafeMutableBytes { SSL_read_ex(ssl, $0.baseAddress, $0.count, &read) }
-            if result == 1 {
-                plaintext.append(contentsOf: chunk.prefix(read))
-                continue
+        // One scratch buffer for the whole loop, never zero-filled: SSL_read_ex writes into it.
+        withUnsafeTemporaryAllocation(byteCount: 16_384, alignment: 1) { scratch in
+            while true {
+                let (read, step) = readPlaintext(into: scratch)
+                guard step == .complete else { return step }
+                plaintext.append(contentsOf: scratch.prefix(read))
             }
-            return translate(result, "SSL_read_ex")
         }
+    }
+
+    /// One decryption step into `destination`: the number of plaintext bytes written there and `.complete`, or
+    /// zero bytes and why nothing more can be read now (`.wantRead` once the fed ciphertext is used up,
+    /// `.closed` on close_notify, `.failed`). Call it again while it returns `.complete`. Lets the caller decrypt
+    /// straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.
+    public func readPlaintext(into destination: UnsafeMutableRawBufferPointer) -> (count: Int, result: TLSStepResult) {
+        guard let base = destination.baseAddress, destination.count > 0 else { return (0, .complete) }
+        OpenSSLError.clearQueue()
+        var read = 0
+        let result = SSL_read_ex(ssl, base, destination.count, &read)
+        return result == 1 ? (read, .complete) : (0, translate(result, "SSL_read_ex"))
     }
 
     /// Encrypts `plaintext` entirely (memory BIOs never push back). Order: `writePlaintext`, take ciphertext.

@@ -36,6 +36,8 @@ public final class TLSHandler: ChannelDuplexHandler {
     var pendingSessions: [OpenSSLSession] = []
     /// What the handshake established, stored with every new session (client role).
     var established: (chain: VerifiedChain, verdict: PinVerdict)?
+    /// The storage of the last plaintext read, kept for the next one (see `readPlaintext`).
+    var plaintextBuffer: ByteBuffer?
 
     init(client: TLSClientContext, host: String, port: Int) {
         role = .client(client, host: host, port: port, key: client.sessionKey(host: host, port: port))
@@ -135,14 +137,31 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     /// Read step: decrypt everything fed so far, pass it on, send any ciphertext OpenSSL produced.
+    ///
+    /// OpenSSL decrypts straight into one `ByteBuffer` sized by the ciphertext it came from (plaintext is never
+    /// larger), which is then passed on as is: no intermediate arrays, no zero-filling.
     private func readPlaintext(context: ChannelHandlerContext) {
         guard let connection else { return }
-        var plaintext: [UInt8] = []
-        let result = connection.readPlaintext(into: &plaintext)
-        sendCiphertext(context: context)
-        if !plaintext.isEmpty {
-            context.fireChannelRead(wrapInboundOut(context.channel.allocator.buffer(bytes: plaintext)))
+        // Reuse the last read's storage when nothing downstream kept it (the HTTP decoder drops a buffer it
+        // consumed entirely): big buffers allocated per read and freed on another thread make malloc trim and
+        // re-fault its heap on every read of a large body.
+        var plaintext = plaintextBuffer ?? context.channel.allocator.buffer(capacity: 0)
+        plaintextBuffer = nil
+        plaintext.clear(minimumCapacity: max(connection.unreadCiphertextCount, 1_024))
+        var result = TLSStepResult.complete
+        while result == .complete {
+            plaintext.writeWithUnsafeMutableBytes(minimumWritableBytes: 1_024) { destination in
+                let (count, step) = connection.readPlaintext(into: destination)
+                result = step
+                return count
+            }
         }
+        sendCiphertext(context: context)
+        if plaintext.readableBytes > 0 {
+            context.fireChannelRead(wrapInboundOut(plaintext))
+        }
+        // Kept only up to a bound, so an idle connection never pins a huge buffer.
+        if plaintext.capacity <= 1 << 18 { plaintextBuffer = plaintext }
         switch result {
         case .closed:
             machine.closeNotifyReceived()
@@ -199,8 +218,8 @@ public final class TLSHandler: ChannelDuplexHandler {
             }
             return
         }
-        if let ciphertext = connection.takeCiphertext() {
-            context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: ciphertext)), promise: promise)
+        if let ciphertext = takeCiphertext(context: context) {
+            context.write(wrapOutboundOut(ciphertext), promise: promise)
         } else {
             promise?.succeed()
         }
@@ -208,8 +227,18 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     /// Sends whatever ciphertext OpenSSL wrote to the output BIO (handshake records, alerts, tickets).
     private func sendCiphertext(context: ChannelHandlerContext) {
-        guard let ciphertext = connection?.takeCiphertext() else { return }
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: ciphertext)), promise: nil)
+        guard let ciphertext = takeCiphertext(context: context) else { return }
+        context.writeAndFlush(wrapOutboundOut(ciphertext), promise: nil)
+    }
+
+    /// The output BIO's ciphertext read straight into one `ByteBuffer`, or nil if there is none.
+    private func takeCiphertext(context: ChannelHandlerContext) -> ByteBuffer? {
+        guard let connection else { return nil }
+        let pending = connection.pendingCiphertextCount
+        guard pending > 0 else { return nil }
+        var buffer = context.channel.allocator.buffer(capacity: pending)
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: pending) { connection.takeCiphertext(into: $0) }
+        return buffer
     }
 
     /// After a successful handshake and checks: send the buffered writes.

@@ -35,6 +35,22 @@ import Testing
         #expect(machine.counts("a") == (idle: 0, leased: 2, waiting: 0))
     }
 
+    @Test func leaseIdleTakesAnIdleConnectionWithoutQueueingOrCreating() {
+        var machine = Machine(maxPerKey: 1)
+        #expect(machine.leaseIdle("a") == nil)
+        #expect(machine.counts("a") == (idle: 0, leased: 0, waiting: 0))
+        _ = machine.lease("a", for: w(1))
+        #expect(machine.leaseIdle("a") == nil)
+        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
+        #expect(machine.isIdle("a", c(1)))
+        #expect(machine.leaseIdle("a") == c(1))
+        #expect(!machine.isIdle("a", c(1)))
+        #expect(machine.counts("a") == (idle: 0, leased: 1, waiting: 0))
+        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
+        _ = machine.shutDown()
+        #expect(machine.leaseIdle("a") == nil)
+    }
+
     @Test func reusableReleaseGoesToTheFirstWaiter() {
         var machine = Machine(maxPerKey: 1)
         _ = machine.lease("a", for: w(1))

@@ -58,7 +58,8 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     /// A requester wants a connection for `key`.
     mutating func lease(_ key: Key, for waiter: WaiterID) -> Action {
         if isShutDown { return .failShutDown(waiter) }
-        var state = keys[key, default: KeyState()]
+        // Moved out of the dictionary so it is mutated in place (no copy of its collections).
+        var state = keys.removeValue(forKey: key) ?? KeyState()
         defer { keys[key] = state }
         if let connection = state.idle.popLast() {
             state.leased.insert(connection)
@@ -71,6 +72,18 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         }
         state.waiters.append(waiter)
         return .none
+    }
+
+    /// A requester wants a connection for `key` without waiting: the idle connection it now leases, or nil
+    /// when none is idle (then it calls ``lease(_:for:)``).
+    mutating func leaseIdle(_ key: Key) -> ConnectionID? {
+        guard !isShutDown, keys[key]?.idle.isEmpty == false, var state = keys.removeValue(forKey: key) else {
+            return nil
+        }
+        defer { keys[key] = state }
+        guard let connection = state.idle.popLast() else { return nil }
+        state.leased.insert(connection)
+        return connection
     }
 
     /// A connection opened by ``Action/create(_:for:)`` failed to connect.
@@ -86,8 +99,9 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     private mutating func release(_ key: Key, _ connection: ConnectionID, reusable: Bool, alreadyClosed: Bool)
         -> Action
     {
-        guard var state = keys[key], state.leased.remove(connection) != nil else { return .none }
+        guard keys[key] != nil, var state = keys.removeValue(forKey: key) else { return .none }
         defer { keys[key] = state }
+        guard state.leased.remove(connection) != nil else { return .none }
         if isShutDown { return alreadyClosed ? .none : .close(connection) }
         if reusable {
             if !state.waiters.isEmpty {
@@ -159,6 +173,11 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
 }
 
 extension ConnectionPoolStateMachine {
+    /// Whether `connection` is parked idle under `key`.
+    func isIdle(_ key: Key, _ connection: ConnectionID) -> Bool {
+        keys[key]?.idle.contains(connection) ?? false
+    }
+
     /// Whether the pool no longer tracks `connection` (neither idle nor leased).
     func isUnknown(_ key: Key, _ connection: ConnectionID) -> Bool {
         guard let state = keys[key] else { return true }

@@ -21,8 +21,8 @@ final class HTTPClientConnection: Sendable {
     /// What sending a request produced: the head, the streamed body, and when the connection is free again.
     struct Exchange: Sendable {
         let head: HTTPResponseHead
-        let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>
-        let bodyContinuation: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+        /// The body chunks, fed by the handler on the event loop.
+        let body: BodyStream
         /// Identifies the exchange (for ``HTTPClientConnection/cancel(_:)``).
         let done: EventLoopFuture<Bool>
         /// Succeeds with whether the connection may be reused once the response is complete and the request sent.
@@ -38,47 +38,81 @@ final class HTTPClientConnection: Sendable {
 
     /// Sends the request head and body, and waits for the response head.
     ///
+    /// `finished` runs exactly once per call, on the event loop when the exchange is over (response complete
+    /// and request written), with whether the connection may be reused; the pool gets the connection back
+    /// there, before the body stream reports its end. Bodiless requests (the common case) are written,
+    /// flushed and answered in one trip to the event loop, with no future awaited from the task.
+    ///
     /// - Throws: ``ExchangeFailure`` for transport failures; the caller's body errors as they are;
     ///   `CancellationError` when the task is cancelled (the connection is then closed).
-    func execute(head: HTTPRequestHead, body: HTTPBody?, limits: ExchangeLimits) async throws -> Exchange {
+    func execute(
+        head: HTTPRequestHead, body: HTTPBody?, limits: ExchangeLimits, finished: @escaping @Sendable (Bool) -> Void
+    ) async throws -> Exchange {
         let loop = channel.eventLoop
-        let (stream, continuation) = AsyncThrowingStream<ArraySlice<UInt8>, any Error>.makeStream()
+        let stream = BodyStream()
+        let handler = self.handler
+        stream.onDemand = { loop.execute { handler.value.resumeReading() } }
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let done = loop.makePromise(of: Bool.self)
         let written = loop.makePromise(of: Void.self)
+        let reusable = loop.makePromise(of: Bool.self)
         let exchange = ResponseExchange(
-            head: headPromise, body: continuation, done: done,
-            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains { $0.lowercased() == "close" },
+            head: headPromise, body: stream, done: done,
+            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
+                $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
+            },
             deadline: limits.deadline, idleReadTimeout: limits.idleReadTimeout, maxBodySize: limits.maxBodySize,
             isHead: head.method == .HEAD)
-        let handler = self.handler
         let channel = self.channel
-        let reusable = done.futureResult.and(written.futureResult.map { true }.recover { _ in false })
-            .map { $0 && $1 }
+        /// Runs on the loop: wires completion (callbacks registered on the loop run there, no hops) and starts.
+        @Sendable func start() {
+            // Nested callbacks rather than and/map/recover: no intermediate futures per request.
+            written.futureResult.whenComplete { writeResult in
+                done.futureResult.whenComplete { doneResult in
+                    let requestWritten: Bool
+                    if case .success = writeResult { requestWritten = true } else { requestWritten = false }
+                    let value = requestWritten && ((try? doneResult.get()) ?? false)
+                    finished(value)
+                    reusable.succeed(value)
+                }
+            }
+            handler.value.start(exchange)
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        }
 
         return try await withTaskCancellationHandler {
-            loop.execute {
-                handler.value.start(exchange)
+            let responseHead: HTTPResponseHead
+            if let body {
+                loop.execute { start() }
+                do {
+                    try await Self.writeBody(body, to: channel)
+                    written.succeed()
+                } catch let error as BodyError {
+                    written.fail(error.underlying)
+                    loop.execute { handler.value.cancel(done.futureResult) }
+                    _ = try? await headPromise.futureResult.get()
+                    throw error.underlying
+                } catch {
+                    // The connection failed while writing: the handler reports why (or the server answered early).
+                    written.fail(error)
+                    channel.close(promise: nil)
+                }
+                responseHead = try await headPromise.futureResult.get()
+            } else {
+                responseHead = try await withCheckedThrowingContinuation { waiting in
+                    loop.execute {
+                        headPromise.futureResult.whenComplete { waiting.resume(with: $0) }
+                        start()
+                        // A request that cannot be written leaves the connection in an unknown state.
+                        written.futureResult.whenFailure { _ in channel.close(promise: nil) }
+                        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
+                    }
+                }
             }
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-            do {
-                try await Self.writeBody(body, to: channel)
-                written.succeed()
-            } catch let error as BodyError {
-                written.fail(error.underlying)
-                loop.execute { handler.value.cancel(done.futureResult) }
-                _ = try? await headPromise.futureResult.get()
-                throw error.underlying
-            } catch {
-                // The connection failed while writing: the handler reports why (or the server answered early).
-                written.fail(error)
-                channel.close(promise: nil)
-            }
-            let responseHead = try await headPromise.futureResult.get()
             try Task.checkCancellation()
             return Exchange(
-                head: responseHead, body: stream, bodyContinuation: continuation, done: done.futureResult,
-                reusable: reusable)
+                head: responseHead, body: stream, done: done.futureResult,
+                reusable: reusable.futureResult)
         } onCancel: {
             loop.execute { handler.value.cancel(done.futureResult) }
         }
@@ -126,26 +160,28 @@ extension HTTPClientConnection {
         var connectAddresses: [String: String] = [:]
         let logger: Logger
 
-        /// Connects, secures and prepares a connection to `target`.
+        /// Connects, secures and prepares a connection to `target`, all on the connection's event loop; the
+        /// future fails with a ``TLSError``: `connectFailed`, `timeout(.connect)`, `timeout(.handshake)`, or
+        /// the security layer's error.
         ///
-        /// - Throws: ``TLSError``: `connectFailed`, `timeout(.connect)`, `timeout(.handshake)`, or the
-        ///   security layer's error.
-        func connect(to target: RequestTarget) async throws -> HTTPClientConnection {
+        /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
+        /// and race address families for every new connection, a thread round trip per handshake.
+        func connect(to target: RequestTarget) -> EventLoopFuture<HTTPClientConnection> {
             let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(connectTimeout)
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            let channel: any Channel
-            do {
-                let address = connectAddresses[target.host] ?? target.host
-                channel = try await bootstrap.connect(host: address, port: target.port).get()
-            } catch ChannelError.connectTimeout {
-                throw TLSError.timeout(.connect)
-            } catch {
-                throw TLSError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            let connected: EventLoopFuture<any Channel>
+            let host = connectAddresses[target.host] ?? target.host
+            if let address = try? SocketAddress(ipAddress: host, port: target.port) {
+                connected = bootstrap.connect(to: address)
+            } else {
+                connected = bootstrap.connect(host: host, port: target.port)
             }
-            do {
-                try await secure(channel, target: target).get()
-                return try await channel.eventLoop.submit {
+            return connected.flatMapErrorThrowing { error -> any Channel in
+                if case ChannelError.connectTimeout = error { throw TLSError.timeout(.connect) }
+                throw TLSError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            }.flatMap { channel in
+                secure(channel, target: target).hop(to: channel.eventLoop).flatMapThrowing {
                     let handler = HTTPClientConnectionHandler()
                     let connection = HTTPClientConnection(channel: channel, handler: handler)
                     let sync = channel.pipeline.syncOperations
@@ -153,11 +189,16 @@ extension HTTPClientConnection {
                     try sync.addHTTPClientHandlers()
                     try sync.addHandler(handler)
                     return connection
-                }.get()
-            } catch {
-                channel.close(promise: nil)
-                throw error is TLSError ? error : TLSError.handshakeFailed(reason: "\(error)")
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error is TLSError ? error : TLSError.handshakeFailed(reason: "\(error)")
+                }
             }
+        }
+
+        /// ``connect(to:)`` awaited.
+        func connect(to target: RequestTarget) async throws -> HTTPClientConnection {
+            try await connect(to: target).get()
         }
 
         /// The security layer's verification, bounded by the handshake timeout.

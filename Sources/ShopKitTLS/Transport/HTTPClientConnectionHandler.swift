@@ -6,7 +6,7 @@ struct ResponseExchange {
     /// Succeeds with the response head, or fails with an ``ExchangeFailure``.
     let head: EventLoopPromise<HTTPResponseHead>
     /// Receives the body bytes.
-    let body: AsyncThrowingStream<ArraySlice<UInt8>, any Error>.Continuation
+    let body: BodyStream
     /// Succeeds when the response is complete, with whether the connection may be kept alive.
     let done: EventLoopPromise<Bool>
     /// Whether the request allows keep-alive (no `Connection: close`).
@@ -45,8 +45,15 @@ final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler 
 
 /// Runs one HTTP/1.1 exchange at a time on a connection: response head, body streaming with the size limit,
 /// keep-alive decision, idle-read and whole-request timers. Every method runs on the channel's event loop.
-final class HTTPClientConnectionHandler: ChannelInboundHandler {
+///
+/// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
+/// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
+/// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader
+/// (freshly allocated buffers freed by another thread made malloc trim and re-fault its heap on every read).
+final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
 
     private enum State {
         case idle
@@ -58,8 +65,15 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
     private var state = State.idle
     private var context: ChannelHandlerContext?
     private var bytesRead = false
-    private var requestTimer: Scheduled<Void>?
-    private var idleTimer: Scheduled<Void>?
+    /// When bytes last arrived during the current exchange (or when it started).
+    private var lastRead = NIODeadline.uptimeNanoseconds(0)
+    /// The one timer of the current exchange: it fires at the earlier of the request deadline and the idle-read
+    /// deadline, and re-arms itself if bytes arrived meanwhile (so a read never touches the timer queue).
+    private var timer: Scheduled<Void>?
+    /// The body reader is behind: the channel's reads are held back until it catches up.
+    private var readingPaused = false
+    /// A read the channel asked for while reading was paused.
+    private var pendingRead = false
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
@@ -68,7 +82,7 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
     func noteBytesRead() {
         bytesRead = true
         if case .idle = state { return }
-        armIdleTimer()
+        lastRead = .now()
     }
 
     /// Starts an exchange; the caller then writes the request.
@@ -82,11 +96,8 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         }
         bytesRead = false
         state = .awaitingHead(exchange)
-        let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-        requestTimer = context.eventLoop.scheduleTask(deadline: exchange.deadline) {
-            this.value.fail(TLSError.timeout(.request))
-        }
-        armIdleTimer()
+        lastRead = .now()
+        armTimer()
     }
 
     /// Abandons the exchange whose completion is `done` (task cancelled, body dropped): the connection is
@@ -117,9 +128,10 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
                 return
             }
             state = .streamingBody(exchange, received: total, keepAlive: keepAlive)
-            exchange.body.yield(ArraySlice(buffer.readableBytesView))
+            if !exchange.body.yield(ArraySlice(buffer.readableBytesView)) { readingPaused = true }
         case (.end, .streamingBody(let exchange, _, let keepAlive)):
             cancelTimers()
+            resumeReading()
             state = keepAlive ? .idle : .closed
             exchange.done.succeed(keepAlive)
             exchange.body.finish()
@@ -130,6 +142,26 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
             context.close(promise: nil)
         default:
             fail(TLSError.malformedResponse("unexpected HTTP response part"))
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if readingPaused {
+            pendingRead = true
+        } else {
+            context.read()
+        }
+    }
+
+    /// The body reader drained the stream below its low watermark (or the exchange ended): let reads through.
+    func resumeReading() {
+        guard readingPaused else { return }
+        readingPaused = false
+        // Time spent waiting for the reader is not the server's silence.
+        lastRead = .now()
+        if pendingRead, let context {
+            pendingRead = false
+            context.read()
         }
     }
 
@@ -167,25 +199,41 @@ final class HTTPClientConnectionHandler: ChannelInboundHandler {
         context?.close(promise: nil)
     }
 
-    private func armIdleTimer() {
+    /// Schedules the exchange's timer for the earlier of the request deadline and the idle-read deadline.
+    private func armTimer() {
         guard let context else { return }
-        let timeout: TimeAmount
+        let exchange: ResponseExchange
         switch state {
-        case .awaitingHead(let exchange), .streamingBody(let exchange, _, _): timeout = exchange.idleReadTimeout
+        case .awaitingHead(let current), .streamingBody(let current, _, _): exchange = current
         case .idle, .closed: return
         }
-        idleTimer?.cancel()
+        let fireAt = min(exchange.deadline, lastRead + exchange.idleReadTimeout)
         let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-        idleTimer = context.eventLoop.scheduleTask(in: timeout) {
-            this.value.fail(TLSError.timeout(.idleRead))
+        timer = context.eventLoop.scheduleTask(deadline: fireAt) { this.value.timerFired() }
+    }
+
+    /// The timer fired: fail the exchange if a deadline passed, else re-arm for the next one.
+    private func timerFired() {
+        timer = nil
+        let exchange: ResponseExchange
+        switch state {
+        case .awaitingHead(let current), .streamingBody(let current, _, _): exchange = current
+        case .idle, .closed: return
+        }
+        let now = NIODeadline.now()
+        if readingPaused { lastRead = now }
+        if now >= exchange.deadline {
+            fail(TLSError.timeout(.request))
+        } else if now >= lastRead + exchange.idleReadTimeout {
+            fail(TLSError.timeout(.idleRead))
+        } else {
+            armTimer()
         }
     }
 
     private func cancelTimers() {
-        requestTimer?.cancel()
-        idleTimer?.cancel()
-        requestTimer = nil
-        idleTimer = nil
+        timer?.cancel()
+        timer = nil
     }
 
     private static func tooLarge(_ limit: Int) -> TLSError {

@@ -67,14 +67,21 @@ enum HTTPConversion {
 
     /// The declared `Content-Length` of a response, if any and valid.
     static func contentLength(_ head: HTTPResponseHead) -> Int? {
-        head.headers.first(name: "Content-Length").flatMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        guard let value = head.headers.first(name: "Content-Length") else { return nil }
+        // Optional whitespace is spaces and tabs (RFC 9110 §5.6.3); trimmed by hand, not by Foundation's
+        // CharacterSet, because this runs for every response.
+        var digits = Substring(value)
+        while let first = digits.first, first == " " || first == "\t" { digits.removeFirst() }
+        while let last = digits.last, last == " " || last == "\t" { digits.removeLast() }
+        return Int(digits)
     }
 
     /// Whether a retry of `request` after a stale-connection failure is safe: the method is idempotent
     /// (RFC 9110 §9.2.2) and the body, if any, can be sent again.
+    private static let idempotentMethods: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
+
     static func isRetryable(_ request: HTTPRequest, body: HTTPBody?) -> Bool {
-        let idempotent: Set<HTTPRequest.Method> = [.get, .head, .options, .trace, .put, .delete]
-        guard idempotent.contains(request.method) else { return false }
+        guard idempotentMethods.contains(request.method) else { return false }
         return body == nil || body?.iterationBehavior == .multiple
     }
 }
@@ -112,7 +119,8 @@ struct RequestTarget: Hashable, Sendable {
 
     /// The `Host` header value: the port is omitted when it is 443; IPv6 literals get brackets.
     var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        // A byte scan: Foundation's String.contains(String) costs a locale-aware search on every request.
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
         return port == 443 ? name : "\(name):\(port)"
     }
 }

@@ -157,7 +157,7 @@ public struct HTTPSTransport: ClientTransport {
 
     /// Closes idle connections; requests still running finish, then their connections close.
     public func shutdown() async {
-        await pool.shutDown()
+        pool.shutDown()
     }
 
     /// Runs one exchange on `lease`; the lease goes back to the pool exactly once, whatever happens.
@@ -168,18 +168,16 @@ public struct HTTPSTransport: ClientTransport {
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
             maxBodySize: configuration.maxResponseBodySize)
         let pool = self.pool
+        // The lease goes back exactly once: on the event loop when the exchange ends, or here on a failure
+        // before that (whichever comes first).
+        let release = OnceAction { reusable in pool.release(lease, reusable: reusable) }
         let exchange: HTTPClientConnection.Exchange
         do {
-            exchange = try await lease.connection.execute(head: head, body: body, limits: limits)
+            exchange = try await lease.connection.execute(
+                head: head, body: body, limits: limits, finished: { release.run($0) })
         } catch {
-            await pool.release(lease, reusable: false)
+            release.run(false)
             throw error
-        }
-        let release = OnceAction { reusable in await pool.release(lease, reusable: reusable) }
-        // Whatever the caller does with the body, the connection goes back once the exchange is over.
-        exchange.reusable.whenComplete { result in
-            let reusable = (try? result.get()) ?? false
-            Task { await release.run(reusable) }
         }
         let response: HTTPResponse
         do {
@@ -189,14 +187,12 @@ public struct HTTPSTransport: ClientTransport {
             throw error
         }
         if isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304 {
-            await release.run((try? await exchange.reusable.get()) ?? false)
+            if release.outcome == nil { release.run((try? await exchange.reusable.get()) ?? false) }
             return (response, nil)
         }
         let connection = lease.connection
         let done = exchange.done
-        exchange.bodyContinuation.onTermination = { termination in
-            if case .cancelled = termination { connection.cancel(done) }
-        }
+        exchange.body.onCancel = { connection.cancel(done) }
         let length = HTTPConversion.contentLength(exchange.head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
         let sequence = ResponseBodySequence(stream: exchange.body, reusable: exchange.reusable, release: release)
         return (response, HTTPBody(sequence, length: length, iterationBehavior: .single))
