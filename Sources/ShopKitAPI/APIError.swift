@@ -29,7 +29,8 @@ public enum APIError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .unauthorized:
-            return "The server rejected the credentials (401) and refreshing them did not help; sign in again."
+            return "The request needs a signed-in user: there are no stored credentials, or the server rejected "
+                + "them (401) and one refresh did not help; sign in again."
         case .forbidden:
             return "The server refused the request (403): the signed-in user may not do this."
         case .notFound:
@@ -54,8 +55,9 @@ public enum APIError: Error, Sendable, Equatable, CustomStringConvertible {
     /// For ``transport(_:)`` the causes are compared like this:
     /// - when the left cause's type is `Equatable`, the causes are equal only if the right one has the same type
     ///   and `==` says so (the existential is opened; no casts that could succeed for different types);
-    /// - otherwise they are equal only if both have the same dynamic type and identical
-    ///   `String(reflecting:)` descriptions.
+    /// - otherwise they must have the same dynamic type, and then a class instance is equal only to itself
+    ///   (identity), while a value is compared by its full structure (every stored property, recursively, as
+    ///   `dump` shows it), never by its description, which may leave fields out.
     ///
     /// So two different causes never compare equal, while the same non-`Equatable` error thrown twice does.
     public static func == (lhs: APIError, rhs: APIError) -> Bool {
@@ -139,7 +141,15 @@ func causesAreEqual(_ lhs: any Error, _ rhs: any Error) -> Bool {
         return equatable.isEqual(toAny: rhs)
     }
     guard ObjectIdentifier(type(of: lhs)) == ObjectIdentifier(type(of: rhs)) else { return false }
-    return String(reflecting: lhs) == String(reflecting: rhs)
+    if type(of: lhs) is AnyClass { return (lhs as AnyObject) === (rhs as AnyObject) }
+    return structure(of: lhs) == structure(of: rhs)
+}
+
+/// Every stored property of `value`, recursively, as `dump` renders it (a description may leave fields out).
+private func structure(of value: Any) -> String {
+    var text = ""
+    dump(value, to: &text)
+    return text
 }
 
 extension Equatable {

@@ -125,6 +125,34 @@ import TestSupport
         }
     }
 
+    @Test(arguments: [false, true])
+    func largeErrorBodyDoesNotHideTheStatus(streamed: Bool) async throws {
+        let page = Data(repeating: 0x3C, count: 200_000)  // an HTML error page far over the limit
+        let replies: [StubReply] = [
+            .status(401, body: page, streamed: streamed), .status(503, body: page, streamed: streamed),
+        ]
+        let client = APIClient(baseURL: baseURL, transport: StubTransport(replies: replies), maxResponseBodyBytes: 64)
+        await #expect(throws: APIError.unauthorized) { try await client.send(GetProduct(id: "1")) }
+        await #expect(throws: APIError.server(status: 503, message: nil)) { try await client.send(GetProduct(id: "1")) }
+    }
+
+    @Test func errorMessageIsReadEvenWhenTheBodyLimitIsSmaller() async throws {
+        let reply = StubReply.status(409, body: Data(#"{"message":"out of stock","detail":"…"}"#.utf8))
+        let client = APIClient(baseURL: baseURL, transport: StubTransport(replies: [reply]), maxResponseBodyBytes: 8)
+        await #expect(throws: APIError.server(status: 409, message: "out of stock")) {
+            try await client.send(GetProduct(id: "1"))
+        }
+    }
+
+    @Test func httpDateRetryAfterIsMeasuredFromTheInjectedClock() async throws {
+        let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
+        let reply = StubReply.status(429, headers: [.retryAfter: "Tue, 14 Nov 2023 22:13:50 GMT"])
+        let client = APIClient(baseURL: baseURL, transport: StubTransport(replies: [reply]), now: { now })
+        await #expect(throws: APIError.rateLimited(retryAfter: .seconds(30))) {
+            try await client.send(GetProduct(id: "1"))
+        }
+    }
+
     @Test func bodyExactlyAtTheLimitIsRead() async throws {
         let data = Data(productJSON.utf8)
         let stub = StubTransport(replies: [.status(200, body: data, streamed: true)])
@@ -178,6 +206,20 @@ import TestSupport
         #expect(APIError.transport(TransientFailure()) != .transport(EquatableFailure(code: 1)))
     }
 
+    @Test func causesWhoseDescriptionHidesAFieldStillDiffer() {
+        let first = TersePortFailure(host: "shop.example", port: 443)
+        let second = TersePortFailure(host: "shop.example", port: 8443)
+        #expect(String(describing: first) == String(describing: second))  // the description leaves the port out
+        #expect(APIError.transport(first) != .transport(second))
+        #expect(APIError.transport(first) == .transport(TersePortFailure(host: "shop.example", port: 443)))
+    }
+
+    @Test func classCausesAreEqualOnlyToThemselves() {
+        let one = ReferenceFailure(code: 7)
+        #expect(APIError.transport(one) == .transport(one))
+        #expect(APIError.transport(one) != .transport(ReferenceFailure(code: 7)))
+    }
+
     @Test func casesCompareByValue() {
         #expect(APIError.unauthorized == .unauthorized)
         #expect(APIError.unauthorized != .forbidden)
@@ -193,4 +235,17 @@ import TestSupport
         let failure = DecodingFailure(typeName: "Product", codingPath: "price", reason: "bad")
         #expect(APIError.decoding(failure).description == "The response is not the expected Product JSON at price: bad")
     }
+}
+
+/// A value error whose description omits one of its fields.
+private struct TersePortFailure: Error, CustomStringConvertible {
+    let host: String
+    let port: Int
+    var description: String { "cannot reach \(host)" }
+}
+
+/// A class error: reflection alone cannot tell two instances apart.
+private final class ReferenceFailure: Error, Sendable {
+    let code: Int
+    init(code: Int) { self.code = code }
 }
