@@ -23,6 +23,11 @@ public struct APIClient: Sendable {
     public let maxResponseBodyBytes: Int
     /// Logs method, path (without query) and status at debug level; never headers or bodies.
     public let logger: Logger
+    /// The current time, for turning an HTTP-date `Retry-After` into a delay (injected in tests).
+    let now: @Sendable () -> Date
+
+    /// 64 KiB: how much of a non-2xx body is read, enough for its error message whatever the size limit.
+    static let errorBodyPrefixBytes = 64 * 1024
 
     /// 10 MiB: the default ``maxResponseBodyBytes``.
     public static let defaultMaxResponseBodyBytes = 10 * 1024 * 1024
@@ -35,16 +40,19 @@ public struct APIClient: Sendable {
     ///   - decoder: The JSON decoder for response bodies.
     ///   - maxResponseBodyBytes: The largest response body read into memory (default 10 MiB).
     ///   - logger: Where debug lines go; the default logs nowhere unless a logging backend is bootstrapped.
+    ///   - now: The current time, used for an HTTP-date `Retry-After` on a 429 (tests inject a fixed clock).
     public init(
         baseURL: URL, transport: any ClientTransport, decoder: JSONDecoder = JSONDecoder(),
         maxResponseBodyBytes: Int = APIClient.defaultMaxResponseBodyBytes,
-        logger: Logger = Logger(label: "ShopKit.APIClient")
+        logger: Logger = Logger(label: "ShopKit.APIClient"),
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.baseURL = baseURL
         self.transport = transport
         self.decoder = decoder
         self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
         self.logger = logger
+        self.now = now
     }
 
     /// Sends `request` and decodes its response.
@@ -66,7 +74,13 @@ public struct APIClient: Sendable {
             let (received, responseBody) = try await transport.send(
                 httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
             response = received
-            bytes = try await responseBody?.collectBounded(limit: maxResponseBodyBytes) ?? []
+            if received.status.kind == .successful {
+                bytes = try await responseBody?.collectBounded(limit: maxResponseBodyBytes) ?? []
+            } else {
+                // The status decides the error; the body only adds a message. A large or broken error body
+                // must not hide a 401 or a 503 behind a size-limit or transport error.
+                bytes = (try? await responseBody?.collectPrefix(limit: Self.errorBodyPrefixBytes)) ?? []
+            }
         } catch {
             throw Self.map(transportError: error)
         }
@@ -75,7 +89,7 @@ public struct APIClient: Sendable {
             "response", metadata: ["method": "\(httpRequest.method)", "path": "\(logPath)", "status": "\(response.status.code)"])
 
         guard response.status.kind == .successful else {
-            throw Self.map(status: response, body: bytes)
+            throw Self.map(status: response, body: bytes, now: now())
         }
         return try decode(Request.Response.self, from: bytes)
     }
@@ -124,14 +138,14 @@ public struct APIClient: Sendable {
         return .transport(error)
     }
 
-    /// Maps a non-2xx response to its ``APIError``.
-    static func map(status response: HTTPResponse, body: [UInt8]) -> APIError {
+    /// Maps a non-2xx response to its ``APIError``; `now` turns an HTTP-date `Retry-After` into a delay.
+    static func map(status response: HTTPResponse, body: [UInt8], now: Date) -> APIError {
         switch response.status.code {
         case 401: return .unauthorized
         case 403: return .forbidden
         case 404: return .notFound
         case 429:
-            let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: Date()) }
+            let retryAfter = response.headerFields[.retryAfter].flatMap { RetryAfter.delay(from: $0, now: now) }
             return .rateLimited(retryAfter: retryAfter)
         default:
             return .server(status: response.status.code, message: serverMessage(in: body))

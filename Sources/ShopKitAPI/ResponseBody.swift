@@ -36,6 +36,18 @@ extension HTTPBody {
     }
 }
 
+extension HTTPBody {
+    /// Reads at most `limit` bytes and leaves the rest unread: enough of an error body for its message.
+    func collectPrefix(limit: Int) async throws -> [UInt8] {
+        var bytes: [UInt8] = []
+        for try await chunk in self {
+            bytes.append(contentsOf: chunk.prefix(limit - bytes.count))
+            if bytes.count >= limit { break }
+        }
+        return bytes
+    }
+}
+
 extension Optional where Wrapped == HTTPBody {
     /// `true` when the body is absent or can be iterated again, so the request can be sent another time.
     var isReplayable: Bool {
