@@ -19,7 +19,9 @@ import OpenAPIRuntime
 /// tells the ``SignOutObserver`` once per rejected token, and makes every affected caller throw
 /// ``APIError/unauthorized``. A refresher that throws signs out too, unless its error is a
 /// ``RetryClassifiableError`` with `isRetryable == true` (offline, server down): then the session is kept and
-/// the error is thrown to the caller. At most two requests go upstream per call, so no path can loop.
+/// the error is thrown to the caller. Refreshed tokens the store fails to save are still used for the replay and
+/// kept for the next recovery of the same token, so a rotated refresh token is never lost. At most two requests
+/// go upstream per call, so no path can loop.
 ///
 /// The refresh runs in its own task: a cancelled caller stops waiting at once, while the refresh goes on, so a
 /// rotated refresh token is always saved even if every caller went away.
@@ -50,6 +52,10 @@ public actor AuthenticatingTransport: ClientTransport {
     private var recoveries = SingleFlight<String, CheckedContinuation<Recovery, any Error>>()
     /// A fingerprint (`hashValue`, per-process seed) of the last signed-out access token, to tell the observer once.
     private var lastSignOutFingerprint: Int?
+    /// Tokens a refresh produced that the store could not save, and the access token they replace: a later
+    /// recovery for that token uses them (and saves them again) instead of refreshing with a refresh token the
+    /// backend may already have rotated away.
+    private var unsaved: (rejected: String, fresh: AuthTokens)?
 
     /// Creates the decorator.
     ///
@@ -150,17 +156,29 @@ public actor AuthenticatingTransport: ClientTransport {
         if current.accessToken != rejected { return .tokens(current) }
 
         let fresh: AuthTokens
-        do {
-            fresh = try await refresher.refresh(current)
-        } catch {
-            if let classified = error as? any RetryClassifiableError, classified.isRetryable {
-                logger.notice("token refresh failed transiently; keeping the session")
-                return .failed(error)
+        if let pending = unsaved, pending.rejected == rejected {
+            fresh = pending.fresh
+        } else {
+            do {
+                fresh = try await refresher.refresh(current)
+            } catch {
+                if let classified = error as? any RetryClassifiableError, classified.isRetryable {
+                    logger.notice("token refresh failed transiently; keeping the session")
+                    return .failed(error)
+                }
+                await signOut(rejected: rejected, reason: .refreshFailed)
+                return .signedOut
             }
-            await signOut(rejected: rejected, reason: .refreshFailed)
-            return .signedOut
         }
-        do { try await store.saveTokens(fresh) } catch { return .failed(error) }
+        do {
+            try await store.saveTokens(fresh)
+            unsaved = nil
+        } catch {
+            // The refresh succeeded: losing its tokens could sign the user out (a rotated refresh token is spent).
+            // Replay with them now and keep them for the next recovery; the store gets another chance then.
+            unsaved = (rejected, fresh)
+            logger.error("could not save the refreshed tokens; using them for this request", metadata: ["error": "\(error)"])
+        }
         return .tokens(fresh)
     }
 

@@ -33,6 +33,8 @@ public actor InMemoryTokenStore: TokenStore {
 public actor CountingRefresher: TokenRefresher {
     /// How many refreshes were requested.
     public private(set) var count = 0
+    /// Counts refreshes as they start (before the gate), so a test can wait for one without polling.
+    public nonisolated let started = EventCounter()
     private let gate: Gate?
     private let answer: @Sendable (AuthTokens) throws -> AuthTokens
 
@@ -50,6 +52,7 @@ public actor CountingRefresher: TokenRefresher {
     /// Counts the call, waits for the gate if any, then answers.
     public func refresh(_ tokens: AuthTokens) async throws -> AuthTokens {
         count += 1
+        await started.increment()
         try await gate?.wait()
         return try answer(tokens)
     }

@@ -9,7 +9,7 @@ import TestSupport
 let oldTokens = AuthTokens(accessToken: "old-access", refreshToken: "old-refresh")
 let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh")
 
-@Suite struct AuthenticatingTransportTests {
+@Suite(.timeLimit(.minutes(1))) struct AuthenticatingTransportTests {
     func get(_ transport: some ClientTransport, path: String = "/me", headers: HTTPFields = [:]) async throws -> HTTPResponse {
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path, headerFields: headers)
         return try await transport.send(request, body: nil, baseURL: baseURL, operationID: "test").0
@@ -151,7 +151,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let leaving = Task { try await get(auth, path: "/leaving") }
         let staying = Task { try await get(auth, path: "/staying") }
         await stub.arrivals.wait(until: 2)
-        while await refresher.count == 0 { await Task.yield() }
+        await refresher.started.wait(until: 1)
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }  // while the refresh is held
         await gate.open()
@@ -186,6 +186,20 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         #expect(await observer.reasons.isEmpty)
     }
 
+    @Test func refreshedTokensTheStoreCannotSaveAreStillUsedAndNotRefreshedAgain() async throws {
+        let stub = StubTransport(handler: Self.acceptsOnlyNewToken)
+        let store = FailingSaveTokenStore(oldTokens)
+        let refresher = CountingRefresher(returning: newTokens)
+        let observer = RecordingSignOutObserver()
+        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+
+        #expect(try await get(auth).status.code == 200)  // replayed with the fresh tokens despite the failed save
+        #expect(try await get(auth).status.code == 200)  // the store still holds the old token: no second refresh
+        #expect(await refresher.count == 1)
+        #expect(await store.saveAttempts == 2)  // the unsaved tokens were offered to the store again
+        #expect(await observer.reasons.isEmpty)
+    }
+
     @Test func signOutDoesNotWipeANewerSession() async throws {
         let gate = Gate()
         let store = InMemoryTokenStore(oldTokens)
@@ -195,7 +209,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let observer = RecordingSignOutObserver()
         let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
         let call = Task { try await get(auth) }
-        while await refresher.count == 0 { await Task.yield() }
+        await refresher.started.wait(until: 1)
         try await store.saveTokens(signedInAgain)  // the user signs in again while the refresh is running
         await gate.open()
         await #expect(throws: APIError.unauthorized) { try await call.value }
@@ -224,4 +238,17 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         #expect(!String(reflecting: oldTokens).contains("old-refresh"))
         #expect(!APIError.unauthorized.description.contains("Bearer"))
     }
+}
+
+/// A store whose saves always fail (a keyring locked after the read), counting the attempts.
+private actor FailingSaveTokenStore: TokenStore {
+    let tokens: AuthTokens?
+    private(set) var saveAttempts = 0
+    init(_ tokens: AuthTokens?) { self.tokens = tokens }
+    func loadTokens() async throws -> AuthTokens? { tokens }
+    func saveTokens(_ tokens: AuthTokens) async throws {
+        saveAttempts += 1
+        throw OpaqueFailure(detail: "the keyring is locked")
+    }
+    func clearTokens() async throws {}
 }
