@@ -15,7 +15,10 @@ enum RetryAfter {
     }
 
     /// Parses IMF-fixdate and the two obsolete forms every recipient must accept (RFC 850, asctime).
+    ///
+    /// asctime pads a one-digit day with a space (`Sun Nov  6 08:49:37 1994`); runs of spaces are collapsed first.
     static func httpDate(_ value: String) -> Date? {
+        let value = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         let formats = ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"]
         for format in formats {
             let formatter = DateFormatter()

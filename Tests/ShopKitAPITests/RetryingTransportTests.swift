@@ -37,6 +37,8 @@ import TestSupport
         #expect(RetryAfter.delay(from: "Tue, 14 Nov 2023 22:13:25 GMT", now: now) == .seconds(5))
         #expect(RetryAfter.delay(from: "Tuesday, 14-Nov-23 22:13:30 GMT", now: now) == .seconds(10))
         #expect(RetryAfter.delay(from: "Tue Nov 14 22:13:21 2023", now: now) == .seconds(1))
+        let sixth = Date(timeIntervalSince1970: 784_111_770)  // Sun, 06 Nov 1994 08:49:30 GMT
+        #expect(RetryAfter.delay(from: "Sun Nov  6 08:49:37 1994", now: sixth) == .seconds(7))  // asctime, 1-digit day
         #expect(RetryAfter.delay(from: "Mon, 13 Nov 2023 00:00:00 GMT", now: now) == .zero)
         #expect(RetryAfter.delay(from: "-5", now: now) == nil)
         #expect(RetryAfter.delay(from: "soon", now: now) == nil)
