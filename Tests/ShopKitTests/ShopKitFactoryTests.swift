@@ -34,6 +34,39 @@ import TestSupport
         #expect(await refresher.count == 1)
     }
 
+    @Test func chainIsComposedRetryAuthDedupOverTheBase() throws {
+        let stub = StubTransport(replies: [])
+        let configuration = Self.configuration(
+            store: InMemoryTokenStore(), refresher: CountingRefresher(returning: AuthTokens(accessToken: "n")),
+            sleeper: RecordingSleeper())
+        let retry = try #require(ShopKitFactory.makeTransport(configuration, base: stub) as? RetryingTransport)
+        let auth = try #require(retry.upstream as? AuthenticatingTransport)
+        let dedup = try #require(auth.upstream as? DeduplicatingTransport)
+        #expect(dedup.upstream as? StubTransport === stub)
+    }
+
+    @Test func identicalGETsWithDifferentTokensAreNeverMerged() async throws {
+        let gate = Gate()
+        let stub = StubTransport { request in
+            if request.authorization == "Bearer first" { try await gate.wait() }
+            return .status(204)
+        }
+        let store = InMemoryTokenStore(AuthTokens(accessToken: "first"))
+        let client = ShopKitFactory.makeAPIClient(
+            Self.configuration(
+                store: store, refresher: CountingRefresher(returning: AuthTokens(accessToken: "n")),
+                sleeper: RecordingSleeper()),
+            transport: stub)
+
+        let held = Task { try await client.send(Me()) }
+        await stub.arrivals.wait(until: 1)  // the first user's GET is in flight under dedup
+        try await store.saveTokens(AuthTokens(accessToken: "second"))  // another user signs in
+        #expect(try await client.send(Me()) == NoContent())  // not merged with the held one: it completes alone
+        await gate.open()
+        #expect(try await held.value == NoContent())
+        #expect(await stub.requests.map(\.authorization) == ["Bearer first", "Bearer second"])
+    }
+
     @Test func unauthorizedIsFinalAndNotRetried() async throws {
         let stub = StubTransport(replies: [.status(401)])
         let store = InMemoryTokenStore(AuthTokens(accessToken: "old"))
