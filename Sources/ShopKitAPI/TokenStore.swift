@@ -13,19 +13,23 @@ public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible,
     /// When the access token expires, if known.
     public var expiresAt: Date?
 
+    /// Creates a token set; only the access token is required.
     public init(accessToken: String, refreshToken: String? = nil, expiresAt: Date? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.expiresAt = expiresAt
     }
 
+    /// A description with both tokens redacted; the expiry is shown.
     public var description: String {
         "AuthTokens(accessToken: <redacted>, refreshToken: \(refreshToken == nil ? "nil" : "<redacted>"), "
             + "expiresAt: \(expiresAt.map { "\($0)" } ?? "nil"))"
     }
 
+    /// The same redacted text as ``description``.
     public var debugDescription: String { description }
 
+    /// A mirror with one redacted child, so `dump` and reflection never show a token.
     public var customMirror: Mirror {
         Mirror(self, children: ["redacted": description], displayStyle: .struct)
     }
@@ -34,6 +38,10 @@ public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible,
 /// Where the auth decorator reads and writes the user's tokens.
 ///
 /// ShopKitAuth's keyring and encrypted-file stores conform; tests inject an in-memory one.
+///
+/// - Warning: A conforming store holds bearer credentials. Its errors and log lines must never contain a token
+///   (the auth decorator passes store errors on to callers, who may log them), and it should keep tokens at rest
+///   only where the platform protects them (a keyring or an encrypted file, never plain `UserDefaults`-like files).
 public protocol TokenStore: Sendable {
     /// The stored tokens, or `nil` when the user is signed out.
     func loadTokens() async throws -> AuthTokens?
