@@ -48,7 +48,7 @@ extension ShopKitFactory {
     /// The whole stack over ShopKit's pinned HTTPS transport: the client, and the transport so the caller can
     /// `shutdown()` it when done.
     ///
-    /// - Throws: ``TLSContextError`` when the TLS configuration cannot be loaded (e.g. unreadable anchors).
+    /// - Throws: `TLSContextError` (ShopKitTLS) when the TLS configuration cannot be loaded (e.g. unreadable anchors).
     public static func makeAPIClient(
         _ configuration: ShopKitConfiguration, https: HTTPSTransport.Configuration
     ) throws -> (client: APIClient, transport: HTTPSTransport) {
