@@ -11,7 +11,7 @@ struct ShopKitBench: AsyncParsableCommand {
         discussion: """
             Each subcommand measures one thing in its own process (so RSS numbers belong to one client) and \
             prints one JSON line per result. scripts/bench starts the servers and runs everything.
-            Exit codes: 0 measured (or pending integration), 1 the measurement failed, 64 bad arguments.
+            Exit codes: 0 measured (or not measurable, with the reason), 1 the measurement failed, 64 bad arguments.
             """,
         subcommands: [Run.self, Tokens.self, Report.self])
 }
@@ -75,8 +75,8 @@ struct Run: AsyncParsableCommand {
         var result = BenchResult(client: client.rawValue, workload: workload.rawValue, round: round)
         do {
             guard let benchClient = try makeClient(count: count) else {
-                result.status = "pending integration"
-                result.note = "no ShopKit client for this workload"
+                result.status = "not measurable"
+                result.note = "this client does not run this workload"
                 print(result.jsonLine())
                 return
             }

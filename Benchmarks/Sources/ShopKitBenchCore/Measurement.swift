@@ -8,7 +8,7 @@ public struct BenchResult: Codable, Sendable {
     public var workload: String
     /// Which interleaved round this was (0 = not part of rounds).
     public var round: Int = 0
-    /// `ok`, `pending integration` or `not measurable`.
+    /// `ok`, `failed` or `not measurable` (with the reason in `note`).
     public var status: String = "ok"
     /// Why, when not `ok`; what the numbers mean, when that is not obvious.
     public var note: String?

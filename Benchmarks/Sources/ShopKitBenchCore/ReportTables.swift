@@ -81,7 +81,7 @@ public struct ReportTables: Sendable {
         guard !ok.isEmpty else {
             let any = results.first { $0.client == client && $0.workload == workload }
             let status = any?.status ?? "missing"
-            let note = status == "pending integration" ? "" : any?.note.map { " (\($0))" } ?? ""
+            let note = any?.note.map { " (\($0))" } ?? ""
             return "| \(workload) | \(client) | \(status)\(note) | | | | | | | |"
         }
         let rate = median(client, workload) { $0.reqPerSec }
@@ -100,7 +100,7 @@ public struct ReportTables: Sendable {
         var out = "| target | measured | met |\n|---|---:|---|\n"
         func line(_ target: String, _ value: Double?, _ threshold: Double) {
             guard let value else {
-                out += "| \(target) | pending integration | |\n"
+                out += "| \(target) | not measured in this run | |\n"
                 return
             }
             out += "| \(target) | \(String(format: "%.2f×", value)) | \(value >= threshold ? "yes" : "**no**") |\n"
@@ -124,7 +124,7 @@ public struct ReportTables: Sendable {
             let growth = (Double(after) - Double(before)) / Double(before) * 100
             out += "| RSS flat over the soak (≤ 5% growth) | \(String(format: "%+.1f%%", growth)) | \(growth <= 5 ? "yes" : "**no**") |\n"
         } else {
-            out += "| RSS flat over the soak (≤ 5% growth) | pending integration | |\n"
+            out += "| RSS flat over the soak (≤ 5% growth) | not measured in this run | |\n"
         }
         return out
     }

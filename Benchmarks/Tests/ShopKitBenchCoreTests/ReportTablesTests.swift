@@ -83,15 +83,15 @@ struct ReportTablesTests {
         let markdown = ReportTables(results: [
             result("ahc", "keepalive-1", rate: 1000), result("wrk", "keepalive-1", rate: 4000),
             result("shopkit-pinned", "keepalive-1", rate: 1500),
-            result("shopkit-unpinned", "keepalive-32", rate: 0, status: "pending integration"),
+            result("shopkit-unpinned", "keepalive-32", rate: 0, status: "not measurable"),
             soak,
         ]).markdown()
         #expect(markdown.contains("| keepalive-1 | shopkit-pinned | 1500 | 1500–1500 (n=1) |"))
         #expect(markdown.contains("| 1.50 | 0.38 |"))
-        #expect(markdown.contains("| keepalive-32 | shopkit-unpinned | pending integration |"))
+        #expect(markdown.contains("| keepalive-32 | shopkit-unpinned | not measurable |"))
         #expect(markdown.contains("| keep-alive 64 B, 1 connection: ShopKit (pinned) ≥ 2× AHC | 1.50× | **no** |"))
         #expect(markdown.contains("| RSS flat over the soak (≤ 5% growth) | +10.0% | **no** |"))
-        #expect(markdown.contains("| 1 MiB: ≥ 1× AHC | pending integration | |"))
+        #expect(markdown.contains("| 1 MiB: ≥ 1× AHC | not measured in this run | |"))
     }
 
     @Test func procStatusReadsThisProcess() throws {
