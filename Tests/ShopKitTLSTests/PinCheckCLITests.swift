@@ -191,6 +191,6 @@ struct PinCheckLibraryTests {
         try await server.shutdown()
         #expect(report.verdict == .ok)
         #expect(report.verifiedChain.first?.daysLeft == 10)
-        #expect(report.warnings.contains { $0.contains("expires in 10 days") })
+        #expect(report.warnings.contains { $0.contains("expires within 30 days, in 10 days") })
     }
 }
