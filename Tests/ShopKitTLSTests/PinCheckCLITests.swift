@@ -70,6 +70,31 @@ struct PinCheckCLITests {
         #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2, "one line: \(outcome.stderr)")
     }
 
+    @Test("an OpenSSL that cannot be set up on this machine exits 69, not 64, in one line", arguments: [false, true])
+    func brokenOpenSSLIsNotAUsageError(withCAFile: Bool) async throws {
+        // An OpenSSL config that asks for a provider that does not exist, with diagnostics on: SSL_CTX_new fails.
+        let config = try PinCheckBinary.temporaryFile(
+            """
+            config_diagnostics = 1
+            openssl_conf = init
+            [init]
+            providers = providers
+            [providers]
+            missing = missing
+            [missing]
+            module = /nonexistent/provider.so
+            activate = 1
+
+            """, suffix: ".cnf")
+        defer { try? FileManager.default.removeItem(at: config) }
+        let arguments = ["127.0.0.1:1"] + (withCAFile ? ["--ca-file", Self.rootPEM] : [])
+        let outcome = try await PinCheckBinary.binary().run(arguments, environment: ["OPENSSL_CONF": config.path])
+        #expect(outcome.status == 69)
+        #expect(outcome.stderr.hasPrefix("pin-check: cannot check on this machine: "), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2)
+        #expect(outcome.stdout.isEmpty)
+    }
+
     @Test("--pem prints the pins of certificates offline, equal to the openssl CLI's")
     func pemPins() async throws {
         let outcome = try await PinCheckBinary.run(["--pem", Self.rootPEM])
