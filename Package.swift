@@ -74,7 +74,7 @@ let package = Package(
         .executableTarget(
             name: "pin-check",
             dependencies: [
-                "ShopKit", "TestSupport",
+                "ShopKit", "ShopKitDemoSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -86,13 +86,27 @@ let package = Package(
             ]),
         .executableTarget(
             name: "shopkit-demo",
-            dependencies: ["ShopKit", "TestSupport"]),
+            dependencies: [
+                "ShopKit", "ShopKitDemoSupport",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+            ]),
 
-        // Test-only helpers: loopback TLS server, certificate fixtures, stub transports.
+        // What the demos need (no product): the in-process loopback TLS server over ShopKitTLS's server role,
+        // and the TestCerts certificates, found from the running binary.
+        .target(
+            name: "ShopKitDemoSupport",
+            dependencies: [
+                "ShopKitTLS", "ShopKitPinning",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        // Test-only helpers: certificate fixtures, stub transports, built binaries; re-exports ShopKitDemoSupport.
         .target(
             name: "TestSupport",
             dependencies: [
-                "ShopKitTLS", "ShopKitAPI", "ShopKitPinning",
+                "ShopKitDemoSupport", "ShopKitTLS", "ShopKitAPI", "ShopKitPinning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

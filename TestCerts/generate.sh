@@ -62,6 +62,8 @@ CA='basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\nsu
 SUB_CA="$CA\nauthorityKeyIdentifier=keyid"
 LEAF='basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid'
 LOCAL='subjectAltName=DNS:localhost,IP:127.0.0.1'
+# A leaf whose key only signs: no keyEncipherment (RFC 8410 forbids it for Ed25519 keys).
+SIGN_LEAF='basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=serverAuth\nsubjectKeyIdentifier=hash'
 
 # The trusted hierarchy: root -> intermediate-1 -> intermediate-2 -> leaves; root -> backup-intermediate.
 key root rsa2048;                 cert root self "/O=ShopKit Test/CN=ShopKit Test Root CA" "$CA"
@@ -92,7 +94,9 @@ key leaf-under-not-ca p256;       cert leaf-under-not-ca intermediate-not-ca "/C
 key leaf-client-auth p256;        cert leaf-client-auth intermediate-2 "/CN=localhost" \
   "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=clientAuth\n$LOCAL"
 key leaf-p384 p384;               cert leaf-p384 intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL"
-key leaf-ed25519 ed25519;         cert leaf-ed25519 intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL"
+key leaf-ed25519 ed25519;         cert leaf-ed25519 intermediate-2 "/CN=localhost" "$SIGN_LEAF\nauthorityKeyIdentifier=keyid\n$LOCAL"
+# A self-signed server leaf (CA:FALSE, serverAuth, localhost SANs): trusted by nobody, whatever is pinned.
+key leaf-self-signed p256;        cert leaf-self-signed self "/CN=localhost" "$SIGN_LEAF\n$LOCAL"
 # Re-issued leaf: a new certificate (other serial and dates) for the SAME key as leaf-localhost-ecdsa.
 cp leaf-localhost-ecdsa.key leaf-reissued.key
 cert leaf-reissued intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL" 20250601000000Z 20441231235959Z

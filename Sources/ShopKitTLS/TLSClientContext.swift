@@ -22,7 +22,8 @@ public final class TLSClientContext: Sendable {
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors and pin set).
     ///   - now: the clock used for pin-set expiry (tests inject one).
-    /// - Throws: `TLSContextError` when the trust anchors cannot be loaded.
+    /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
+    ///   `.system` when OpenSSL or the system trust store cannot be set up.
     public init(
         configuration: TLSConfiguration,
         sessionCache: TLSSessionCache = TLSSessionCache(),
@@ -40,7 +41,14 @@ public final class TLSClientContext: Sendable {
             openSSL = try OpenSSLContext.client(
                 trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12)
         } catch {
-            throw TLSContextError(message: "could not set up TLS (check the PEM trust anchors): \(error)")
+            // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
+            if case .pem(let pem, _) = configuration.trustRoots {
+                do { _ = try OpenSSLCertificate.parsePEM(pem) } catch {
+                    throw TLSContextError(message: "the PEM trust anchors do not load: \(error)", kind: .trustAnchors)
+                }
+            }
+            throw TLSContextError(
+                message: "could not set up TLS (OpenSSL or the system trust store failed): \(error)", kind: .system)
         }
     }
 
@@ -68,11 +76,21 @@ public final class TLSServerContext: Sendable {
     /// Loads the chain (leaf first; the rest is sent exactly in the given order) and the key.
     ///
     /// - Parameter maximumVersion: caps the protocol, e.g. `.tls12` to test TLS 1.2 clients.
-    /// - Parameter legacy: test-only server behaviours for the security-review vectors (see ``LegacyServer``).
     /// - Warning: For tests and demos; the key is read from memory and never logged.
-    public init(
+    public convenience init(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil
+    ) throws(TLSContextError) {
+        try self.init(
+            certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion,
+            legacy: nil)
+    }
+
+    /// A server with a deliberately weak behaviour (``LegacyServer``), for the security-review vectors.
+    ///
+    /// - Warning: Package access only: the shipped API cannot build a weak server.
+    package init(
         certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
-        legacy: LegacyServer? = nil
+        legacy: LegacyServer?
     ) throws(TLSContextError) {
         do {
             switch legacy {
@@ -96,8 +114,8 @@ public final class TLSServerContext: Sendable {
 
     /// Deliberately weak server behaviours, so tests can check that ShopKit's *client* refuses them.
     ///
-    /// - Warning: Test servers only. Client contexts have no such option.
-    public enum LegacyServer: Sendable, Hashable {
+    /// - Warning: Test servers only (package access, not public API). Client contexts have no such option.
+    package enum LegacyServer: Sendable, Hashable {
         /// Security level 0, so the server can serve RSA-1024 or SHA-1 certificates.
         case weakCertificates
         /// Speaks TLS 1.0 only (security level 0), like a server that was never upgraded.
@@ -127,11 +145,26 @@ public final class TLSServerStatistics: @unchecked Sendable {
 
 /// A TLS context could not be built; the message says which input to fix.
 public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is at fault.
+    public enum Kind: Sendable, Equatable {
+        /// The PEM trust anchors given do not load.
+        case trustAnchors
+        /// Another input cannot be used: a pin set, a host name, a server chain or key.
+        case invalidInput
+        /// OpenSSL or the system trust store could not be set up; nothing the caller gave is at fault.
+        case system
+    }
+
     /// What went wrong and what to check.
     public let message: String
+    /// What is at fault.
+    public let kind: Kind
 
     /// An error with an actionable message.
-    public init(message: String) { self.message = message }
+    public init(message: String, kind: Kind = .invalidInput) {
+        self.message = message
+        self.kind = kind
+    }
 
     public var description: String { message }
 }

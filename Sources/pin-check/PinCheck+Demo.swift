@@ -1,38 +1,25 @@
-import ArgumentParser
-import ShopKit
-import TestSupport
+import Foundation
+import ShopKitDemoSupport
 
 extension PinCheck {
-    /// Three checks against an in-process server from `TestCerts`: a pass on the leaf pin, a pass on the
-    /// backup intermediate pin, and a pin mismatch with its message. Trust: the test root only.
-    func runDemo() async throws {
-        let root = TestCertificates.certificate("root")
-        let main = try await LoopbackTLSServer.start(
-            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
-        let backup = try await LoopbackTLSServer.start(
-            chain: ["leaf-backup-localhost", "backup-intermediate"], key: "leaf-backup-localhost")
-        let checks: [(title: String, port: Int, pins: [String], expected: ServerReport.Verdict)] = [
-            ("1. Pinned to the leaf key and the backup intermediate; the server shows the leaf.", main.port,
-             ["leaf-localhost-ecdsa", "backup-intermediate"], .ok),
-            ("2. Same pins; the server was moved to a certificate under the backup intermediate.", backup.port,
-             ["leaf-localhost-ecdsa", "backup-intermediate"], .ok),
-            ("3. Pinned to keys of an unrelated hierarchy: the check fails and says what to pin.", main.port,
-             ["other-leaf-localhost", "other-intermediate"], .pinMismatch),
-        ]
-        var allAsExpected = true
-        for check in checks {
-            print("== \(check.title)")
-            let inspector = ServerInspector(
-                address: ServerAddress(host: "127.0.0.1", port: check.port), serverName: "localhost",
-                pins: check.pins.map(TestCertificates.pin), trustAnchorsPEM: root)
-            let report = try await inspector.inspect()
-            print(report.text())
-            print("")
-            allAsExpected = allAsExpected && report.verdict == check.expected
+    /// `--demo`: ``PinCheckDemo``'s three checks against in-process servers from the source tree's `TestCerts/`.
+    /// Exit 0 when each check ended as it should, 70 when one did not, 69 when `TestCerts/` cannot be found.
+    func runDemo() async throws(Failure) -> Int32 {
+        let certificates: DemoCertificates
+        do { certificates = try DemoCertificates.locate() } catch { throw Failure(.unavailable, "--demo: \(error)") }
+        let unexpected: [PinCheckDemo.Unexpected]
+        do {
+            unexpected = try await PinCheckDemo.run(certificates: certificates) { print($0) }
+        } catch {
+            throw Failure(.unavailable, "--demo could not run its local servers: \(error)")
         }
-        try? await main.shutdown()
-        try? await backup.shutdown()
-        print(allAsExpected ? "pin-check demo: all three checks behaved as expected" : "pin-check demo: UNEXPECTED result")
-        if !allAsExpected { throw ExitCode.failure }
+        guard let first = unexpected.first else {
+            print("pin-check demo: all three checks behaved as expected")
+            return 0
+        }
+        throw Failure(
+            .demoUnexpected,
+            "--demo: UNEXPECTED result: check \"\(first.title)\" ended in \(first.actual.rawValue), expected "
+                + "\(first.expected.rawValue)")
     }
 }

@@ -1,18 +1,17 @@
 import ArgumentParser
 import Foundation
 import ShopKit
-import ShopKitOpenSSL
 
 /// Shows a server's verified chain and its SPKI pins, and checks a pin set against it.
 ///
-/// Thin: parsing and printing only; `ServerInspector` (ShopKitTLS) does the work.
-@main
-struct PinCheck: AsyncParsableCommand {
+/// Thin: parsing and printing only; `ServerInspector`, `PinsFile` and `PEMPin` do the work.
+struct PinCheck: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin-check",
         abstract: "Show a TLS server's verified chain and its SPKI pins, and check a pin set.",
         discussion: """
             Pins match only certificates on the chain OpenSSL verified, never extra certificates a server sends.
+            --pem and --demo take no other option.
 
             Exit status:
               0   trusted, hostname ok, and no pins given or one matches
@@ -20,7 +19,9 @@ struct PinCheck: AsyncParsableCommand {
               2   chain not trusted (unknown root, expired, missing intermediate, weak key, ...)
               3   hostname mismatch
               4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS)
-              64  usage error (malformed HOST:PORT or pin, unreadable file)
+              64  usage error (malformed HOST:PORT or pin, unreadable file, options that do not go together)
+              69  cannot check on this machine (OpenSSL or the system trust store failed; --demo without TestCerts/)
+              70  --demo: a check did not end as expected
             """)
 
     @Argument(help: "The server, HOST[:PORT] (port 443 by default; IPv6 in brackets: [::1]:8443).")
@@ -29,7 +30,7 @@ struct PinCheck: AsyncParsableCommand {
     @Option(name: .customLong("pin"), help: "A pin to check, sha256/BASE64 (curl's sha256//BASE64 too). Repeatable.")
     var pins: [String] = []
 
-    @Option(name: .customLong("pins-file"), help: "A file of pins, one per line ('#' comments; NAME PIN lines too).")
+    @Option(name: .customLong("pins-file"), help: "A file of pins: PIN or NAME PIN per line, '#' comments.")
     var pinsFile: String?
 
     @Option(name: .customLong("ca-file"), help: "PEM trust anchors replacing the system roots (like curl --cacert).")
@@ -38,8 +39,8 @@ struct PinCheck: AsyncParsableCommand {
     @Option(name: .customLong("servername"), help: "The name sent as SNI and checked against the SANs (default HOST).")
     var serverName: String?
 
-    @Option(help: "Seconds allowed for connect and handshake.")
-    var timeout: Double = 10
+    @Option(help: "Seconds allowed for connect and handshake (default 10).")
+    var timeout: Double?
 
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
@@ -50,27 +51,43 @@ struct PinCheck: AsyncParsableCommand {
     @Option(name: .customLong("pem"), help: "Print the pins of the certificates or public keys in a PEM file (offline).")
     var pemFile: String?
 
-    @Flag(help: "Start a local TLS server from the test certificates and check it (no network).")
+    @Flag(help: "Start a local TLS server from the source tree's TestCerts/ and check it (no network).")
     var demo = false
 
-    func validate() throws {
-        let modes = [server != nil, pemFile != nil, demo].filter { $0 }.count
-        guard modes == 1 else { throw ValidationError("give exactly one of HOST[:PORT], --pem FILE or --demo") }
-        if json, printConfig != nil { throw ValidationError("--print-config prints text: leave out --json") }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+    /// The server-check options given, by their flag names.
+    private var serverOptionsGiven: [String] {
+        [
+            (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (caFile != nil, "--ca-file"),
+            (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
+            (printConfig != nil, "--print-config"),
+        ].filter(\.0).map(\.1)
     }
 
-    func run() async throws {
+    func validate() throws {
+        let modes = [server.map { _ in "HOST[:PORT]" }, pemFile.map { _ in "--pem" }, demo ? "--demo" : nil]
+            .compactMap { $0 }
+        guard modes.count == 1 else {
+            let clash = modes.isEmpty ? "" : "\(modes.joined(separator: " and ")) exclude each other: "
+            throw ValidationError("\(clash)give \(modes.isEmpty ? "" : "exactly ")one of HOST[:PORT], --pem FILE or --demo")
+        }
+        if modes[0] != "HOST[:PORT]", let option = serverOptionsGiven.first {
+            throw ValidationError("\(option) does not apply to \(modes[0]), which takes no other option")
+        }
+        if json, printConfig != nil { throw ValidationError("--print-config prints text: leave out --json") }
+        if let timeout, !(timeout > 0 && timeout <= 3600) {
+            throw ValidationError("--timeout must be more than 0 and at most 3600 seconds")
+        }
+        if let serverName, serverName.isEmpty { throw ValidationError("--servername must not be empty") }
+    }
+
+    /// Runs the mode given and returns the exit status (a verdict's, or 0).
+    func execute() async throws(Failure) -> Int32 {
         if let pemFile { return try printPEMPins(pemFile) }
         if demo { return try await runDemo() }
         let inspector = try makeInspector()
         let report: ServerReport
-        do { report = try await inspector.inspect() } catch { throw ValidationError(error.description) }
-        if json {
-            print(report.json())
-        } else {
-            print(report.text())
-        }
+        do { report = try await inspector.inspect() } catch { throw failure(for: error) }
+        print(json ? report.json() : report.text())
         if let printConfig {
             if let config = printConfig.render(report) {
                 print("\n\(printConfig.rawValue) configuration:\n\(config)")
@@ -78,54 +95,50 @@ struct PinCheck: AsyncParsableCommand {
                 print("no verified chain: nothing to print for --print-config")
             }
         }
-        throw ExitCode(report.verdict.exitCode)
+        return report.verdict.exitCode
     }
 
-    private func makeInspector() throws -> ServerInspector {
+    private func makeInspector() throws(Failure) -> ServerInspector {
         let address: ServerAddress
-        do { address = try ServerAddress(parsing: server ?? "") } catch { throw ValidationError(error.description) }
-        var texts = pins
-        if let pinsFile {
-            for line in try readFile(pinsFile, what: "--pins-file").split(whereSeparator: \.isNewline) {
-                let content = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false)[0]
-                if let last = content.split(whereSeparator: \.isWhitespace).last { texts.append(String(last)) }
-            }
-        }
+        do { address = try ServerAddress(parsing: server ?? "") } catch { throw Failure(.usage, error.description) }
         var parsed: [SPKIPin] = []
-        for text in texts {
-            do { parsed.append(try ServerInspector.parsePin(text)) } catch {
-                throw ValidationError("pin '\(text)': \(error)")
+        for text in pins {
+            do { parsed.append(try SPKIPin(text)) } catch { throw Failure(.usage, "--pin \(text): \(error)") }
+        }
+        if let pinsFile {
+            let text = try readFile(pinsFile, option: "--pins-file")
+            do { parsed += try PinsFile.parse(text) } catch {
+                throw Failure(.usage, "--pins-file \(pinsFile): \(error)")
             }
         }
-        var anchors: String?
-        if let caFile {
-            let pem = try readFile(caFile, what: "--ca-file")
-            do { _ = try OpenSSLCertificate.parsePEM(pem) } catch {
-                throw ValidationError("--ca-file \(caFile) has no usable PEM certificate: \(error)")
-            }
-            anchors = pem
-        }
-        if let serverName, serverName.isEmpty { throw ValidationError("--servername must not be empty") }
         return ServerInspector(
-            address: address, serverName: serverName, pins: parsed, trustAnchorsPEM: anchors,
-            timeout: .milliseconds(Int64(timeout * 1000)))
+            address: address, serverName: serverName, pins: parsed,
+            trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
+            timeout: .seconds(timeout ?? 10))
     }
 
-    private func printPEMPins(_ path: String) throws {
-        let entries: [PEMPins.Entry]
-        do { entries = try PEMPins.pins(pem: try readFile(path, what: "--pem")) } catch let error as ValidationError {
-            throw error
-        } catch {
-            throw ValidationError("--pem \(path): no certificate or public key could be read: \(error)")
+    /// A failure before connecting: the caller's input (64) or this machine's TLS setup (69).
+    private func failure(for error: TLSContextError) -> Failure {
+        switch error.kind {
+        case .trustAnchors: return Failure(.usage, "--ca-file \(caFile ?? ""): \(error)")
+        case .invalidInput: return Failure(.usage, error.description)
+        case .system: return Failure(.unavailable, "cannot check on this machine: \(error)")
         }
+    }
+
+    private func printPEMPins(_ path: String) throws(Failure) -> Int32 {
+        let text = try readFile(path, option: "--pem")
+        let entries: [PEMPin]
+        do { entries = try PEMPin.read(pem: text) } catch { throw Failure(.usage, "--pem \(path): \(error)") }
         for entry in entries {
-            print("\(entry.pin)  \(entry.subject) (\(entry.keyDescription))")
+            print("\(entry.pin)  \(entry.subject) (\(entry.key))")
         }
+        return 0
     }
 
-    private func readFile(_ path: String, what: String) throws -> String {
+    private func readFile(_ path: String, option: String) throws(Failure) -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ValidationError("\(what) \(path): cannot read the file (check the path and permissions)")
+            throw Failure(.usage, "\(option) \(path): cannot read the file (check the path and permissions)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -1,26 +1,29 @@
 import Foundation
 import ShopKit
-import TestSupport
+import ShopKitDemoSupport
 
 extension Demo {
     /// Pinned HTTPS against an in-process OpenSSL server on 127.0.0.1 presenting the TestCerts chain.
-    static func pinnedTLSDemo() async throws {
+    static func pinnedTLSDemo(_ certificates: DemoCertificates) async throws {
         let server = try await LoopbackTLSServer.start(
-            certificateChainPEM: TestCertificates.standardChain(),
-            privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
+            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa",
+            certificates: certificates)
         let url = URL(string: "https://localhost:\(server.port)")!
-        try await fetch(url, pins: ["leaf-localhost-ecdsa", "backup-intermediate"], label: "leaf pin")
-        try await fetch(url, pins: ["intermediate-2", "backup-intermediate"], label: "backup intermediate pin")
-        try await fetch(url, pins: ["other-root", "other-intermediate"], label: "unrelated pins")
+        try await fetch(url, certificates, pins: ["leaf-localhost-ecdsa", "backup-intermediate"], label: "leaf pin")
+        try await fetch(
+            url, certificates, pins: ["intermediate-2", "backup-intermediate"], label: "backup intermediate pin")
+        try await fetch(url, certificates, pins: ["other-root", "other-intermediate"], label: "unrelated pins")
         try await server.shutdown()
     }
 
-    private static func fetch(_ url: URL, pins: [String], label: String) async throws {
+    private static func fetch(
+        _ url: URL, _ certificates: DemoCertificates, pins: [String], label: String
+    ) async throws {
+        var pinList: [SPKIPin] = []
+        for name in pins { pinList.append(try certificates.pin(name)) }
         let tls = TLSConfiguration(
-            trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
-            pinning: PinningPolicy(pinSets: [
-                try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin))
-            ]))
+            trustRoots: .pem(try certificates.certificate("root"), addingToSystem: false),
+            pinning: PinningPolicy(pinSets: [try PinSet(hostPattern: HostPattern("localhost"), pins: pinList)]))
         let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls))
         do {
             let (response, _) = try await transport.send(

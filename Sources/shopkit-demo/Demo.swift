@@ -1,14 +1,22 @@
 import Foundation
 import ShopKit
-import TestSupport
+import ShopKitDemoSupport
 
 /// Runs ShopKit end to end on this machine: no outside network.
+///
+/// The TLS part serves the source tree's `TestCerts/`: without them (the binary was moved out of its
+/// checkout) the demo says so in one line on standard error and exits 69 before doing anything.
 @main
 struct Demo {
     static func main() async throws {
+        let certificates: DemoCertificates
+        do { certificates = try DemoCertificates.locate() } catch {
+            FileHandle.standardError.write(Data("shopkit-demo: \(error)\n".utf8))
+            exit(69)
+        }
         print("ShopKit demo")
         try await apiClientDemo()
-        try await pinnedTLSDemo()
+        try await pinnedTLSDemo(certificates)
         try await tokenStoreDemo()
     }
 
@@ -17,7 +25,7 @@ struct Demo {
     /// The API client with the full decorator chain (retry → auth → dedup) over a stub backend.
     static func apiClientDemo() async throws {
         let backend = StubBackend()
-        let store = InMemoryTokenStore(AuthTokens(accessToken: "expired-token", refreshToken: "refresh-1"))
+        let store = DemoTokenStore(AuthTokens(accessToken: "expired-token", refreshToken: "refresh-1"))
         let refresher = DemoRefresher()
         let configuration = ShopKitConfiguration(
             baseURL: URL(string: "https://shop.example/api")!,
@@ -74,39 +82,5 @@ actor DemoRefresher: TokenRefresher {
     func refresh(_ tokens: AuthTokens) async throws -> AuthTokens {
         issued += 1
         return AuthTokens(accessToken: "token-\(issued)", refreshToken: "refresh-\(issued + 1)")
-    }
-}
-
-/// A pretend shop backend: accepts only the token it last saw refreshed, can fail on demand.
-actor StubBackend {
-    private(set) var log: [String] = []
-    private var validToken = "token-1"
-    private var failures: [Int] = []
-
-    /// The backend as a `ClientTransport` (the base of the decorator chain).
-    nonisolated var transport: StubTransport {
-        StubTransport { request in await self.answer(request) }
-    }
-
-    func revokeCurrentToken() {
-        let number = Int(validToken.dropFirst("token-".count)) ?? 1
-        validToken = "token-\(number + 1)"
-    }
-
-    func failNext(with status: Int) { failures.append(status) }
-
-    private func answer(_ request: RecordedRequest) -> StubReply {
-        if !failures.isEmpty {
-            let status = failures.removeFirst()
-            log.append("\(status)")
-            return .status(status)
-        }
-        guard request.authorization == "Bearer \(validToken)" else {
-            log.append("401")
-            return .status(401)
-        }
-        log.append("200")
-        let id = request.request.path?.split(separator: "/").last.map(String.init) ?? "?"
-        return .json(#"{"id":"\#(id)","name":"Trail shoe #\#(id)","price":59.5,"currency":"EUR"}"#)
     }
 }

@@ -4,140 +4,137 @@ import ShopKitTLS
 import TestSupport
 import Testing
 
-/// The built `pin-check` binary: usage errors, output formats, offline `--pem`, `--print-config`, `--demo`.
+/// The built `pin-check` binary: usage errors, offline `--pem`, `--demo`, IPv6 literals.
 @Suite("PinCheck command")
 struct PinCheckCLITests {
     static let leafPin = TestCertificates.pin("leaf-localhost-ecdsa").description
     static let backupPin = TestCertificates.pin("backup-intermediate").description
+    static let rootPEM = TestCertificates.directory.appendingPathComponent("root.pem").path
 
-    /// Runs pin-check against a standard-chain server, trusting only the test root, checking `localhost`.
-    func runAgainstServer(
-        chain: [String] = ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"],
-        key: String = "leaf-localhost-ecdsa", _ extra: [String]
-    ) async throws -> PinCheckBinary.Outcome {
-        let server = try await LoopbackTLSServer.start(chain: chain, key: key)
-        let caFile = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
-        defer { try? FileManager.default.removeItem(at: caFile) }
-        let outcome = try await PinCheckBinary.run(
-            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", caFile.path] + extra)
-        try await server.shutdown()
-        return outcome
-    }
-
-    @Test("usage errors exit 64 with a message saying what is wrong", arguments: [
-        ([] as [String], "exactly one of"),
+    @Test("usage errors exit 64 with exactly one line on stderr saying what is wrong", arguments: [
+        ([] as [String], "give one of HOST[:PORT], --pem FILE or --demo"),
         (["[::1"], "missing ]"),
         (["localhost:99999"], "port"),
         (["localhost", "--pin", "sha256/abc"], "base64"),
-        (["localhost", "--pin", "md5/AAAA"], "pin 'md5/AAAA'"),
-        (["localhost", "--pins-file", "/nonexistent/pins"], "cannot read"),
-        (["localhost", "--ca-file", "/nonexistent/ca.pem"], "cannot read"),
+        (["localhost", "--pin", "md5/AAAA"], "--pin md5/AAAA"),
+        (["localhost", "--pins-file", "/nonexistent/pins"], "--pins-file /nonexistent/pins: cannot read"),
+        (["localhost", "--ca-file", "/nonexistent/ca.pem"], "--ca-file /nonexistent/ca.pem: cannot read"),
         (["localhost", "--print-config", "xml"], "print-config"),
-        (["--pem", "/nonexistent.pem"], "cannot read"),
+        (["localhost", "--frobnicate"], "--frobnicate"),
+        (["localhost", "--timeout", "0"], "--timeout"),
+        (["localhost", "--servername", ""], "--servername"),
+        (["--pem", "/nonexistent.pem"], "--pem /nonexistent.pem: cannot read"),
         (["localhost", "--json", "--print-config", "curl"], "leave out --json"),
+        (["--pem", PinCheckCLITests.rootPEM, "--pin", PinCheckCLITests.leafPin], "--pin does not apply to --pem"),
+        (["--pem", PinCheckCLITests.rootPEM, "--json"], "--json does not apply to --pem"),
+        (["--demo", "--json"], "--json does not apply to --demo"),
+        (["--demo", "--timeout", "3"], "--timeout does not apply to --demo"),
+        (["localhost", "--pem", PinCheckCLITests.rootPEM], "HOST[:PORT] and --pem exclude each other"),
+        (["localhost", "--demo"], "HOST[:PORT] and --demo exclude each other"),
+        (["--pem", PinCheckCLITests.rootPEM, "--demo"], "--pem and --demo exclude each other"),
     ])
     func usageErrors(arguments: [String], message: String) async throws {
         let outcome = try await PinCheckBinary.run(arguments)
         #expect(outcome.status == 64)
+        #expect(outcome.stderr.hasPrefix("pin-check: "), "stderr: \(outcome.stderr)")
         #expect(outcome.stderr.contains(message), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2, "one line: \(outcome.stderr)")
+        #expect(outcome.stdout.isEmpty)
     }
 
-    @Test("--pem prints the pins of a PEM file offline, equal to the openssl CLI's")
+    @Test("--help exits 0 and documents every exit status")
+    func help() async throws {
+        let outcome = try await PinCheckBinary.run(["--help"])
+        #expect(outcome.status == 0)
+        for status in ["0 ", "1 ", "2 ", "3 ", "4 ", "64", "69", "70"] {
+            #expect(outcome.stdout.contains("\n  \(status)  "), "exit \(status) in: \(outcome.stdout)")
+        }
+        #expect(outcome.stderr.isEmpty)
+    }
+
+    @Test("files that exist but do not parse are usage errors naming the file (and the line)", arguments: [
+        ("--pins-file", "# prod\nleaf sha256/abc\n", "--pins-file", "line 2: "),
+        ("--pins-file", "\(PinCheckCLITests.leafPin) \(PinCheckCLITests.backupPin)\n", "--pins-file", "two pins on one line"),
+        ("--pins-file", "# nothing yet\n", "--pins-file", "holds no pin"),
+        ("--ca-file", "not a certificate\n", "--ca-file", "trust anchors do not load"),
+        ("--pem", "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", "--pem", "no certificate or public key"),
+    ])
+    func malformedFiles(option: String, contents: String, named: String, message: String) async throws {
+        let file = try PinCheckBinary.temporaryFile(contents, suffix: ".txt")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let arguments = option == "--pem" ? ["--pem", file.path] : ["127.0.0.1:1", option, file.path]
+        let outcome = try await PinCheckBinary.run(arguments)
+        #expect(outcome.status == 64)
+        #expect(outcome.stderr.contains("\(named) \(file.path): "), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.contains(message), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2, "one line: \(outcome.stderr)")
+    }
+
+    @Test("an OpenSSL that cannot be set up on this machine exits 69, not 64, in one line", arguments: [false, true])
+    func brokenOpenSSLIsNotAUsageError(withCAFile: Bool) async throws {
+        // An OpenSSL config that asks for a provider that does not exist, with diagnostics on: SSL_CTX_new fails.
+        let config = try PinCheckBinary.temporaryFile(
+            """
+            config_diagnostics = 1
+            openssl_conf = init
+            [init]
+            providers = providers
+            [providers]
+            missing = missing
+            [missing]
+            module = /nonexistent/provider.so
+            activate = 1
+
+            """, suffix: ".cnf")
+        defer { try? FileManager.default.removeItem(at: config) }
+        let arguments = ["127.0.0.1:1"] + (withCAFile ? ["--ca-file", Self.rootPEM] : [])
+        let outcome = try await PinCheckBinary.binary().run(arguments, environment: ["OPENSSL_CONF": config.path])
+        #expect(outcome.status == 69)
+        #expect(outcome.stderr.hasPrefix("pin-check: cannot check on this machine: "), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2)
+        #expect(outcome.stdout.isEmpty)
+    }
+
+    @Test("--pem prints the pins of certificates offline, equal to the openssl CLI's")
     func pemPins() async throws {
-        let path = TestCertificates.directory.appendingPathComponent("root.pem").path
-        let outcome = try await PinCheckBinary.run(["--pem", path])
+        let outcome = try await PinCheckBinary.run(["--pem", Self.rootPEM])
         #expect(outcome.status == 0)
         #expect(outcome.stdout.hasPrefix(TestCertificates.pin("root").description))
         #expect(outcome.stdout.contains("RSA 2048"))
     }
 
-    @Test("human output: TLS details, the chain with pins, the matched pin, exit 0")
-    func humanOutputMatched() async throws {
-        let outcome = try await runAgainstServer(["--pin", Self.leafPin, "--pin", Self.backupPin])
-        #expect(outcome.status == 0)
-        #expect(outcome.stdout.contains("TLS: TLSv1.3"))
-        #expect(outcome.stdout.contains("ALPN http/1.1"))
-        #expect(outcome.stdout.contains("SANs:      localhost, 127.0.0.1"))
-        #expect(outcome.stdout.contains("key:       ECDSA P-256, signature ecdsa-with-SHA256"))
-        #expect(outcome.stdout.contains("pin:       \(Self.leafPin)  <- matched"))
-        #expect(outcome.stdout.contains("days left"))
-        #expect(!outcome.stdout.contains("warning:"))
-    }
-
-    @Test("a single pin (curl syntax, from a pins file) warns that there is no backup")
-    func singlePinWarning() async throws {
-        let curlStyle = Self.leafPin.replacingOccurrences(of: "sha256/", with: "sha256//")
-        let file = try PinCheckBinary.temporaryFile("# production\nleaf \(curlStyle)\n\n", suffix: ".txt")
+    @Test("--pem reads PUBLIC KEY blocks (as `openssl pkey -pubout` writes them)")
+    func pemPublicKeys() async throws {
+        let openssl = BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl"))
+        var text = ""
+        for name in ["leaf-ed25519", "leaf-localhost-rsa"] {
+            let key = TestCertificates.directory.appendingPathComponent("\(name).key").path
+            let exported = try await openssl.run(["pkey", "-in", key, "-pubout"])
+            try #require(exported.status == 0, "openssl: \(exported.stderr)")
+            #expect(exported.stdout.hasPrefix("-----BEGIN PUBLIC KEY-----"))
+            text += exported.stdout
+        }
+        let file = try PinCheckBinary.temporaryFile(text)
         defer { try? FileManager.default.removeItem(at: file) }
-        let outcome = try await runAgainstServer(["--pins-file", file.path])
-        #expect(outcome.status == 0)
-        #expect(outcome.stdout.contains("warning: only one pin given"))
+        let outcome = try await PinCheckBinary.run(["--pem", file.path])
+        #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
+        #expect(outcome.stdout == """
+            \(TestCertificates.pin("leaf-ed25519"))  public key (Ed25519)
+            \(TestCertificates.pin("leaf-localhost-rsa"))  public key (RSA 2048)
+
+            """)
     }
 
-    @Test("a mismatch exits 1 and lists the chain's pins to paste")
-    func mismatch() async throws {
-        let other = TestCertificates.pin("other-leaf-localhost").description
-        let outcome = try await runAgainstServer(["--pin", other, "--pin", Self.backupPin])
-        #expect(outcome.status == 1)
-        #expect(outcome.stdout.contains("Verdict: pin-mismatch"))
-        #expect(outcome.stdout.contains(Self.leafPin))
-        #expect(!outcome.stdout.contains("<- matched"))
-    }
-
-    @Test("an untrusted server exits 2 and shows the chain it sent and OpenSSL's reason; a pin never matches it")
-    func untrustedShowsPresentedChain() async throws {
-        let pin = TestCertificates.pin("other-leaf-localhost").description
-        let outcome = try await runAgainstServer(
-            chain: ["other-leaf-localhost", "other-intermediate"], key: "other-leaf-localhost",
-            ["--pin", pin, "--json"])
-        #expect(outcome.status == 2)
+    @Test("an IPv6 literal in brackets connects over ::1",
+          .enabled(if: LoopbackIPv6.isAvailable, "::1 cannot be bound on this machine (no IPv6 loopback)"))
+    func ipv6Literal() async throws {
+        let outcome = try await PinCheckBinary.runAgainstServer(
+            host: "::1", ["--pin", Self.leafPin, "--pin", Self.backupPin, "--json"])
+        #expect(outcome.status == 0, "stderr: \(outcome.stderr)")
+        #expect(outcome.verdict == "ok")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
-        #expect(object["verdict"] as? String == "untrusted")
-        #expect((object["verifiedChain"] as? [Any])?.isEmpty == true)
-        let presented = try #require(object["presentedChain"] as? [[String: Any]])
-        #expect(presented.count == 2)
-        #expect(presented.first?["pin"] as? String == pin)
-        #expect(presented.allSatisfy { $0["matched"] as? Bool == false })
-        #expect((object["reason"] as? String)?.contains("local issuer") == true)
-        #expect(object["matchedPin"] is NSNull)
-    }
-
-    @Test("--json has the documented shape")
-    func jsonShape() async throws {
-        let outcome = try await runAgainstServer(["--json", "--pin", Self.leafPin, "--pin", Self.backupPin])
-        #expect(outcome.status == 0)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
-        for key in ["host", "port", "servername", "verdict", "tlsVersion", "cipher", "alpn", "verifiedChain",
-                    "presentedChain", "configuredPins", "matchedPin", "warnings", "reason"] {
-            #expect(object[key] != nil, "missing \(key)")
-        }
-        #expect(object["servername"] as? String == "localhost")
+        #expect(object["host"] as? String == "::1")
         #expect(object["matchedPin"] as? String == Self.leafPin)
-        let leaf = try #require((object["verifiedChain"] as? [[String: Any]])?.first)
-        #expect(leaf["matched"] as? Bool == true)
-        #expect(leaf["key"] as? String == "ECDSA P-256")
-        #expect((leaf["subjectAlternativeNames"] as? [String]) == ["localhost", "127.0.0.1"])
-    }
-
-    @Test("--print-config writes the leaf and intermediate pins in each format", arguments: PinConfigFormat.allCases)
-    func printConfig(format: PinConfigFormat) async throws {
-        let outcome = try await runAgainstServer(["--print-config", format.rawValue])
-        #expect(outcome.status == 0)
-        let intermediate = TestCertificates.pin("intermediate-2").description
-        let root = TestCertificates.pin("root").description
-        switch format {
-        case .curl:
-            #expect(outcome.stdout.contains("--pinnedpubkey 'sha256//\(Self.leafPin.dropFirst(7));sha256//"))
-        case .android:
-            #expect(outcome.stdout.contains("<pin digest=\"SHA-256\">\(Self.leafPin.dropFirst(7))</pin>"))
-        case .shopkit, .okhttp:
-            #expect(outcome.stdout.contains("\"\(Self.leafPin)\""))
-            #expect(outcome.stdout.contains("\"\(intermediate)\""))
-        }
-        let config = try #require(outcome.stdout.components(separatedBy: "\(format.rawValue) configuration:").last)
-        #expect(config.contains("backup pin"))
-        #expect(config.contains(intermediate.dropFirst(7)))
-        #expect(!config.contains(root.dropFirst(7)), "the root is not printed")
     }
 
     @Test("--demo passes on the leaf pin and the backup intermediate pin and shows a failure")
@@ -149,48 +146,36 @@ struct PinCheckCLITests {
         #expect(outcome.stdout.contains("Verdict: pin-mismatch"))
         #expect(outcome.stdout.contains("all three checks behaved as expected"))
     }
-}
 
-/// Pure parts of the inspector: address parsing, pin syntax, the expiry warning with an injected clock.
-@Suite("PinCheck library")
-struct PinCheckLibraryTests {
-    @Test("HOST[:PORT] parsing", arguments: [
-        ("example.com", "example.com", 443), ("example.com:8443", "example.com", 8443),
-        ("[::1]:8443", "::1", 8443), ("[::1]", "::1", 443), ("::1", "::1", 443), ("127.0.0.1:1", "127.0.0.1", 1),
-    ])
-    func parsesAddresses(text: String, host: String, port: Int) throws {
-        let address = try ServerAddress(parsing: text)
-        #expect(address.host == host)
-        #expect(address.port == port)
+    @Test("--demo moved out of the source tree says where it looked, in one line, and exits 69")
+    func demoWithoutTestCerts() async throws {
+        let folder = try TemporaryTree()
+        defer { folder.remove() }
+        let moved = try folder.copyBinary(PinCheckBinary.binary())
+        let outcome = try await BuiltBinary(url: moved).run(["--demo"])
+        #expect(outcome.status == 69)
+        #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2, "one line: \(outcome.stderr)")
+        #expect(outcome.stderr.contains("cannot find TestCerts/ in \(moved.deletingLastPathComponent().path)"))
+        #expect(outcome.stderr.contains("source tree"))
+        #expect(outcome.stdout.isEmpty)
     }
 
-    @Test("malformed addresses are refused", arguments: ["", "[::1", "[::1]x", "a:b:c", "host:0", "host:x", "ho st"])
-    func refusesAddresses(text: String) {
-        #expect(throws: ServerAddressError.self) { try ServerAddress(parsing: text) }
-    }
-
-    @Test("curl's sha256// syntax parses to the same pin")
-    func curlPinSyntax() throws {
-        let pin = TestCertificates.pin("root")
-        #expect(try ServerInspector.parsePin(pin.description.replacingOccurrences(of: "sha256/", with: "sha256//")) == pin)
-        #expect(try ServerInspector.parsePin(pin.description) == pin)
-    }
-
-    @Test("a leaf expiring within 30 days is warned about")
-    func expiryWarning() async throws {
-        let server = try await LoopbackTLSServer.start(
-            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
-        // The leaf is valid until 2045-12-31; the clock says ten days before that (OpenSSL's own check uses
-        // the real time, so the chain still verifies).
-        let almost = ISO8601DateFormatter().date(from: "2045-12-21T00:00:00Z")!
-        let report = try await ServerInspector(
-            address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
-            pins: [TestCertificates.pin("leaf-localhost-ecdsa"), TestCertificates.pin("backup-intermediate")],
-            trustAnchorsPEM: TestCertificates.certificate("root"), now: { almost }
-        ).inspect()
-        try await server.shutdown()
-        #expect(report.verdict == .ok)
-        #expect(report.verifiedChain.first?.daysLeft == 10)
-        #expect(report.warnings.contains { $0.contains("expires in 10 days") })
+    @Test("--demo exits 70, not 1, when a check does not end as expected")
+    func demoUnexpected() async throws {
+        // A tree whose pins.txt gives the "unrelated" names the pins of the served chain: check 3 then passes.
+        let folder = try TemporaryTree()
+        defer { folder.remove() }
+        let moved = try folder.copyBinary(PinCheckBinary.binary(), into: "bin")
+        let certs = try folder.copyTestCerts()
+        let pins = try String(contentsOf: certs.appendingPathComponent("pins.txt"), encoding: .utf8)
+            .replacingOccurrences(
+                of: "other-leaf-localhost \(TestCertificates.pin("other-leaf-localhost"))",
+                with: "other-leaf-localhost \(Self.leafPin)")
+        try pins.write(to: certs.appendingPathComponent("pins.txt"), atomically: true, encoding: .utf8)
+        let outcome = try await BuiltBinary(url: moved).run(["--demo"])
+        #expect(outcome.status == 70)
+        #expect(outcome.stderr.contains("UNEXPECTED"), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.contains("ended in ok, expected pin-mismatch"), "stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2)
     }
 }

@@ -9,7 +9,7 @@ import TestSupport
 /// One entry of `TestCerts/vectors.json`.
 struct PinCheckVector: Decodable, Sendable, CustomStringConvertible {
     let name: String
-    /// tls | tls-weak | tls10 | not-tls | refused | silent
+    /// tls | tls-weak | tls10 | not-tls | refused | silent | mute
     let server: String
     let presents: [String]?
     let key: String?
@@ -68,6 +68,12 @@ struct VectorServer: Sendable {
         case "silent":
             let listener = try StalledListener()
             return VectorServer(port: listener.port, stop: { listener.close() })
+        case "mute":
+            // Accepts the connection and reads the ClientHello into an empty pipeline: no ServerHello ever.
+            let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .childChannelInitializer { $0.eventLoop.makeSucceededVoidFuture() }
+                .bind(host: "127.0.0.1", port: 0).get()
+            return VectorServer(port: channel.localAddress!.port!, stop: { try? await channel.close() })
         default:
             fatalError("unknown server kind \(vector.server) in vectors.json")
         }
@@ -92,12 +98,32 @@ final class PlainTextGreeter: ChannelInboundHandler {
 enum PinCheckBinary {
     typealias Outcome = BuiltBinary.Outcome
 
-    /// Runs `pin-check` with `arguments` and an empty standard input.
-    static func run(_ arguments: [String]) async throws -> Outcome {
+    /// The built binary.
+    static func binary() throws -> BuiltBinary {
         guard let binary = BuiltBinary(named: "pin-check") else {
             throw TLSContextError(message: "pin-check binary not found; run swift build --build-tests")
         }
-        return try await binary.run(arguments)
+        return binary
+    }
+
+    /// Runs `pin-check` with `arguments` and an empty standard input.
+    static func run(_ arguments: [String]) async throws -> Outcome {
+        try await binary().run(arguments)
+    }
+
+    /// Runs pin-check against a loopback server presenting `chain`, trusting only the test root, checking
+    /// `localhost`.
+    static func runAgainstServer(
+        chain: [String] = ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"],
+        key: String = "leaf-localhost-ecdsa", host: String = "127.0.0.1", _ extra: [String]
+    ) async throws -> Outcome {
+        let server = try await LoopbackTLSServer.start(chain: chain, key: key, host: host)
+        let caFile = try temporaryFile(TestCertificates.certificate("root"))
+        defer { try? FileManager.default.removeItem(at: caFile) }
+        let target = host.contains(":") ? "[\(host)]:\(server.port)" : "\(host):\(server.port)"
+        let outcome = try await run([target, "--servername", "localhost", "--ca-file", caFile.path] + extra)
+        try await server.shutdown()
+        return outcome
     }
 
     /// A temporary file with `contents`, removed by the caller.
@@ -109,6 +135,14 @@ enum PinCheckBinary {
 }
 
 extension BuiltBinary.Outcome {
+    /// Standard output from the line starting with `heading` to the next line that is not indented.
+    func section(_ heading: String) -> String? {
+        let lines = stdout.split(separator: "\n", omittingEmptySubsequences: false)
+        guard let start = lines.firstIndex(where: { $0.hasPrefix(heading) }) else { return nil }
+        let body = lines[(start + 1)...].prefix { $0.hasPrefix(" ") }
+        return ([lines[start]] + body).joined(separator: "\n")
+    }
+
     /// The `verdict` of a `--json` run.
     var verdict: String? { jsonField("verdict") }
 

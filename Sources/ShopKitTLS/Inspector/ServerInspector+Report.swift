@@ -3,7 +3,7 @@ import ShopKitOpenSSL
 import ShopKitPinning
 
 extension ServerInspector {
-    /// Leaves that expire within this many days get a warning.
+    /// Leaves that expire within this many days (this many days left, or fewer) get a warning.
     public static let expiryWarningDays = 30
 
     /// Turns the handshake outcome into a report: the pin verdict comes from `PinningPolicy` on the verified
@@ -23,8 +23,10 @@ extension ServerInspector {
                 ServerReport.Certificate($0, now: now, matched: false)
             }
             var warnings: [String] = []
-            if let leaf = verified.first, leaf.daysLeft < Self.expiryWarningDays {
-                warnings.append("the leaf certificate expires in \(leaf.daysLeft) days (\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned")
+            if let leaf = verified.first, leaf.daysLeft <= Self.expiryWarningDays {
+                warnings.append(
+                    "the leaf certificate expires within \(Self.expiryWarningDays) days, in \(leaf.daysLeft) days "
+                        + "(\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned")
             }
             if !pins.isEmpty, Set(pins).count < 2 {
                 warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")

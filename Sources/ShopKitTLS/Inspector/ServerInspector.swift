@@ -55,14 +55,15 @@ public struct ServerInspector: Sendable {
                 hostPattern: HostPattern(checkedName), pins: pins, reportOnly: true, acceptingSinglePin: true)
             return PinningPolicy(pinSets: [set])
         } catch {
-            throw TLSContextError(message: "cannot pin '\(checkedName)': \(error)")
+            throw TLSContextError(message: "cannot pin '\(checkedName)': \(error)", kind: .invalidInput)
         }
     }
 
     /// Connects, handshakes, closes, and reports.
     ///
-    /// - Throws: `TLSContextError` only for unusable inputs (trust anchors that do not parse, a name that
-    ///   cannot carry pins); every server behaviour becomes a verdict in the report.
+    /// - Throws: `TLSContextError` only before connecting: of kind `.trustAnchors` or `.invalidInput` for
+    ///   unusable inputs (anchors that do not parse, a name that cannot carry pins), of kind `.system` when
+    ///   OpenSSL or the system trust store cannot be set up. Every server behaviour becomes a verdict.
     public func inspect(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(TLSContextError)
         -> ServerReport
     {
@@ -89,7 +90,11 @@ public struct ServerInspector: Sendable {
         let timeout = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
         let name = checkedName
         let port = address.port
-        let timer = loop.scheduleTask(in: timeout) { promise.succeed(.failed(.timeout(.handshake), nil)) }
+        // One clock for connect and handshake; whether the TCP connection was up says which one ran out.
+        let connected = NIOLoopBoundBox.makeBoxSendingValue(false, as: Bool.self, eventLoop: loop)
+        let timer = loop.scheduleTask(in: timeout) {
+            promise.succeed(.failed(.timeout(connected.value ? .handshake : .connect), nil))
+        }
         let connect = ClientBootstrap(group: loop)
             .connectTimeout(timeout)
             .channelInitializer { channel in
@@ -99,8 +104,13 @@ public struct ServerInspector: Sendable {
                 }
             }
             .connect(host: address.host, port: address.port)
+        connect.whenSuccess { _ in connected.value = true }
         connect.whenFailure { error in
-            promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
+            if case ChannelError.connectTimeout = error {
+                promise.succeed(.failed(.timeout(.connect), nil))
+            } else {
+                promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
+            }
         }
         let outcome = try? await promise.futureResult.get()
         timer.cancel()

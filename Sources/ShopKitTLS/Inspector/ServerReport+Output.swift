@@ -21,7 +21,9 @@ extension ServerReport {
             lines += Self.describe(verifiedChain)
         }
         if verifiedChain.isEmpty, !presentedChain.isEmpty {
-            lines.append("Chain the server sent (NOT trusted; in the order sent):")
+            let state = verdict == .hostnameMismatch
+                ? "it leads to a trusted root, but the name check failed" : "NOT trusted"
+            lines.append("Chain the server sent (\(state); in the order sent):")
             lines += Self.describe(presentedChain)
         }
         if !configuredPins.isEmpty {
@@ -33,9 +35,18 @@ extension ServerReport {
             if let matchedPin { lines.append("  pin \(matchedPin) matched the verified chain") }
         case .pinMismatch:
             if let reason { lines.append("  " + reason.replacingOccurrences(of: "\n", with: "\n  ")) }
-            lines.append("  no given pin is on the verified chain; to pin this server, use the leaf or an intermediate pin above")
-            lines.append("  (and keep a backup pin of a key that is not deployed yet)")
-        case .untrusted, .hostnameMismatch, .connectFailed:
+            lines.append("Pins to use (no given pin is on the verified chain; these are its leaf and intermediates):")
+            lines += pinsToUse.map { "  \($0.pin)  \($0.subject)" }
+            lines.append("  and keep a backup pin: the pin of a key that is not deployed yet")
+        case .hostnameMismatch:
+            if let reason { lines.append("  \(reason)") }
+            let names = presentedChain.first?.subjectAlternativeNames ?? []
+            lines.append(
+                names.isEmpty
+                    ? "  the chain leads to a trusted root, but the certificate has no SANs (its CN is never used)"
+                    : "  the chain leads to a trusted root, but \(servername) is not in the certificate's SANs: "
+                        + names.joined(separator: ", "))
+        case .untrusted, .connectFailed:
             if let reason { lines.append("  \(reason)") }
         }
         for warning in warnings { lines.append("warning: \(warning)") }
@@ -43,6 +54,11 @@ extension ServerReport {
     }
 
     private var hostDescription: String { host.contains(":") ? "[\(host)]" : host }
+
+    /// The certificates whose pins to configure: the verified chain's leaf and intermediates, not the root.
+    var pinsToUse: [Certificate] {
+        verifiedChain.count > 1 ? Array(verifiedChain.dropLast()) : verifiedChain
+    }
 
     private static func describe(_ chain: [Certificate]) -> [String] {
         var lines: [String] = []
@@ -78,10 +94,8 @@ public enum PinConfigFormat: String, Sendable, CaseIterable {
     /// The leaf and intermediate pins of `report`'s verified chain (not the root), ready to paste, with a
     /// reminder to add a backup pin. Nil when there is no verified chain to take pins from.
     public func render(_ report: ServerReport) -> String? {
-        let chain = report.verifiedChain
-        guard !chain.isEmpty else { return nil }
-        let certificates = chain.count > 1 ? Array(chain.dropLast()) : chain
-        let pins = certificates.map(\.pin)
+        guard !report.verifiedChain.isEmpty else { return nil }
+        let pins = report.pinsToUse.map(\.pin)
         let host = report.servername
         let reminder = "add a backup pin: the pin of a key that is not in this chain yet (the next leaf or CA key)"
         switch self {

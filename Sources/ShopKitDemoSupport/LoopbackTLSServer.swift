@@ -3,8 +3,8 @@ import NIOHTTP1
 import NIOPosix
 import ShopKitTLS
 
-/// An in-process HTTPS/1.1 server on 127.0.0.1 (port chosen by the kernel) using ShopKit's server-role
-/// `TLSHandler`, for tests and demos. It counts full handshakes and resumptions.
+/// An in-process HTTPS/1.1 server on a loopback address (127.0.0.1 unless told; port chosen by the kernel)
+/// using ShopKit's server-role `TLSHandler`, for the demos and tests. It counts full handshakes and resumptions.
 public final class LoopbackTLSServer: Sendable {
     /// What the responder sends back.
     public struct Response: Sendable {
@@ -26,7 +26,7 @@ public final class LoopbackTLSServer: Sendable {
     /// Builds a response from the request head and its body.
     public typealias Responder = @Sendable (HTTPRequestHead, [UInt8]) -> Response
 
-    /// The bound port on 127.0.0.1.
+    /// The bound port.
     public let port: Int
     /// The server's TLS context (its `statistics` count handshakes).
     public let tlsContext: TLSServerContext
@@ -47,17 +47,30 @@ public final class LoopbackTLSServer: Sendable {
     /// The default responder answers every request with 200 and `hello`; `maximumVersion` caps the protocol.
     public static func start(
         certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        host: String = "127.0.0.1", group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
         let tlsContext = try TLSServerContext(
             certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion)
-        return try await start(tlsContext: tlsContext, group: group, responder: responder)
+        return try await start(tlsContext: tlsContext, host: host, group: group, responder: responder)
     }
 
-    /// Starts a server with a ready-made TLS context (e.g. one with a ``TLSServerContext/LegacyServer`` option).
+    /// Starts a server presenting the `TestCerts` certificates `chain` (leaf first, any order or extras) with
+    /// the key `key`, both read from `certificates`.
     public static func start(
-        tlsContext: TLSServerContext, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        chain: [String], key: String, certificates: DemoCertificates,
+        maximumVersion: TLSConfiguration.MinimumVersion? = nil, host: String = "127.0.0.1",
+        responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
+    ) async throws -> LoopbackTLSServer {
+        try await start(
+            certificateChainPEM: certificates.chain(chain), privateKeyPEM: certificates.privateKey(key),
+            maximumVersion: maximumVersion, host: host, responder: responder)
+    }
+
+    /// Starts a server with a ready-made TLS context, listening on `host` (an IP literal such as `::1`).
+    public static func start(
+        tlsContext: TLSServerContext, host: String = "127.0.0.1",
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
         let channel = try await ServerBootstrap(group: group)
@@ -69,19 +82,9 @@ public final class LoopbackTLSServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(LoopbackResponder(responder: responder))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).get()
+            .bind(host: host, port: 0).get()
         guard let port = channel.localAddress?.port else { throw TLSContextError(message: "server has no port") }
         return LoopbackTLSServer(port: port, tlsContext: tlsContext, channel: channel)
-    }
-
-    /// Starts a server with a chain of `TestCerts` fixtures (leaf first, any order or extras) and a key.
-    public static func start(
-        chain: [String], key: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
-        responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
-    ) async throws -> LoopbackTLSServer {
-        try await start(
-            certificateChainPEM: TestCertificates.chain(chain), privateKeyPEM: TestCertificates.privateKey(key),
-            maximumVersion: maximumVersion, responder: responder)
     }
 
     /// Stops listening (open connections are closed by their peers or when the loop shuts down).
