@@ -46,6 +46,9 @@ final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler 
 /// Runs one HTTP/1.1 exchange at a time on a connection: response head, body streaming with the size limit,
 /// keep-alive decision, idle-read and whole-request timers. Every method runs on the channel's event loop.
 ///
+/// Truncation: a TCP close without TLS close_notify (``TLSUncleanShutdown``) fails the exchange in progress,
+/// so a body framed by the connection's end is never accepted as complete on a FIN anyone could forge.
+///
 /// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
 /// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
 /// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader
@@ -163,6 +166,19 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
             pendingRead = false
             context.read()
         }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is TLSUncleanShutdown {
+            // The peer's TCP close came without close_notify: anyone on the path can send that FIN. A body
+            // framed by the connection's end (no Content-Length, not chunked) would look complete to the HTTP
+            // decoder when it processes the close next, so the exchange in progress fails first.
+            switch state {
+            case .awaitingHead, .streamingBody: fail(TLSError.connectionClosed)
+            case .idle, .closed: break
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
