@@ -239,6 +239,18 @@ import TestSupport
         await server.stop()
     }
 
+    @Test(arguments: ["https://./", "https://%00/", "https://a%00b.test/"])
+    func hostsWithoutAUsableNameAreRefused(_ url: String) async throws {
+        let transport = makeTransport()
+        await #expect {
+            _ = try await transport.fetch(baseURL: try #require(URL(string: url)))
+        } throws: { error in
+            guard case .connectFailed(_, _, let reason)? = error as? TLSError else { return false }
+            return reason.contains("no usable host name")
+        }
+        await transport.shutdown()
+    }
+
     @Test func redirectsAreReturnedNotFollowed() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 302, headers: [("Location", "/elsewhere")], body: [], chunked: false, close: false)
