@@ -39,6 +39,23 @@ import TestSupport
         await server.stop()
     }
 
+    @Test(.timeLimit(.minutes(1)))
+    func requestBodyThatNeverYieldsEndsAtTheRequestDeadlineNotAsIdleRead() async throws {
+        // The upload stalls: the server rightly waits for the rest, so its silence is no idle read, and `send`
+        // must still return at the request deadline although the body stream never finishes. (The deadline is
+        // long enough for connecting on a busy machine; the idle-read timeout is far shorter.)
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
+        let transport = makeTransport(timeouts: .init(idleRead: .milliseconds(50), request: .seconds(2)))
+        let (stream, continuation) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
+        await #expect(throws: TLSError.timeout(.request)) {
+            _ = try await transport.fetch(.post, baseURL: server.baseURL, body: HTTPBody(stream, length: .unknown))
+        }
+        continuation.finish()
+        #expect(server.counts.requests == 0)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func connectTimeout() async throws {
         let listener = try StalledListener()
         defer { listener.close() }
