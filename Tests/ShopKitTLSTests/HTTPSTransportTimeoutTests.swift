@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 #endif
 import HTTPTypes
+import NIOCore
+import NIOPosix
 import OpenAPIRuntime
 import Testing
 import TestSupport
@@ -37,6 +39,29 @@ import TestSupport
         #expect(server.counts.requests == 0)
         await transport.shutdown()
         await server.stop()
+    }
+
+    @Test func handshakeTimeoutWithTheRealTLSHandler() async throws {
+        // A TCP server that accepts and reads (the ClientHello) but never answers.
+        let reads = EventCounter()
+        let closed = EventCounter()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.closeFuture.whenComplete { _ in Task { await closed.increment() } }
+                return child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(CountingSink(counter: reads))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        let transport = makeTransport(timeouts: .init(handshake: .milliseconds(100), request: Self.long))
+        await #expect(throws: TLSError.timeout(.handshake)) {
+            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
+        }
+        await reads.wait(until: 1)  // the server did get the ClientHello
+        await closed.wait(until: 1)  // and the client closed the connection when the timeout fired
+        await transport.shutdown()
+        try await server.close()
     }
 
     @Test(.timeLimit(.minutes(1)))
@@ -177,4 +202,17 @@ struct BoundClosedPort {
     }
 
     func release() { close(fd) }
+}
+
+/// Counts the reads that reach it and drops them: a peer that listens and never says anything.
+final class CountingSink: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let counter: EventCounter
+
+    init(counter: EventCounter) { self.counter = counter }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let counter = self.counter
+        Task { await counter.increment() }
+    }
 }
