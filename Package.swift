@@ -123,6 +123,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ShopKitAPITests", dependencies: ["ShopKitAPI", "TestSupport"]),
         .testTarget(name: "ShopKitAuthTests", dependencies: ["ShopKitAuth", "ShopKitAPI", "TestSupport"]),

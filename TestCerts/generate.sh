@@ -101,6 +101,12 @@ key leaf-self-signed p256;        cert leaf-self-signed self "/CN=localhost" "$S
 cp leaf-localhost-ecdsa.key leaf-reissued.key
 cert leaf-reissued intermediate-2 "/CN=localhost" "$LEAF\n$LOCAL" 20250601000000Z 20441231235959Z
 
+# Every subjectAltName kind beside DNS:localhost and IP:127.0.0.1 (email, URI, otherName, dirName, RID): SAN
+# entries are read by their kind, never as a string blindly. One trusted under intermediate-2, one self-signed.
+SAN_KINDS='subjectAltName=DNS:localhost,IP:127.0.0.1,email:ops@example.test,URI:https://shop.example.test/,otherName:1.3.6.1.4.1.311.20.2.3;UTF8:ops@example.test,dirName:san_dir,RID:1.2.3.4\n[ san_dir ]\nO=ShopKit Test\nCN=ShopKit Directory Name'
+key leaf-san-kinds p256;          cert leaf-san-kinds intermediate-2 "/CN=localhost" "$LEAF\n$SAN_KINDS"
+key self-signed-san-kinds p256;   cert self-signed-san-kinds self "/CN=localhost" "$LEAF\n$SAN_KINDS"
+
 # SPKI pins (SHA-256 of the DER SubjectPublicKeyInfo), computed independently of ShopKit for its tests.
 : > pins.txt
 for k in *.key; do

@@ -64,6 +64,11 @@ final class CertificateInfoCache: @unchecked Sendable {
         return withWritableBIO { bio in _ = X509_NAME_print_ex(bio, name, 0, shopkit_XN_FLAG_RFC2253()) }
     }
 
+    /// The subjectAltName entries, for display: DNS names and IP addresses as they are, the other kinds with
+    /// a prefix (`email:`, `URI:`, `DirName:`, `RID:`, `othername:`, `X400Name`, `EdiPartyName`).
+    ///
+    /// The entry's type is checked before its value is read: only DNS, IP, email and URI values are
+    /// ASN1 strings; the others are structures of their own and must never be read as one.
     static func subjectAlternativeNames(_ x509: OpaquePointer) -> [String] {
         guard let raw = X509_get_ext_d2i(x509, NID_subject_alt_name, nil, nil) else { return [] }
         let names = OpaquePointer(raw)
@@ -71,18 +76,54 @@ final class CertificateInfoCache: @unchecked Sendable {
         var result: [String] = []
         for index in 0..<shopkit_sk_GENERAL_NAME_num(names) {
             guard let name = shopkit_sk_GENERAL_NAME_value(names, index) else { continue }
-            var type: Int32 = 0
+            var type: Int32 = -1
             guard let value = GENERAL_NAME_get0_value(name, &type) else { continue }
-            let string = value.assumingMemoryBound(to: ASN1_STRING.self)
-            guard let data = ASN1_STRING_get0_data(string) else { continue }
-            let bytes = Array(UnsafeBufferPointer(start: data, count: Int(ASN1_STRING_length(string))))
             switch type {
-            case GEN_DNS: result.append(String(decoding: bytes, as: UTF8.self))
-            case GEN_IPADD: result.append(ipAddressText(bytes))
+            case GEN_DNS: result.append(printable(stringBytes(value)))
+            case GEN_IPADD: result.append(ipAddressText(stringBytes(value)))
+            case GEN_EMAIL: result.append("email:" + printable(stringBytes(value)))
+            case GEN_URI: result.append("URI:" + printable(stringBytes(value)))
+            case GEN_DIRNAME: result.append("DirName:" + rfc2253(OpaquePointer(value)))
+            case GEN_RID: result.append("RID:" + objectText(OpaquePointer(value)))
+            case GEN_OTHERNAME:
+                let typeID = value.assumingMemoryBound(to: OTHERNAME.self).pointee.type_id
+                result.append("othername:" + objectText(typeID))
+            case GEN_X400: result.append("X400Name")
+            case GEN_EDIPARTY: result.append("EdiPartyName")
             default: continue
             }
         }
         return result
+    }
+
+    /// The bytes of a GENERAL_NAME value that is an ASN1 string (DNS, IP, email, URI only).
+    private static func stringBytes(_ value: UnsafeMutableRawPointer) -> [UInt8] {
+        let string = value.assumingMemoryBound(to: ASN1_STRING.self)
+        let length = Int(ASN1_STRING_length(string))
+        guard let data = ASN1_STRING_get0_data(string), length > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: length))
+    }
+
+    /// Text for display: printable ASCII as is, every other byte as `\xNN` (a certificate is attacker input).
+    static func printable(_ bytes: [UInt8]) -> String {
+        var text = ""
+        for byte in bytes {
+            if byte >= 0x20 && byte < 0x7f {
+                text.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                text += "\\x" + (byte < 0x10 ? "0" : "") + String(byte, radix: 16)
+            }
+        }
+        return text
+    }
+
+    /// An ASN.1 object identifier in dotted form (`OBJ_obj2txt` with numeric output).
+    private static func objectText(_ object: OpaquePointer?) -> String {
+        guard let object else { return "" }
+        var buffer = [CChar](repeating: 0, count: 128)
+        let length = OBJ_obj2txt(&buffer, Int32(buffer.count), object, 1)
+        guard length > 0 else { return "" }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     static func ipAddressText(_ bytes: [UInt8]) -> String {

@@ -66,12 +66,21 @@ public final class OpenSSLConnection {
     ///
     /// - Warning: `host` is what the certificate must name; pass the host the user asked for, never one the
     ///   server suggested.
+    /// - Throws: `OpenSSLError` when `host` is empty once brackets and a trailing dot are removed, or contains
+    ///   a NUL byte: OpenSSL would then check no name at all (`SSL_set1_host` with "" clears the list), so any
+    ///   trusted certificate would pass.
     public static func client(context: OpenSSLContext, host: String, session: OpenSSLSession? = nil) throws(OpenSSLError)
         -> OpenSSLConnection
     {
         precondition(context.role == .client, "a client connection needs a client context")
-        let connection = try OpenSSLConnection(context: context)
         let name = normalizedHost(host)
+        guard !name.isEmpty, !name.utf8.contains(0) else {
+            throw OpenSSLError(
+                operation: "client host name",
+                queue: ["the host name \(String(reflecting: host)) is empty or contains a NUL byte; "
+                    + "give the DNS name or IP address the certificate must name"])
+        }
+        let connection = try OpenSSLConnection(context: context)
         try connection.withSSL { ssl throws(OpenSSLError) in
             SSL_set_connect_state(ssl)
             SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))

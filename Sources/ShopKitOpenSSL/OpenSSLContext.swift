@@ -51,14 +51,16 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// Calls `body` with the borrowed `SSL_CTX`; the pointer must not escape the closure.
     func withContext<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
 
-    /// A client context: peer verification on (`SSL_VERIFY_PEER`), the given trust, the protocol floor,
-    /// OpenSSL's default security level (never lowered), ALPN `http/1.1`, and client-side session caching
-    /// handed to each connection's `onNewSession` (OpenSSL keeps no internal client cache).
+    /// A client context: peer verification on (`SSL_VERIFY_PEER`), the given trust, the protocol floor, a
+    /// security level of at least ``minimumClientSecurityLevel`` (a higher system setting is kept), ALPN
+    /// `http/1.1`, and client-side session caching handed to each connection's `onNewSession` (OpenSSL keeps
+    /// no internal client cache).
     ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
     public static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
+        context.raiseSecurityLevel(to: minimumClientSecurityLevel)
         try context.withContext { ctx throws(OpenSSLError) in
             switch trust {
             case .system:
@@ -140,12 +142,26 @@ public final class OpenSSLContext: @unchecked Sendable {
         return context
     }
 
+    /// The lowest OpenSSL security level a client context runs at: 2 refuses keys under 112 bits of security
+    /// (RSA below 2048) and SHA-1 signatures. Debian builds OpenSSL with 2 as its default, upstream OpenSSL 3
+    /// with 1, which accepts both.
+    public static let minimumClientSecurityLevel = 2
+
+    /// The context's OpenSSL security level (`SSL_CTX_get_security_level`).
+    public var securityLevel: Int { withContext { Int(SSL_CTX_get_security_level($0)) } }
+
+    /// Raises the security level to `level` if it is lower; never lowers it.
+    func raiseSecurityLevel(to level: Int) {
+        withContext { ctx in
+            if SSL_CTX_get_security_level(ctx) < Int32(level) { SSL_CTX_set_security_level(ctx, Int32(level)) }
+        }
+    }
+
     private func applyCommon(minimumVersion: ProtocolVersion) throws(OpenSSLError) {
         try withContext { ctx throws(OpenSSLError) in
             try check(
                 shopkit_SSL_CTX_set_min_proto_version(ctx, minimumVersion.openSSLValue), "SSL_CTX_set_min_proto_version")
             _ = SSL_CTX_set_options(ctx, shopkit_SSL_OP_NO_RENEGOTIATION() | shopkit_SSL_OP_NO_COMPRESSION())
-            // The security level stays at OpenSSL's default (Debian: 2) or whatever the system sets higher.
         }
     }
 }

@@ -8,7 +8,8 @@ public struct CertificateInfo: Sendable, Hashable {
     public let subject: String
     /// The issuer as a one-line RFC 2253 string.
     public let issuer: String
-    /// DNS names and IP addresses from the subjectAltName extension.
+    /// The subjectAltName entries: DNS names and IP addresses as they are, other kinds with a prefix
+    /// (`email:`, `URI:`, `DirName:`, `RID:`, `othername:`). For display; hostnames are checked by OpenSSL.
     public let subjectAlternativeNames: [String]
     /// Start of validity.
     public let notBefore: Date

@@ -15,6 +15,8 @@ public final class TLSClientContext: Sendable {
     public let sessionCache: TLSSessionCache
     let openSSL: OpenSSLContext
     let now: @Sendable () -> Date
+    /// Hosts whose pin set's no-backup warning was logged already.
+    let backupWarnings = OncePerHost()
 
     /// Builds the OpenSSL context for `configuration`.
     ///
@@ -64,6 +66,25 @@ public final class TLSClientContext: Sendable {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
             minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host))
+    }
+}
+
+/// Remembers hosts (case-insensitively), so that something is done once per host: `firstTime` is true only
+/// on a host's first call. Holds at most `capacity` hosts; past that, new hosts always count as first.
+final class OncePerHost: @unchecked Sendable {
+    // @unchecked Sendable: `hosts` is only read or written while `lock` is held.
+    private let lock = NSLock()
+    private var hosts: Set<String> = []
+    private let capacity: Int
+
+    init(capacity: Int = 1_024) { self.capacity = capacity }
+
+    /// Whether this is the first call for `host`.
+    func firstTime(_ host: String) -> Bool {
+        lock.withLock {
+            guard hosts.count < capacity else { return !hosts.contains(host.lowercased()) }
+            return hosts.insert(host.lowercased()).inserted
+        }
     }
 }
 

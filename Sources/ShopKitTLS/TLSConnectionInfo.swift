@@ -25,7 +25,8 @@ public struct TLSConnectionInfo: Sendable {
 }
 
 /// User inbound event fired by a client `TLSHandler` when the connection may carry data: chain, hostname
-/// and pins all passed. Writes made earlier were buffered and are sent right after this event.
+/// and pins all passed. Writes made earlier were buffered; they are sent just before this event, so they keep
+/// their order ahead of anything written in response to it.
 public struct TLSHandshakeCompleted: Sendable {
     /// What was negotiated and verified.
     public let info: TLSConnectionInfo

@@ -23,6 +23,7 @@ extension TLSHandler {
                 if case .mismatch(let report) = verdict { fail(context: context, .pinMismatch(report)) }
                 return
             }
+            if !resumed, case .matched = verdict { warnIfNoBackup(client: client, host: host, chain: chain) }
             established = (chain, verdict)
             for session in pendingSessions { store(session, cache: client.sessionCache, key: key) }
             pendingSessions = []
@@ -83,6 +84,15 @@ extension TLSHandler {
             return false
         }
         return true
+    }
+
+    /// Logs the pin set's no-backup warning (every pin is on the current chain) after a full handshake, once per
+    /// host and client context: a warning per connection would drown the log.
+    private func warnIfNoBackup(client: TLSClientContext, host: String, chain: VerifiedChain) {
+        guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain),
+            client.backupWarnings.firstTime(host)
+        else { return }
+        logger.warning("\(warning.description)", metadata: ["tls.pinSet": "\(warning.hostPattern)"])
     }
 
     /// A new session from OpenSSL: cache it once the handshake's checks passed, keep it until then.

@@ -1,4 +1,4 @@
-import ShopKitOpenSSL
+@testable import ShopKitOpenSSL
 import ShopKitPinning
 import TestSupport
 import Testing
@@ -59,6 +59,25 @@ import Testing
         let pair = try BackToBack(serverChain: chain(leaf), serverKey: leaf)
         #expect(pair.handshake() == .complete)
         #expect(try pair.client.verifiedChain()?.leaf?.spkiPin == TestCertificates.pin(leaf))
+    }
+
+    @Test(arguments: [OpenSSLContext.Trust.system, .pem(TestCertificates.certificate("root"), addingToSystem: false)])
+    func clientContextsRunAtSecurityLevelTwoOrHigher(trust: OpenSSLContext.Trust) throws {
+        // Upstream OpenSSL 3 defaults to level 1 (RSA-1024 and SHA-1 accepted); ShopKit raises it to 2.
+        let context = try OpenSSLContext.client(trust: trust, minimumVersion: .tls12)
+        #expect(context.securityLevel >= 2)
+        #expect(OpenSSLContext.minimumClientSecurityLevel == 2)
+    }
+
+    @Test(arguments: [(0, 2), (1, 2), (2, 2), (3, 3)])
+    func securityLevelIsRaisedNeverLowered(from start: Int, to expected: Int) throws {
+        // A server context can start at any level; the client's raise applies the same rule to it.
+        let context = try OpenSSLContext.server(
+            certificateChainPEM: TestCertificates.standardChain(),
+            privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"), securityLevel: start)
+        #expect(context.securityLevel == start)
+        context.raiseSecurityLevel(to: OpenSSLContext.minimumClientSecurityLevel)
+        #expect(context.securityLevel == expected)
     }
 
     @Test func trustAddedToTheSystemStoreStillTrustsTheTestRoot() throws {

@@ -239,6 +239,39 @@ import TestSupport
         await server.stop()
     }
 
+    @Test func droppedBodyIsDiscardedAndTheConnectionReused() async throws {
+        // Far above the body stream's high watermark: the unread body holds the connection's reads back until
+        // it is dropped; then the rest is read and discarded, and the connection goes back to the pool.
+        let payload = pattern(512 * 1024)
+        let server = try await LoopbackHTTPServer.startTLS { request in request.uri == "/big" ? .ok(payload) : .ok() }
+        let transport = makeTransport(pool: HTTPSTransport.Pool(maxConnectionsPerHost: 1))
+        do {
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/big")
+            let (response, body) = try await transport.send(request, body: nil, baseURL: server.baseURL, operationID: "t")
+            #expect(response.status == .ok)
+            #expect(body?.length == .known(Int64(payload.count)))
+        }  // the body goes away unread
+        let (response, reply) = try await transport.fetch(baseURL: server.baseURL)
+        #expect(response.status == .ok)
+        #expect(reply == Array("ok".utf8))
+        #expect(server.counts.accepted == 1)
+        #expect(server.requests.map(\.indexOnConnection) == [1, 2])
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test(arguments: ["https://./", "https://%00/", "https://a%00b.test/"])
+    func hostsWithoutAUsableNameAreRefused(_ url: String) async throws {
+        let transport = makeTransport()
+        await #expect {
+            _ = try await transport.fetch(baseURL: try #require(URL(string: url)))
+        } throws: { error in
+            guard case .connectFailed(_, _, let reason)? = error as? TLSError else { return false }
+            return reason.contains("no usable host name")
+        }
+        await transport.shutdown()
+    }
+
     @Test func redirectsAreReturnedNotFollowed() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 302, headers: [("Location", "/elsewhere")], body: [], chunked: false, close: false)

@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 #endif
 import HTTPTypes
+import NIOCore
+import NIOPosix
 import OpenAPIRuntime
 import Testing
 import TestSupport
@@ -34,6 +36,46 @@ import TestSupport
         let transport = makeTransport(
             timeouts: .init(handshake: .milliseconds(50), request: Self.long), security: NeverVerifyingSecurity())
         await #expect(throws: TLSError.timeout(.handshake)) { _ = try await transport.fetch(baseURL: server.baseURL) }
+        #expect(server.counts.requests == 0)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func handshakeTimeoutWithTheRealTLSHandler() async throws {
+        // A TCP server that accepts and reads (the ClientHello) but never answers.
+        let reads = EventCounter()
+        let closed = EventCounter()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.closeFuture.whenComplete { _ in Task { await closed.increment() } }
+                return child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(CountingSink(counter: reads))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        let transport = makeTransport(timeouts: .init(handshake: .milliseconds(100), request: Self.long))
+        await #expect(throws: TLSError.timeout(.handshake)) {
+            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
+        }
+        await reads.wait(until: 1)  // the server did get the ClientHello
+        await closed.wait(until: 1)  // and the client closed the connection when the timeout fired
+        await transport.shutdown()
+        try await server.close()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func requestBodyThatNeverYieldsEndsAtTheRequestDeadlineNotAsIdleRead() async throws {
+        // The upload stalls: the server rightly waits for the rest, so its silence is no idle read, and `send`
+        // must still return at the request deadline although the body stream never finishes. (The deadline is
+        // long enough for connecting on a busy machine; the idle-read timeout is far shorter.)
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
+        let transport = makeTransport(timeouts: .init(idleRead: .milliseconds(50), request: .seconds(2)))
+        let (stream, continuation) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
+        await #expect(throws: TLSError.timeout(.request)) {
+            _ = try await transport.fetch(.post, baseURL: server.baseURL, body: HTTPBody(stream, length: .unknown))
+        }
+        continuation.finish()
         #expect(server.counts.requests == 0)
         await transport.shutdown()
         await server.stop()
@@ -160,4 +202,17 @@ struct BoundClosedPort {
     }
 
     func release() { close(fd) }
+}
+
+/// Counts the reads that reach it and drops them: a peer that listens and never says anything.
+final class CountingSink: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let counter: EventCounter
+
+    init(counter: EventCounter) { self.counter = counter }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let counter = self.counter
+        Task { await counter.increment() }
+    }
 }

@@ -36,7 +36,7 @@ public struct ServerReport: Sendable, Codable, Equatable {
         public let subject: String
         /// The issuer name (RFC 2253).
         public let issuer: String
-        /// DNS and IP subject alternative names.
+        /// Subject alternative names: DNS and IP as they are, other kinds with a prefix (`email:`, `URI:`, …).
         public let subjectAlternativeNames: [String]
         /// Start of validity.
         public let notBefore: Date

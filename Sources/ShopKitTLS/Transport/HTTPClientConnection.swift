@@ -68,9 +68,11 @@ final class HTTPClientConnection: Sendable {
         @Sendable func start() {
             // Nested callbacks rather than and/map/recover: no intermediate futures per request.
             written.futureResult.whenComplete { writeResult in
+                let requestWritten: Bool
+                if case .success = writeResult { requestWritten = true } else { requestWritten = false }
+                // The idle-read clock starts once the request is out, not while it is being uploaded.
+                if requestWritten { handler.value.requestSent(done.futureResult) }
                 done.futureResult.whenComplete { doneResult in
-                    let requestWritten: Bool
-                    if case .success = writeResult { requestWritten = true } else { requestWritten = false }
                     let value = requestWritten && ((try? doneResult.get()) ?? false)
                     finished(value)
                     reusable.succeed(value)
@@ -84,18 +86,25 @@ final class HTTPClientConnection: Sendable {
             let responseHead: HTTPResponseHead
             if let body {
                 loop.execute { start() }
-                do {
-                    try await Self.writeBody(body, to: channel)
-                    written.succeed()
-                } catch let error as BodyError {
-                    written.fail(error.underlying)
+                switch await Self.writeBody(body, to: channel, end: written, racing: done.futureResult) {
+                case .written:
+                    break
+                case .bodyFailed(let error):
+                    written.fail(error)
                     loop.execute { handler.value.cancel(done.futureResult) }
                     _ = try? await headPromise.futureResult.get()
-                    throw error.underlying
-                } catch {
+                    throw error
+                case .writeFailed(let error):
                     // The connection failed while writing: the handler reports why (or the server answered early).
                     written.fail(error)
                     channel.close(promise: nil)
+                case .exchangeEnded:
+                    // A deadline, a closed connection, cancellation or an early complete response ended the
+                    // exchange, maybe while the caller's body stream had not finished (it may never): give up on
+                    // the body. A connection with half a request on it is closed; one whose request end was
+                    // written just before (`written` succeeded first, the failure is then ignored) is kept.
+                    written.fail(TLSError.connectionClosed)
+                    written.futureResult.whenFailure { _ in channel.close(promise: nil) }
                 }
                 responseHead = try await headPromise.futureResult.get()
             } else {
@@ -133,19 +142,55 @@ final class HTTPClientConnection: Sendable {
         let underlying: any Error
     }
 
-    private static func writeBody(_ body: HTTPBody?, to channel: any Channel) async throws {
-        if let body {
-            var iterator = body.makeAsyncIterator()
-            while true {
-                let chunk: ArraySlice<UInt8>?
-                do { chunk = try await iterator.next() } catch { throw BodyError(underlying: error) }
-                guard let chunk else { break }
-                if chunk.isEmpty { continue }
-                let buffer = channel.allocator.buffer(bytes: chunk)
-                try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer))).get()
+    /// How writing a request body ended.
+    enum BodyOutcome: Sendable {
+        /// The body and the request's end were written.
+        case written
+        /// The caller's body stream threw this error.
+        case bodyFailed(any Error)
+        /// Writing to the connection failed.
+        case writeFailed(any Error)
+        /// The exchange ended first (failed on a deadline, a close or cancellation, or the response was complete).
+        case exchangeEnded
+    }
+
+    /// Writes `body` and the request's end (completing `end` when that is written) in a task of its own, and
+    /// returns when that is done or when the exchange ends (`done` completes), whichever comes first. The
+    /// caller's body stream may never yield again (nor heed cancellation): the request's deadline must still
+    /// end `send`. The writing task is then cancelled and left to finish on its own.
+    static func writeBody(
+        _ body: HTTPBody, to channel: any Channel, end: EventLoopPromise<Void>, racing done: EventLoopFuture<Bool>
+    ) async -> BodyOutcome {
+        let first = FirstOutcome<BodyOutcome>()
+        let writer = Task {
+            do {
+                try await writeBody(body, to: channel, end: end)
+                first.complete(.written)
+            } catch let error as BodyError {
+                first.complete(.bodyFailed(error.underlying))
+            } catch {
+                first.complete(.writeFailed(error))
             }
         }
-        try await channel.writeAndFlush(HTTPClientRequestPart.end(nil)).get()
+        done.whenComplete { _ in first.complete(.exchangeEnded) }
+        let outcome = await first.value
+        if case .exchangeEnded = outcome { writer.cancel() }
+        return outcome
+    }
+
+    private static func writeBody(_ body: HTTPBody, to channel: any Channel, end: EventLoopPromise<Void>) async throws {
+        var iterator = body.makeAsyncIterator()
+        while true {
+            let chunk: ArraySlice<UInt8>?
+            do { chunk = try await iterator.next() } catch { throw BodyError(underlying: error) }
+            guard let chunk else { break }
+            if chunk.isEmpty { continue }
+            let buffer = channel.allocator.buffer(bytes: chunk)
+            try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer))).get()
+        }
+        // `end` completes on the event loop when the end is written, ordered with the response's events.
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: end)
+        try await end.futureResult.get()
     }
 }
 

@@ -46,6 +46,13 @@ final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler 
 /// Runs one HTTP/1.1 exchange at a time on a connection: response head, body streaming with the size limit,
 /// keep-alive decision, idle-read and whole-request timers. Every method runs on the channel's event loop.
 ///
+/// Timers: the whole-request deadline runs from the start; the idle-read clock only once the request's end
+/// has been written (``requestSent(_:)``), so a slow upload is never the server's silence. Time is read from
+/// the event loop's clock (`EventLoop.now`), so tests can drive it.
+///
+/// Truncation: a TCP close without TLS close_notify (``TLSUncleanShutdown``) fails the exchange in progress,
+/// so a body framed by the connection's end is never accepted as complete on a FIN anyone could forge.
+///
 /// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
 /// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
 /// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader
@@ -74,6 +81,8 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     private var readingPaused = false
     /// A read the channel asked for while reading was paused.
     private var pendingRead = false
+    /// The current exchange's request has been written to its end: the idle-read clock runs.
+    private var requestWritten = false
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
@@ -82,8 +91,11 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     func noteBytesRead() {
         bytesRead = true
         if case .idle = state { return }
-        lastRead = .now()
+        lastRead = now
     }
+
+    /// The event loop's current time.
+    private var now: NIODeadline { context?.eventLoop.now ?? .now() }
 
     /// Starts an exchange; the caller then writes the request.
     func start(_ exchange: ResponseExchange) {
@@ -95,9 +107,24 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
             return
         }
         bytesRead = false
+        requestWritten = false
         state = .awaitingHead(exchange)
-        lastRead = .now()
+        lastRead = now
         armTimer()
+    }
+
+    /// The request of the exchange whose completion is `done` has been written to its end: the idle-read clock
+    /// starts now. Does nothing when that exchange is over. The running timer needs no change: it fires no
+    /// later than an idle-read period from now, and re-arms for the deadline it finds then.
+    func requestSent(_ done: EventLoopFuture<Bool>) {
+        switch state {
+        case .awaitingHead(let exchange), .streamingBody(let exchange, _, _):
+            guard exchange.done.futureResult === done, !requestWritten else { return }
+            requestWritten = true
+            lastRead = now
+        case .idle, .closed:
+            break
+        }
     }
 
     /// Abandons the exchange whose completion is `done` (task cancelled, body dropped): the connection is
@@ -158,11 +185,24 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         guard readingPaused else { return }
         readingPaused = false
         // Time spent waiting for the reader is not the server's silence.
-        lastRead = .now()
+        lastRead = now
         if pendingRead, let context {
             pendingRead = false
             context.read()
         }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is TLSUncleanShutdown {
+            // The peer's TCP close came without close_notify: anyone on the path can send that FIN. A body
+            // framed by the connection's end (no Content-Length, not chunked) would look complete to the HTTP
+            // decoder when it processes the close next, so the exchange in progress fails first.
+            switch state {
+            case .awaitingHead, .streamingBody: fail(TLSError.connectionClosed)
+            case .idle, .closed: break
+            }
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -220,8 +260,9 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         case .awaitingHead(let current), .streamingBody(let current, _, _): exchange = current
         case .idle, .closed: return
         }
-        let now = NIODeadline.now()
-        if readingPaused { lastRead = now }
+        let now = self.now
+        // Waiting for the body reader, or for the request to be written, is not the server's silence.
+        if readingPaused || !requestWritten { lastRead = now }
         if now >= exchange.deadline {
             fail(TLSError.timeout(.request))
         } else if now >= lastRead + exchange.idleReadTimeout {

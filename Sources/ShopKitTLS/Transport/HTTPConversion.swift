@@ -95,8 +95,9 @@ struct RequestTarget: Hashable, Sendable {
 
     /// The target of `baseURL`, which must be an `https` URL with a host.
     ///
-    /// - Throws: ``TLSError/connectFailed(host:port:reason:)`` for a non-https URL: the transport never
-    ///   sends plaintext.
+    /// - Throws: ``TLSError/connectFailed(host:port:reason:)`` for a non-https URL (the transport never
+    ///   sends plaintext), and for a host that is empty once a trailing dot is removed (such as `.`) or holds a
+    ///   NUL byte: there would be no name for OpenSSL to check the certificate against.
     init(baseURL: URL) throws(TLSError) {
         guard let host = baseURL.host, !host.isEmpty else {
             throw .connectFailed(host: "", port: 0, reason: "base URL \(baseURL) has no host")
@@ -108,6 +109,11 @@ struct RequestTarget: Hashable, Sendable {
         }
         var bare = host.lowercased()
         if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
+        guard !(bare.hasSuffix(".") ? bare.dropLast() : Substring(bare)).isEmpty, !bare.utf8.contains(0) else {
+            throw .connectFailed(
+                host: host, port: port,
+                reason: "base URL \(baseURL) has no usable host name (empty or with a NUL byte)")
+        }
         self.host = bare
         self.port = port
     }
