@@ -62,6 +62,17 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     /// A file-system or system-call failure.
     case io(String)
 
+    /// The reason alone, without the leading summary of ``description``.
+    var reason: String {
+        switch self {
+        case .locked(let why), .unavailable(let why), .corrupt(let why), .insecurePermissions(let why),
+            .accessDenied(let why), .policyUnsupported(let why), .io(let why):
+            return why
+        case .wrongPassphrase, .wrongDevice:
+            return description
+        }
+    }
+
     public var description: String {
         switch self {
         case .locked(let why): return "keyring is locked: \(why)"

@@ -95,6 +95,20 @@ extension KeyringStore {
         }
     }
 
+    /// What a probe found, never throwing: the failure's kind decides between unavailable and failing.
+    static func probe(session: LibSecretSession, cancellable: Cancellable) -> KeyringProbe {
+        do throws(CredentialError) {
+            let collection = try session.withReconnect { () throws(CredentialError) in
+                try session.defaultCollection(cancellable)
+            }
+            guard let collection else { return .available(locked: false) }
+            let locked = secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self))
+            return .available(locked: locked != 0)
+        } catch {
+            return session.lastFailure == .noService ? .unavailable(error.reason) : .failing(error.reason)
+        }
+    }
+
     private static func lockedAdvice(_ key: CredentialKey, unlock: Bool) -> String {
         unlock
             ? "the keyring collection holding \(key) is locked and was not unlocked (the prompt was dismissed or "

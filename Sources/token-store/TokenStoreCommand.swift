@@ -173,7 +173,7 @@ extension TokenStoreCommand {
     struct Probe: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print which backend would be used and the keyring's state, never prompting.",
-            discussion: "Exits 0 when the keyring answers unlocked, 2 when it is locked, 3 when none answers.")
+            discussion: "Exits 0 when the keyring answers unlocked, 2 when it is locked, 3 when there is none or it is failing.")
 
         @OptionGroup var options: StoreOptions
 
@@ -190,13 +190,14 @@ extension TokenStoreCommand {
             case .available(locked: false): state = "available, unlocked"
             case .available(locked: true): state = "available, locked"
             case .unavailable(let why): state = "unavailable: \(why)"
+            case .failing(let why): state = "failing: \(why)"
             }
             print("backend: \(backend)")
             print("keyring: \(state)")
             switch probe {
             case .available(locked: false): return
             case .available(locked: true): throw ExitCode(Exit.Code.locked.rawValue)
-            case .unavailable: throw ExitCode(Exit.Code.unavailable.rawValue)
+            case .unavailable, .failing: throw ExitCode(Exit.Code.unavailable.rawValue)
             }
         }
     }
