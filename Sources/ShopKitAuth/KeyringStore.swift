@@ -127,13 +127,16 @@ public final class KeyringStore: CredentialBackend {
     }
 
     /// Deletes every item for `key` (on any device); deleting a missing item succeeds.
+    ///
+    /// Never reports success while the item stays: a matching item that is locked (and, with `allowUnlockPrompt`,
+    /// was not unlocked), or a locked default collection that may hide one, is ``CredentialError/locked(_:)``, and
+    /// nothing is deleted.
     public func delete(_ key: CredentialKey) async throws(CredentialError) {
+        let unlock = allowUnlockPrompt
         try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
-            let service = try session.service(cancellable)
-            let attributes = AttributeTable(["service": key.service, "account": key.account])
-            var error: UnsafeMutablePointer<GError>?
-            _ = secret_service_clear_sync(service, shopkit_token_schema(), attributes.table, cancellable.pointer, &error)
-            if let error { throw session.fail(error, "cannot delete the keyring item for \(key)") }
+            try session.withReconnect { () throws(CredentialError) in
+                try Self.delete(key, unlock: unlock, session: session, cancellable: cancellable)
+            }
         }
     }
 }

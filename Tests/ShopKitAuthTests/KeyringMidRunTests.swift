@@ -37,6 +37,29 @@ struct KeyringMidRunTests {
         ])
     }
 
+    /// Sign-out while the keyring is locked (the screen locked after the store was opened): the delete must fail
+    /// as locked, not report success while the tokens stay; after an unlock the item is still there.
+    @Test func signOutInALockedKeyringIsLockedAndKeepsTheItem() async throws {
+        let key = CredentialKey(service: KeyringChildScenario.lockedDeleteService, account: "a")
+        let reports = try await Self.withPrivateKeyring { keyring in
+            try Self.runChild("signOutWhileLocked", busAddress: keyring.address) { step in
+                if step == 1 {
+                    try keyring.lockDefaultCollectionBlocking()
+                } else {
+                    guard try keyring.holdsItemBlocking(key) else {
+                        throw FixtureError(description: "the item is gone from the locked keyring")
+                    }
+                    // Unlock for real: a new daemon opens the login keyring with its password.
+                    try keyring.killKeyringBlocking()
+                    try keyring.startKeyringBlocking()
+                }
+            }
+        }
+        #expect(reports == [
+            "written", "waiting", "sign-out locked", "waiting", "read found", "sign-out ok", "read absent", "alive",
+        ])
+    }
+
     private static func withPrivateKeyring(_ body: @escaping @Sendable (PrivateKeyring) throws -> [String])
         async throws -> [String]
     {
@@ -144,6 +167,29 @@ struct KeyringChildScenario {
         kind(await credentialError { () throws(CredentialError) in
             guard try await store.read(key) != nil else { throw .io("absent") }
         })
+    }
+
+    static let lockedDeleteService = "locked-sign-out"
+
+    @Test func signOutWhileLocked() async throws {
+        let key = CredentialKey(service: Self.lockedDeleteService, account: "a")
+        let store = KeyringStore(timeout: .seconds(20))
+        let tokens: any TokenStore = VaultTokenStore(vault: CredentialVault(backend: store), key: key)
+        try await tokens.saveTokens(AuthTokens(accessToken: "t"))
+        Self.report("written")
+        try await Self.waitForGo()  // the parent locks the keyring
+        do {
+            try await tokens.clearTokens()
+            Self.report("sign-out ok")
+        } catch let error as CredentialError {
+            Self.report("sign-out " + Self.kind(error))
+        }
+        try await Self.waitForGo()  // the parent checks the item is there and unlocks the keyring
+        Self.report("read " + (await Self.readKind(store, key)))
+        try await tokens.clearTokens()
+        Self.report("sign-out ok")
+        Self.report(try await tokens.loadTokens() == nil ? "read absent" : "read found")
+        Self.report("alive")
     }
 
     @Test func readAcrossABusDeath() async throws {

@@ -163,6 +163,38 @@ struct KeyringStoreTests {
         await keyring.stop()
     }
 
+    /// A delete must not report success while the item stays in a locked keyring.
+    @Test func deleteInALockedKeyringIsLockedAndKeepsTheItem() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
+        let key = CredentialKey(service: "delete-locked-test", account: "a")
+        let target = ["--service", key.service, "--account", key.account]
+        do {
+            #expect(try await TokenStoreBinary.run(["set"] + target, stdin: "kept-token\n", environment: bus).status == 0)
+            try await keyring.lockDefaultCollection()
+
+            let delete = try await TokenStoreBinary.run(["delete"] + target, environment: bus)
+            #expect(delete.status == 2, "\(delete.stderr)")
+            #expect(delete.stderr.contains("locked"))
+            #expect(try await keyring.holdsItem(key))
+            // Deleting something the locked keyring does not show cannot be confirmed either.
+            let unseen = try await TokenStoreBinary.run(["delete", "--service", key.service, "--account", "b"], environment: bus)
+            #expect(unseen.status == 2)
+
+            // Unlock for real: a new daemon opens the login keyring with its password. The item is still there.
+            try await keyring.killKeyring()
+            try await keyring.startKeyring()
+            #expect(try await TokenStoreBinary.run(["get"] + target, environment: bus).stdout == "kept-token\n")
+            #expect(try await TokenStoreBinary.run(["delete"] + target, environment: bus).status == 0)
+            #expect(try await TokenStoreBinary.run(["get"] + target, environment: bus).status == 1)
+            #expect(try await keyring.holdsItem(key) == false)
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+    }
+
     /// The keyring daemon dies while the bus lives: nothing owns the Secret Service name, which is "unavailable"
     /// (so auto may pick the file), not "failing".
     @Test func keyringDaemonKilledWhileTheBusLivesIsUnavailable() async throws {
