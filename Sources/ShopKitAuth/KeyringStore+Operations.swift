@@ -95,6 +95,8 @@ extension KeyringStore {
         }
     }
 
+    /// Deletes every item for `key`, or none: `.locked` when a match (or a locked collection that may hide one)
+    /// stays locked.
     static func delete(_ key: CredentialKey, unlock: Bool, session: LibSecretSession, cancellable: Cancellable)
         throws(CredentialError)
     {
