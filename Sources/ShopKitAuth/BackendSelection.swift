@@ -22,14 +22,16 @@ public enum SelectedBackend: String, Sendable, Equatable {
 /// Picks the default credential backend.
 ///
 /// The rules (``decide(_:probe:unlockPromptAllowed:)``): a forced choice is honoured; otherwise the keyring is used
-/// whenever a Secret Service answers, and the encrypted file only when none answers. A keyring that answers but is
-/// locked (with prompting not allowed) is an error, never a silent downgrade to the file: the file would then hold
+/// whenever a Secret Service answers, and the encrypted file only when there is none (no session bus, or nothing
+/// owns the Secret Service name). A keyring that is there but locked (with prompting not allowed) or failing (a
+/// D-Bus error, no answer in time) is an error, never a silent downgrade to the file: the file would then hold
 /// tokens the user expects in the keyring, and a second copy would outlive a sign-out in the keyring.
 public enum BackendSelection {
     /// Decides from a probe result alone (pure; the rules of the type's overview).
     ///
     /// - Throws: ``CredentialError/locked(_:)`` for a locked keyring without prompting,
-    ///   ``CredentialError/unavailable(_:)`` when `.keyring` is forced and none answers.
+    ///   ``CredentialError/unavailable(_:)`` for a failing keyring (unless the file is forced) and when `.keyring`
+    ///   is forced and none answers.
     public static func decide(_ preference: BackendPreference, probe: KeyringProbe?, unlockPromptAllowed: Bool = false)
         throws(CredentialError) -> SelectedBackend
     {
@@ -41,6 +43,9 @@ public enum BackendSelection {
                 + "(or allow the unlock prompt), or choose the file backend explicitly")
         case (_, .available?):
             return .keyring
+        case (_, .failing(let why)?):
+            throw .unavailable("a Secret Service is on the session bus but failing (\(why)); not falling back to "
+                + "the token file: fix or restart the keyring, or choose the file backend explicitly")
         case (.keyring, .unavailable(let why)?):
             throw .unavailable(why)
         case (.keyring, nil):

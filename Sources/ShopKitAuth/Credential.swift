@@ -61,6 +61,19 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     case policyUnsupported(String)
     /// A file-system or system-call failure.
     case io(String)
+    /// The write would make the store larger than its format allows; nothing was changed.
+    case tooLarge(String)
+
+    /// The reason alone, without the leading summary of ``description``.
+    var reason: String {
+        switch self {
+        case .locked(let why), .unavailable(let why), .corrupt(let why), .insecurePermissions(let why),
+            .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why):
+            return why
+        case .wrongPassphrase, .wrongDevice:
+            return description
+        }
+    }
 
     public var description: String {
         switch self {
@@ -73,6 +86,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .accessDenied(let why): return "access denied: \(why)"
         case .policyUnsupported(let why): return "access policy cannot be honoured here: \(why)"
         case .io(let why): return "token store I/O failed: \(why)"
+        case .tooLarge(let why): return "token store would be too large: \(why)"
         }
     }
 }

@@ -31,7 +31,11 @@ public actor CredentialVault {
     /// The prompt in progress, if any; concurrent protected reads wait for it instead of prompting again.
     private var pendingVerification: Task<Result<Void, CredentialError>, Never>?
     /// How many reads waited for another read's prompt (for tests).
-    private(set) var joinedVerifications = 0
+    private(set) var joinedVerifications = 0 {
+        didSet { resumeJoinWaiters() }
+    }
+    /// Callers of ``joinedVerifications(atLeast:)`` still waiting.
+    private var joinWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     /// A vault over `backend`. `clock` is injectable for tests; `presenceVerifier` is required for
     /// `userPresence` items.
@@ -97,6 +101,19 @@ public actor CredentialVault {
     /// Forgets the last proof of presence, so the next protected read asks again (e.g. on screen lock).
     public func forgetPresence() {
         lastPresence = nil
+    }
+
+    /// Returns once at least `count` reads have waited for another read's prompt (for tests: an event to wait
+    /// for instead of polling).
+    func joinedVerifications(atLeast count: Int) async {
+        guard joinedVerifications < count else { return }
+        await withCheckedContinuation { joinWaiters.append((count, $0)) }
+    }
+
+    private func resumeJoinWaiters() {
+        let ready = joinWaiters.filter { $0.count <= joinedVerifications }
+        joinWaiters.removeAll { $0.count <= joinedVerifications }
+        for waiter in ready { waiter.continuation.resume() }
     }
 
     /// Whether the last proof is fresh for a window of `reuseSeconds` (0 is never fresh; a clock that went

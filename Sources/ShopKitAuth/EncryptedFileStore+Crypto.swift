@@ -166,9 +166,16 @@ final class FileStoreEngine: @unchecked Sendable {
         return set.items
     }
 
+    /// Seals `items` into `file`. Refuses (`.tooLarge`) an item set whose file would exceed the format's maximum,
+    /// before anything is written: a store must never write a file it would then refuse to read as corrupt.
     private func seal(_ file: inout TokenFile, items: [TokenItem], key: SecureBytes) throws(CredentialError) {
         var json = try encode(TokenItemSet(items: items))
         defer { SecureBytes.wipe(&json) }
+        let size = TokenFile.size(payloadLength: json.count)
+        guard size <= TokenFile.maximumSize else {
+            throw .tooLarge("the token file would be \(size) bytes, over the format's limit of "
+                + "\(TokenFile.maximumSize / (1024 * 1024)) MiB; the file was not changed (store fewer or smaller items)")
+        }
         try crypto { () throws(OpenSSLError) in
             file.payloadNonce = try SecureRandom.bytes(count: AES256GCM.nonceSize)
             // The header's length field must be final before it becomes the AAD; GCM keeps lengths.

@@ -95,6 +95,50 @@ extension KeyringStore {
         }
     }
 
+    /// Deletes every item for `key`, or none: `.locked` when a match (or a locked collection that may hide one)
+    /// stays locked.
+    static func delete(_ key: CredentialKey, unlock: Bool, session: LibSecretSession, cancellable: Cancellable)
+        throws(CredentialError)
+    {
+        // Not secret_service_clear_sync: it skips locked items and returns FALSE without an error when every match
+        // is locked, which would report a delete that did not happen.
+        let items = try session.search(
+            AttributeTable(["service": key.service, "account": key.account]), unlock: unlock, cancellable)
+        guard !items.isEmpty else {
+            // As for a read: with nothing visible, a locked collection may still hold the item.
+            if let collection = try session.defaultCollection(cancellable),
+                secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self)) != 0
+            {
+                throw .locked(lockedAdvice(key, unlock: unlock))
+            }
+            return
+        }
+        // All or nothing: refuse before deleting anything when one of them stays locked.
+        if items.contains(where: { secret_item_get_locked($0.pointer.assumingMemoryBound(to: SecretItem.self)) != 0 }) {
+            throw .locked(lockedAdvice(key, unlock: unlock))
+        }
+        for item in items {
+            var error: UnsafeMutablePointer<GError>?
+            let deleted = secret_item_delete_sync(
+                item.pointer.assumingMemoryBound(to: SecretItem.self), cancellable.pointer, &error)
+            if deleted == 0 || error != nil { throw session.fail(error, "cannot delete the keyring item for \(key)") }
+        }
+    }
+
+    /// What a probe found, never throwing: the failure's kind decides between unavailable and failing.
+    static func probe(session: LibSecretSession, cancellable: Cancellable) -> KeyringProbe {
+        do throws(CredentialError) {
+            let collection = try session.withReconnect { () throws(CredentialError) in
+                try session.defaultCollection(cancellable)
+            }
+            guard let collection else { return .available(locked: false) }
+            let locked = secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self))
+            return .available(locked: locked != 0)
+        } catch {
+            return session.lastFailure == .noService ? .unavailable(error.reason) : .failing(error.reason)
+        }
+    }
+
     private static func lockedAdvice(_ key: CredentialKey, unlock: Bool) -> String {
         unlock
             ? "the keyring collection holding \(key) is locked and was not unlocked (the prompt was dismissed or "

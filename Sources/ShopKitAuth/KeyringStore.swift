@@ -3,11 +3,17 @@ import Foundation
 import ShopKitAPI
 
 /// What a non-prompting probe of the Secret Service found.
+///
+/// Only "there is nothing to talk to" is ``unavailable(_:)``; a Secret Service that is there but does not work is
+/// ``failing(_:)``, which backend selection treats as an error rather than a reason to use the file.
 public enum KeyringProbe: Sendable, Equatable {
     /// A Secret Service answered; `locked` says whether the default collection is locked.
     case available(locked: Bool)
-    /// No Secret Service answered, with the reason (no session bus, no daemon, timeout).
+    /// There is no Secret Service: no session bus, or nothing owns `org.freedesktop.secrets` on it; the reason.
     case unavailable(String)
+    /// Something is there but failing: a D-Bus error from the service or the bus, or no answer within the
+    /// timeout (a frozen daemon); the reason.
+    case failing(String)
 }
 
 /// Tokens in the Secret Service keyring (gnome-keyring, KWallet, KeePassXC) through libsecret.
@@ -59,19 +65,27 @@ public final class KeyringStore: CredentialBackend {
 
     /// Asks whether a Secret Service answers and whether its default collection is locked, never prompting.
     ///
-    /// A service without a default collection is reported as `available(locked: false)`.
+    /// A service without a default collection is reported as `available(locked: false)`. No session bus, or no
+    /// owner of the Secret Service name, is ``KeyringProbe/unavailable(_:)``; an error from a service or bus that
+    /// is there, or no answer within ``timeout``, is ``KeyringProbe/failing(_:)``.
     public func probe() async -> KeyringProbe {
         do throws(CredentialError) {
-            return try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
-                guard let collection = try session.defaultCollection(cancellable) else {
-                    return KeyringProbe.available(locked: false)
-                }
-                let locked = secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self))
-                return KeyringProbe.available(locked: locked != 0)
+            return try await worker.run(timeout: timeout) { session, cancellable in
+                Self.probe(session: session, cancellable: cancellable)
             }
         } catch {
-            if case .unavailable(let why) = error { return .unavailable(why) }
-            return .unavailable(error.description)
+            // Only the timer throws here: something holds the bus (or the name) but did not answer in time.
+            return .failing(error.reason)
+        }
+    }
+
+    /// Whether the D-Bus connection under the store's Secret Service proxy would end the process when the bus
+    /// goes away (it must never: a vanished bus is reported as unavailable). For tests and diagnostics.
+    func connectionExitsOnClose() async throws(CredentialError) -> Bool {
+        try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+            try session.withReconnect { () throws(CredentialError) in
+                try session.serviceConnectionExitsOnClose(cancellable)
+            }
         }
     }
 
@@ -85,7 +99,9 @@ public final class KeyringStore: CredentialBackend {
         let unlock = allowUnlockPrompt
         let device = deviceID
         return try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
-            try Self.read(key, unlock: unlock, device: device, session: session, cancellable: cancellable)
+            try session.withReconnect { () throws(CredentialError) in
+                try Self.read(key, unlock: unlock, device: device, session: session, cancellable: cancellable)
+            }
         }
     }
 
@@ -104,18 +120,23 @@ public final class KeyringStore: CredentialBackend {
         let body = KeyringItemBody(credential, device: device)
         let unlock = allowUnlockPrompt
         try await worker.run(timeout: timeout) { [device] session, cancellable throws(CredentialError) in
-            try Self.write(body, for: key, device: device, unlock: unlock, session: session, cancellable: cancellable)
+            try session.withReconnect { () throws(CredentialError) in
+                try Self.write(body, for: key, device: device, unlock: unlock, session: session, cancellable: cancellable)
+            }
         }
     }
 
     /// Deletes every item for `key` (on any device); deleting a missing item succeeds.
+    ///
+    /// Never reports success while the item stays: a matching item that is locked (and, with `allowUnlockPrompt`,
+    /// was not unlocked), or a locked default collection that may hide one, is ``CredentialError/locked(_:)``, and
+    /// nothing is deleted.
     public func delete(_ key: CredentialKey) async throws(CredentialError) {
+        let unlock = allowUnlockPrompt
         try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
-            let service = try session.service(cancellable)
-            let attributes = AttributeTable(["service": key.service, "account": key.account])
-            var error: UnsafeMutablePointer<GError>?
-            _ = secret_service_clear_sync(service, shopkit_token_schema(), attributes.table, cancellable.pointer, &error)
-            if let error { throw session.fail(error, "cannot delete the keyring item for \(key)") }
+            try session.withReconnect { () throws(CredentialError) in
+                try Self.delete(key, unlock: unlock, session: session, cancellable: cancellable)
+            }
         }
     }
 }

@@ -39,8 +39,11 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
     }
 
     /// Whether the terminal can be opened and is a terminal (false under cron, CI, systemd, or with no tty).
-    public var canVerify: Bool {
-        let fd = open(terminalPath, O_RDWR | O_NOCTTY | O_CLOEXEC)
+    public var canVerify: Bool { Self.terminalIsAvailable(terminalPath) }
+
+    /// Whether `path` (by default the controlling terminal) can be opened and is a terminal, so a prompt can run.
+    public static func terminalIsAvailable(_ path: String = "/dev/tty") -> Bool {
+        let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return isatty(fd) == 1

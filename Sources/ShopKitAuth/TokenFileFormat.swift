@@ -21,6 +21,9 @@ struct TokenFile: Equatable {
     /// Files larger than this are refused before any parsing or crypto.
     static let maximumSize = 16 * 1024 * 1024
 
+    /// The size of a file whose payload is `payloadLength` bytes (GCM's ciphertext is as long as the plaintext).
+    static func size(payloadLength: Int) -> Int { headerSize + payloadLength + AES256GCM.tagSize }
+
     /// Accepted scrypt cost, checked before any derivation (a hostile file must not demand unbounded work).
     static let logNRange: ClosedRange<UInt8> = 10...20
     static let rRange: ClosedRange<UInt32> = 1...32
@@ -99,7 +102,7 @@ struct TokenFile: Equatable {
             logN: bytes[6], r: readUInt32(bytes, at: 8), p: readUInt32(bytes, at: 12))
         if let problem = rangeProblem(kdf) { throw .corrupt("hostile or damaged KDF parameters: \(problem)") }
         let length = Int(readUInt32(bytes, at: 112))
-        guard bytes.count == headerSize + length + AES256GCM.tagSize else {
+        guard bytes.count == size(payloadLength: length) else {
             throw .corrupt("payload length \(length) does not match the file size \(bytes.count) (truncated?)")
         }
         return TokenFile(

@@ -34,7 +34,7 @@ struct Exit: Error {
         case .corrupt: code = .corrupt
         case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied
         case .insecurePermissions: code = .insecurePermissions
-        case .io: code = .io
+        case .io, .tooLarge: code = .io
         }
         self.init(code, error.description)
     }

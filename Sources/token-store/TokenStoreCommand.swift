@@ -81,15 +81,52 @@ struct StoreOptions: ParsableArguments {
         KeyringStore(timeout: .milliseconds(Int64((max(timeout, 0.001) * 1000).rounded())))
     }
 
-    /// The store the options select; the passphrase is asked only when the file is chosen.
-    func store() async throws(CredentialError) -> any CredentialBackend {
+    /// The vault over the store the options select, with the presence check token-store can offer for it; the
+    /// passphrase is asked only when the file is chosen.
+    ///
+    /// For the file, `user-presence` items are guarded by asking the file passphrase again on the controlling
+    /// terminal (``TerminalPassphraseVerifier``), which fails closed where there is no terminal. For the keyring
+    /// there is no presence check: token-store knows no secret of its own to ask for.
+    func vault() async throws(CredentialError) -> CredentialVault {
         let fd = passphraseFD
+        let asked = AskedPassphrase()
         var logger = Logger(label: "token-store")
         logger.logLevel = verbose ? .info : .critical
-        return try await BackendSelection.defaultStore(
+        let backend = try await BackendSelection.defaultStore(
             preference, keyring: keyring, fileConfiguration: fileConfiguration,
-            passphrase: { () throws(CredentialError) -> Passphrase in try await PassphraseInput.read(fd: fd) },
+            passphrase: { () throws(CredentialError) -> Passphrase in
+                let passphrase = try await PassphraseInput.read(fd: fd)
+                asked.set(passphrase)
+                return passphrase
+            },
             logger: logger)
+        let verifier = asked.value.map { TerminalPassphraseVerifier(check: .passphrase($0)) }
+        return CredentialVault(backend: backend, presenceVerifier: verifier, logger: logger)
+    }
+}
+
+/// The file passphrase the backend selection asked for, kept for the presence check.
+final class AskedPassphrase: Sendable {
+    private let lock = NSLock()
+    // Safe to share: read and written only while `lock` is held.
+    private nonisolated(unsafe) var passphrase: Passphrase?
+
+    func set(_ passphrase: Passphrase) { lock.withLock { self.passphrase = passphrase } }
+    var value: Passphrase? { lock.withLock { passphrase } }
+}
+
+/// Why `user-presence` cannot work for a store, or `nil` when it can.
+enum PresenceSupport {
+    static let keyring = "token-store has no presence check for keyring items: it knows no secret of its own to "
+        + "ask for (the keyring's unlock is the only gate), so it would never read such an item back; use "
+        + "--policy after-first-unlock, or --backend file (which asks the file passphrase again on the terminal)"
+    static let noTerminal = "user-presence asks the file passphrase again on the terminal (/dev/tty) at every "
+        + "read, and there is no terminal here; run token-store from a terminal, or use --policy after-first-unlock"
+
+    /// The reason `vault` cannot store or read `user-presence` items here.
+    static func problem(_ vault: CredentialVault) -> String? {
+        if vault.backend is KeyringStore { return keyring }
+        return TerminalPassphraseVerifier.terminalIsAvailable() ? nil : noTerminal
     }
 }
 
@@ -105,7 +142,13 @@ extension TokenStoreCommand {
         func run() async throws {
             let key = try options.key()
             let tokens = try await Exit.map { () throws(CredentialError) in
-                try await CredentialVault(backend: try await options.store()).read(key)
+                let vault = try await options.vault()
+                do throws(CredentialError) {
+                    return try await vault.read(key)
+                } catch .accessDenied(let why) {
+                    // A user-presence item that cannot be checked here: fail closed, saying why.
+                    throw .accessDenied(PresenceSupport.problem(vault).map { "\(why); \($0)" } ?? why)
+                }
             }
             guard let tokens else { throw Exit(.notFound, "no token stored for \(key)") }
             if json {
@@ -152,7 +195,18 @@ extension TokenStoreCommand {
             }
             let accessPolicy = AccessPolicy(access: policy.access, thisDeviceOnly: thisDeviceOnly)
             try await Exit.map { () throws(CredentialError) in
-                try await CredentialVault(backend: try await options.store()).write(tokens, for: key, policy: accessPolicy)
+                let vault = try await options.vault()
+                if case .userPresence = accessPolicy.access, let problem = PresenceSupport.problem(vault) {
+                    throw .policyUnsupported(problem)
+                }
+                try await vault.write(tokens, for: key, policy: accessPolicy)
+            }
+        }
+
+        func validate() throws {
+            if options.passphraseFD == 0 {
+                throw ValidationError("--passphrase-fd 0 is standard input, which carries the token for set; "
+                    + "give the passphrase on another descriptor, e.g. --passphrase-fd 3 3<passphrase-file")
             }
         }
     }
@@ -165,24 +219,28 @@ extension TokenStoreCommand {
         func run() async throws {
             let key = try options.key()
             try await Exit.map { () throws(CredentialError) in
-                try await CredentialVault(backend: try await options.store()).delete(key)
+                try await options.vault().delete(key)
             }
         }
     }
 
     struct Probe: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print which backend would be used and the keyring's state, never prompting.",
-            discussion: "Exits 0 when the keyring answers unlocked, 2 when it is locked, 3 when none answers.")
+            abstract: "Print which backend would be used, the keyring's state and what the store can do, never prompting.",
+            discussion: "Exits 0 when the keyring answers unlocked, 2 when it is locked, 3 when there is none or it is failing.")
 
         @OptionGroup var options: StoreOptions
 
         func run() async throws {
-            let probe = await options.keyring.probe()
+            let keyring = options.keyring
+            let probe = await keyring.probe()
+            let selected: SelectedBackend?
             let backend: String
             do throws(CredentialError) {
-                backend = try BackendSelection.decide(options.preference, probe: probe).rawValue
+                selected = try BackendSelection.decide(options.preference, probe: probe)
+                backend = selected?.rawValue ?? "none"
             } catch {
+                selected = nil
                 backend = "none (\(error))"
             }
             let state: String
@@ -190,13 +248,26 @@ extension TokenStoreCommand {
             case .available(locked: false): state = "available, unlocked"
             case .available(locked: true): state = "available, locked"
             case .unavailable(let why): state = "unavailable: \(why)"
+            case .failing(let why): state = "failing: \(why)"
+            }
+            let canBind = selected == .file ? EncryptedFileStore.machineID() != nil : keyring.canBindToDevice
+            let presence: String
+            if selected == .file {
+                presence = TerminalPassphraseVerifier.terminalIsAvailable()
+                    ? "available (the file passphrase is asked again on the terminal)"
+                    : "unavailable (no terminal): user-presence items cannot be stored or read here"
+            } else {
+                presence = "unavailable for keyring items in token-store"
             }
             print("backend: \(backend)")
             print("keyring: \(state)")
+            print("device binding: " + (canBind ? "available (machine id readable)" : "unavailable (no machine id)"))
+            print("unlock prompt: " + (keyring.allowUnlockPrompt ? "allowed" : "not allowed (never prompts)"))
+            print("presence check: \(presence)")
             switch probe {
             case .available(locked: false): return
             case .available(locked: true): throw ExitCode(Exit.Code.locked.rawValue)
-            case .unavailable: throw ExitCode(Exit.Code.unavailable.rawValue)
+            case .unavailable, .failing: throw ExitCode(Exit.Code.unavailable.rawValue)
             }
         }
     }

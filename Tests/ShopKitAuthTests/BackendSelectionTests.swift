@@ -29,6 +29,37 @@ import Testing
         }
     }
 
+    /// A keyring that is there but failing (a D-Bus error, a frozen daemon) is an error for auto and a forced
+    /// keyring, never a reason to use the file; only a forced file ignores it.
+    @Test func aFailingKeyringIsAnErrorNeverADowngrade() throws {
+        for preference in [BackendPreference.auto, .keyring] {
+            do {
+                let chosen = try BackendSelection.decide(preference, probe: .failing("the Secret Service did not answer"))
+                Issue.record("a failing keyring must not select \(chosen)")
+            } catch {
+                guard case .unavailable(let why) = error else { Issue.record("expected unavailable, got \(error)"); continue }
+                #expect(why.contains("failing") && why.contains("the Secret Service did not answer"))
+                #expect(why.contains("not falling back"))
+            }
+        }
+        #expect(try BackendSelection.decide(.file(Self.file), probe: .failing("x")) == .file)
+    }
+
+    @Test func aFailingKeyringNeverAsksForTheFilePassphrase() async {
+        let error = await credentialError { () throws(CredentialError) in
+            try await BackendSelection.makeStore(
+                .auto, probe: .failing("timed out"), keyring: KeyringStore(), fileConfiguration: Self.file,
+                passphrase: { () throws(CredentialError) -> Passphrase in
+                    Issue.record("a failing keyring must not fall back to the file")
+                    throw .accessDenied("not expected")
+                })
+        }
+        guard case .unavailable = error else {
+            Issue.record("expected unavailable, got \(String(describing: error))")
+            return
+        }
+    }
+
     @Test func forcedKeyringWithoutServiceIsUnavailable() {
         do {
             _ = try BackendSelection.decide(.keyring, probe: .unavailable("no bus"))

@@ -152,40 +152,38 @@ import Testing
             let vault = vault(dir, verifier: ClosurePresenceVerifier { _ in await gate.ask() })
             try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
             async let first = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
-            let prompted = await eventually { await gate.waiting == 1 }
+            await gate.waitUntilAsked()
             async let second = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
-            let joined = await eventually { await vault.joinedVerifications == 1 }
+            await vault.joinedVerifications(atLeast: 1)
             await gate.answerAll(answer)
             let outcomes = await [first, second]
-            #expect(prompted && joined)
             #expect(await gate.asked == 1)
             #expect(outcomes == (answer ? [nil, nil] : Array(repeating: .accessDenied("the user did not confirm presence"), count: 2)))
         }
     }
 }
 
-/// A presence prompt the test answers: `ask` waits until `answerAll`.
+/// A presence prompt the test answers: `ask` waits until `answerAll`; `waitUntilAsked` returns once it is asked.
 private actor PresenceGate {
     private var waiters: [CheckedContinuation<Bool, Never>] = []
+    private var askedWaiters: [CheckedContinuation<Void, Never>] = []
     private(set) var asked = 0
-    var waiting: Int { waiters.count }
 
     func ask() async -> Bool {
         asked += 1
+        for waiter in askedWaiters { waiter.resume() }
+        askedWaiters.removeAll()
         return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Returns once the prompt has been asked at least once.
+    func waitUntilAsked() async {
+        guard asked == 0 else { return }
+        await withCheckedContinuation { askedWaiters.append($0) }
     }
 
     func answerAll(_ answer: Bool) {
         for waiter in waiters { waiter.resume(returning: answer) }
         waiters.removeAll()
     }
-}
-
-/// Yields until `condition` holds (bounded, no sleeping); returns whether it did.
-private func eventually(_ condition: () async -> Bool) async -> Bool {
-    for _ in 0..<100_000 {
-        if await condition() { return true }
-        await Task.yield()
-    }
-    return false
 }

@@ -45,6 +45,33 @@ import Testing
         }
     }
 
+    /// The write limit is the read limit: a file of exactly the format's maximum is written and reads back; one
+    /// byte more is refused (`.tooLarge`) before anything is written, so the store never produces a file it would
+    /// then refuse as corrupt.
+    @Test func writesStopAtTheSizeTheReaderAccepts() async throws {
+        try await withTempDirectory { dir in
+            let store = makeStore(dir.storeURL)
+            try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
+            func bob(_ length: Int) -> StoredCredential {
+                StoredCredential(tokens: AuthTokens(accessToken: String(repeating: "x", count: length)), policy: .afterFirstUnlock)
+            }
+            try await store.write(bob(1), for: bobKey)
+            let fitting = 1 + TokenFile.maximumSize - (try fileBytes(dir.storeURL).count)
+            try await store.write(bob(fitting), for: bobKey)
+            let full = try fileBytes(dir.storeURL)
+            #expect(full.count == TokenFile.maximumSize)
+            #expect(try await makeStore(dir.storeURL).read(bobKey) == bob(fitting))
+
+            guard case .tooLarge(let why) = await caughtError({ () async throws(CredentialError) in
+                try await store.write(bob(fitting + 1), for: bobKey)
+            }) else { Issue.record("a file over the maximum must be refused"); return }
+            #expect(why.contains("16 MiB"))
+            #expect(try fileBytes(dir.storeURL) == full)
+            let names = try FileManager.default.contentsOfDirectory(atPath: dir.storeURL.deletingLastPathComponent().path)
+            #expect(names.sorted() == ["tokens.skt", "tokens.skt.lock"])
+        }
+    }
+
     @Test func createsA0700DirectoryAndA0600File() async throws {
         try await withTempDirectory { dir in
             let url = dir.url.appendingPathComponent("xdg/data/shopkit/tokens.skt")

@@ -39,8 +39,9 @@ enum ChildProcess {
         var output: String
     }
 
-    /// Runs the child role `test` and, when `killAfter` is set, SIGKILLs it right after that many markers.
-    /// Blocking work (spawn, pipe reads, wait) runs on its own dispatch queue.
+    /// Runs the child role `test` and, when `killAfter` is set, SIGKILLs it right after that many markers; the
+    /// outcome holds every marker the child printed before it died. Blocking work (spawn, pipe reads, wait) runs
+    /// on its own dispatch queue.
     static func run(test: String, environment extra: [String: String], killAfter: Int?) async throws -> Outcome {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         return try await withCheckedThrowingContinuation { continuation in
@@ -65,10 +66,11 @@ enum ChildProcess {
                     markers = output.split(separator: "\n").compactMap { line in
                         line.hasPrefix(marker) ? Int(line.dropFirst(marker.count)) : nil
                     }
-                    if let killAfter, markers.count >= killAfter {
+                    if let killAfter, !killed, markers.count >= killAfter {
                         kill(process.processIdentifier, SIGKILL)
                         killed = true
-                        break
+                        // Keep reading to the end: the child may have completed and reported more writes
+                        // between the marker seen here and the kill, and those markers are still in the pipe.
                     }
                 }
                 process.waitUntilExit()
@@ -125,6 +127,8 @@ enum ChildProcess {
                 let store = makeStore(url, passphrase: ChildProcess.passphrase)
                 let stored = try #require(try await store.read(ChildProcess.key))
                 let n = try #require(ChildProcess.generation(of: stored.tokens), "torn token set in round \(round)")
+                // The markers are every write the child finished and reported before the kill; at most one more
+                // write can have finished (renamed) without its marker.
                 #expect(n == completed || n == completed + 1, "round \(round): file has \(n), child reported \(completed)")
                 #expect(try await store.generation() == UInt64(n))
                 completed = n

@@ -112,6 +112,15 @@ struct KeyringStoreTests {
         #expect(await KeyringStore().probe() == .available(locked: false))
     }
 
+    /// GLib's shared session-bus connection ends the process on close by default; the store's must not, or a
+    /// program with a GLib main loop would die with its session bus instead of seeing "unavailable".
+    @Test func theStoresBusConnectionDoesNotExitOnClose() async throws {
+        let store = KeyringStore()
+        #expect(try await store.connectionExitsOnClose() == false)
+        _ = try await store.read(KeyringTestEnvironment.uniqueKey())
+        #expect(try await store.connectionExitsOnClose() == false)
+    }
+
     // The cases below need a keyring of their own (locking the shared one, or stopping it, would disturb every
     // other test), so they run the real store in a child process, the token-store binary, pointed at a second
     // private bus with DBUS_SESSION_BUS_ADDRESS: libsecret only talks to the process's session bus.
@@ -154,7 +163,64 @@ struct KeyringStoreTests {
         await keyring.stop()
     }
 
-    @Test func daemonStoppedAfterAWriteIsUnavailable() async throws {
+    /// A delete must not report success while the item stays in a locked keyring.
+    @Test func deleteInALockedKeyringIsLockedAndKeepsTheItem() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
+        let key = CredentialKey(service: "delete-locked-test", account: "a")
+        let target = ["--service", key.service, "--account", key.account]
+        do {
+            #expect(try await TokenStoreBinary.run(["set"] + target, stdin: "kept-token\n", environment: bus).status == 0)
+            try await keyring.lockDefaultCollection()
+
+            let delete = try await TokenStoreBinary.run(["delete"] + target, environment: bus)
+            #expect(delete.status == 2, "\(delete.stderr)")
+            #expect(delete.stderr.contains("locked"))
+            #expect(try await keyring.holdsItem(key))
+            // Deleting something the locked keyring does not show cannot be confirmed either.
+            let unseen = try await TokenStoreBinary.run(["delete", "--service", key.service, "--account", "b"], environment: bus)
+            #expect(unseen.status == 2)
+
+            // Unlock for real: a new daemon opens the login keyring with its password. The item is still there.
+            try await keyring.killKeyring()
+            try await keyring.startKeyring()
+            #expect(try await TokenStoreBinary.run(["get"] + target, environment: bus).stdout == "kept-token\n")
+            #expect(try await TokenStoreBinary.run(["delete"] + target, environment: bus).status == 0)
+            #expect(try await TokenStoreBinary.run(["get"] + target, environment: bus).status == 1)
+            #expect(try await keyring.holdsItem(key) == false)
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+    }
+
+    /// The keyring daemon dies while the bus lives: nothing owns the Secret Service name, which is "unavailable"
+    /// (so auto may pick the file), not "failing".
+    @Test func keyringDaemonKilledWhileTheBusLivesIsUnavailable() async throws {
+        let keyring = try await PrivateKeyring.start()
+        let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
+        let target = ["--service", "killed-daemon-test", "--account", "a"]
+        do {
+            #expect(try await TokenStoreBinary.run(["set"] + target, stdin: "t\n", environment: bus).status == 0)
+            try await keyring.killKeyring()
+            let get = try await TokenStoreBinary.run(["get", "--backend", "keyring"] + target, environment: bus)
+            #expect(get.status == 3, "\(get.stderr)")
+            #expect(get.stderr.contains("org.freedesktop.secrets"), "\(get.stderr)")
+            let probe = try await TokenStoreBinary.run(["probe"], environment: bus)
+            #expect(probe.status == 3)
+            #expect(probe.stdout.hasPrefix("backend: file\nkeyring: unavailable: "), "\(probe.stdout)")
+            let auto = try await TokenStoreBinary.run(["get"] + target, environment: bus)
+            #expect(auto.status == 8)
+            #expect(auto.stderr.contains("--passphrase-fd"))
+        } catch {
+            await keyring.stop()
+            throw error
+        }
+        await keyring.stop()
+    }
+
+    @Test func busKilledAfterAWriteIsUnavailable() async throws {
         let keyring = try await PrivateKeyring.start()
         let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
         let target = ["--service", "stopped-test", "--account", "a"]
@@ -180,115 +246,23 @@ struct KeyringStoreTests {
         let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
         keyring.pauseKeyring()
         // The daemon is frozen: the call can only end by the store's cancellable firing.
-        let get = try? await TokenStoreBinary.run(
-            ["get", "--timeout", "1", "--backend", "keyring", "--service", "s", "--account", "a"], environment: bus)
+        let target = ["--timeout", "1", "--service", "s", "--account", "a"]
+        let outcomes = try? await (
+            forced: TokenStoreBinary.run(["get", "--backend", "keyring"] + target, environment: bus),
+            auto: TokenStoreBinary.run(["get"] + target, environment: bus),
+            probe: TokenStoreBinary.run(["probe", "--timeout", "1"], environment: bus))
         await keyring.stop()
-        #expect(get?.status == 3)
-        #expect(get?.stderr.contains("did not answer") == true || get?.stderr.contains("timed out") == true)
-    }
-}
-
-/// One `KeyringStore` whose session bus dies between two reads, in a child process of the test (libsecret only
-/// talks to the process's session bus, and killing the shared one would end every other test).
-///
-/// The parent starts a private bus + keyring, runs this test binary again with only ``KeyringChildScenario``
-/// enabled and DBUS_SESSION_BUS_ADDRESS pointing at the private bus, waits for the child's first report, kills
-/// the bus, tells the child to go on, and checks what the child saw.
-@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
-struct KeyringMidRunTests {
-    @Test func busKilledMidRunMakesTheSameStoreUnavailable() async throws {
-        let keyring = try await PrivateKeyring.start()
-        let reports: [String]
-        do {
-            reports = try await offPool { try Self.runChild(busAddress: keyring.address, keyring: keyring) }
-        } catch {
-            await keyring.stop()
-            throw error
-        }
-        await keyring.stop()
-        #expect(reports == ["read found", "read unavailable", "probe unavailable", "alive"])
-    }
-
-    private static func runChild(busAddress: String, keyring: PrivateKeyring) throws -> [String] {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = ["--testing-library", "swift-testing", "--filter", "KeyringChildScenario"]
-        var environment = ProcessInfo.processInfo.environment
-        environment["DBUS_SESSION_BUS_ADDRESS"] = busAddress
-        environment[KeyringChildScenario.variable] = "1"
-        child.environment = environment
-        let input = Pipe(), output = Pipe()
-        child.standardInput = input
-        child.standardOutput = output
-        child.standardError = FileHandle.nullDevice
-        try child.run()
-        let reader = LineReader(fd: output.fileHandleForReading.fileDescriptor)
-        var reports: [String] = []
-        while let line = reader.next() {
-            guard line.hasPrefix(KeyringChildScenario.prefix) else { continue }
-            let report = String(line.dropFirst(KeyringChildScenario.prefix.count))
-            reports.append(report)
-            if report == "read found" {
-                // The child holds an open store: kill its bus, then let it read again.
-                kill(keyring.busPID, SIGKILL)
-                input.fileHandleForWriting.write(Data("go\n".utf8))
-                try input.fileHandleForWriting.close()
-            }
-        }
-        child.waitUntilExit()
-        return reports
-    }
-}
-
-/// Reads lines from a descriptor, one byte at a time (no read-ahead past a line).
-final class LineReader {
-    private let fd: Int32
-    init(fd: Int32) { self.fd = fd }
-
-    func next() -> String? {
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while true {
-            let count = read(fd, &byte, 1)
-            if count <= 0 { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
-            if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
-            line.append(byte)
-        }
-    }
-}
-
-/// The child half of ``KeyringMidRunTests``: runs only when started by it.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["SHOPKIT_KEYRING_MID_RUN_CHILD"] != nil,
-    "runs only as the child process of KeyringMidRunTests"))
-struct KeyringChildScenario {
-    static let variable = "SHOPKIT_KEYRING_MID_RUN_CHILD"
-    static let prefix = "SHOPKIT-CHILD: "
-
-    static func report(_ line: String) {
-        FileHandle.standardOutput.write(Data((prefix + line + "\n").utf8))
-    }
-
-    static func kind(_ error: CredentialError?) -> String {
-        switch error {
-        case nil: return "found"
-        case .unavailable?: return "unavailable"
-        case .locked?: return "locked"
-        default: return "other"
-        }
-    }
-
-    @Test func readAcrossABusDeath() async throws {
-        let store = KeyringStore(timeout: .seconds(20))
-        let key = CredentialKey(service: "mid-run", account: "a")
-        try await store.write(StoredCredential(tokens: .init(accessToken: "t"), policy: .afterFirstUnlock), for: key)
-        Self.report("read " + Self.kind(await credentialError { () throws(CredentialError) in
-            guard try await store.read(key) != nil else { throw .io("absent") }
-        }))
-        _ = try await offPool { LineReader(fd: STDIN_FILENO).next() }  // the parent kills the bus, then says go
-        Self.report("read " + Self.kind(await credentialError { () throws(CredentialError) in
-            _ = try await store.read(key)
-        }))
-        if case .unavailable = await store.probe() { Self.report("probe unavailable") } else { Self.report("probe other") }
-        Self.report("alive")
+        let forced = try #require(outcomes?.forced)
+        #expect(forced.status == 3)
+        #expect(forced.stderr.contains("did not answer") || forced.stderr.contains("timed out"))
+        // A keyring that is there but frozen is an error for auto too, never a fall-back to the file (which would
+        // ask for a passphrase: exit 8 with no terminal).
+        let auto = try #require(outcomes?.auto)
+        #expect(auto.status == 3, "\(auto.stderr)")
+        #expect(auto.stderr.contains("failing") && !auto.stderr.contains("passphrase"), "\(auto.stderr)")
+        let probe = try #require(outcomes?.probe)
+        #expect(probe.status == 3)
+        #expect(probe.stdout.hasPrefix("backend: none"), "\(probe.stdout)")
+        #expect(probe.stdout.contains("keyring: failing: "), "\(probe.stdout)")
     }
 }

@@ -42,26 +42,31 @@ struct FixtureError: Error, CustomStringConvertible {
 /// processes of the test, so a test can lock the keyring or stop the daemons without touching anything else.
 ///
 /// The bus has no service directories, so nothing is ever auto-started on it: after `killBus()` there is no bus,
-/// and a stopped keyring stays stopped.
+/// and a stopped keyring stays stopped until `startKeyring()`.
 final class PrivateKeyring: Sendable {
     let directory: URL
-    /// The bus address, for `KeyringStore(…, busAddress:)` or a child's DBUS_SESSION_BUS_ADDRESS.
+    /// The bus address, for a child's DBUS_SESSION_BUS_ADDRESS.
     let address: String
     let busPID: Int32
-    let keyringPID: Int32
     private let bus: Process  // Sendable in corelibs Foundation
-    private let keyring: Process
+    /// The environment the keyring daemon runs in (the bus, and HOME/XDG dirs inside `directory`).
+    private let keyringEnvironment: [String: String]
+    private let lock = NSLock()
+    // Safe to share: read and replaced only while `lock` is held.
+    private nonisolated(unsafe) var keyring: Process?
 
     static let password = "shopkit-private-keyring"
 
-    private init(directory: URL, address: String, bus: Process, keyring: Process) {
+    private init(directory: URL, address: String, bus: Process, keyringEnvironment: [String: String]) {
         self.directory = directory
         self.address = address
         self.bus = bus
-        self.keyring = keyring
         self.busPID = bus.processIdentifier
-        self.keyringPID = keyring.processIdentifier
+        self.keyringEnvironment = keyringEnvironment
     }
+
+    /// The running keyring daemon's process id, if one runs.
+    var keyringPID: Int32? { lock.withLock { keyring?.processIdentifier } }
 
     /// Starts the bus, then the keyring daemon (login keyring created with a known password, unlocked), and waits
     /// until the keyring owns org.freedesktop.secrets on the bus.
@@ -119,30 +124,74 @@ final class PrivateKeyring: Sendable {
             "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path,
         ]
         environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        let fixture = PrivateKeyring(directory: directory, address: address, bus: bus, keyringEnvironment: environment)
+        do {
+            try fixture.startKeyringBlocking()
+        } catch {
+            fixture.stopBlocking()
+            throw error
+        }
+        return fixture
+    }
+
+    /// Starts a keyring daemon on the bus, which opens the login keyring in `directory` with the known password
+    /// (creating it the first time) and so leaves it unlocked, and waits until it owns org.freedesktop.secrets.
+    func startKeyring() async throws {
+        try await offPool { try self.startKeyringBlocking() }
+    }
+
+    /// ``startKeyring()`` for callers already off the cooperative pool.
+    func startKeyringBlocking() throws {
         let keyring = Process()
         keyring.executableURL = URL(fileURLWithPath: "/usr/bin/gnome-keyring-daemon")
         keyring.arguments = ["--foreground", "--unlock", "--components=secrets"]
-        keyring.environment = environment
+        keyring.environment = keyringEnvironment
         let keyringIn = Pipe()
         keyring.standardInput = keyringIn
         keyring.standardOutput = FileHandle.nullDevice
         keyring.standardError = FileHandle.nullDevice
         try keyring.run()
-        keyringIn.fileHandleForWriting.write(Data(password.utf8))
+        lock.withLock { self.keyring = keyring }
+        keyringIn.fileHandleForWriting.write(Data(Self.password.utf8))
         try keyringIn.fileHandleForWriting.close()
 
         let wait = Process()
         wait.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
         wait.arguments = ["wait", "--session", "--timeout", "60", "org.freedesktop.secrets"]
-        wait.environment = environment
+        wait.environment = keyringEnvironment
         try wait.run()
         wait.waitUntilExit()
-        let fixture = PrivateKeyring(directory: directory, address: address, bus: bus, keyring: keyring)
         guard wait.terminationStatus == 0 else {
-            fixture.stopBlocking()
             throw FixtureError(description: "gnome-keyring-daemon did not appear on the private bus")
         }
-        return fixture
+    }
+
+    /// Kills the keyring daemon (SIGKILL) while the bus lives on, and returns once the bus has noticed: nothing
+    /// owns org.freedesktop.secrets any more (the bus answers NameHasOwner in order with what it has processed).
+    func killKeyring() async throws {
+        try await offPool { try self.killKeyringBlocking() }
+    }
+
+    /// ``killKeyring()`` for callers already off the cooperative pool.
+    func killKeyringBlocking() throws {
+        let keyring = lock.withLock { () -> Process? in
+            defer { self.keyring = nil }
+            return self.keyring
+        }
+        guard let keyring else { return }
+        kill(keyring.processIdentifier, SIGKILL)
+        keyring.waitUntilExit()
+        // The daemon's socket is closed by now; each call below is a round trip through the bus, which handles
+        // the hang-up before or after it, so a bounded number of calls sees the name go.
+        for _ in 0..<1000 {
+            let answer = try Self.run(
+                "/usr/bin/gdbus",
+                ["call", "--session", "--dest", "org.freedesktop.DBus", "--object-path", "/org/freedesktop/DBus",
+                 "--method", "org.freedesktop.DBus.NameHasOwner", "org.freedesktop.secrets"],
+                environment: keyringEnvironment)
+            if answer.contains("false") { return }
+        }
+        throw FixtureError(description: "org.freedesktop.secrets kept an owner after the daemon was killed")
     }
 
     /// Kills the bus daemon (SIGKILL) and waits for it: every connection to it is closed.
@@ -154,35 +203,62 @@ final class PrivateKeyring: Sendable {
 
     /// Locks the default collection through the Secret Service D-Bus API (`Lock` never prompts).
     func lockDefaultCollection() async throws {
-        let environment = ["DBUS_SESSION_BUS_ADDRESS": address, "PATH": "/usr/bin:/bin"]
-        try await offPool {
-            let alias = try Self.gdbus(["ReadAlias", "default"], environment: environment)
-            guard let start = alias.firstIndex(of: "'"), let end = alias[alias.index(after: start)...].firstIndex(of: "'")
-            else { throw FixtureError(description: "no default collection: \(alias)") }
-            let path = String(alias[alias.index(after: start)..<end])
-            _ = try Self.gdbus(["Lock", "['\(path)']"], environment: environment)
-        }
+        try await offPool { try self.lockDefaultCollectionBlocking() }
+    }
+
+    /// ``lockDefaultCollection()`` for callers already off the cooperative pool.
+    func lockDefaultCollectionBlocking() throws {
+        let alias = try Self.gdbus(["ReadAlias", "default"], environment: keyringEnvironment)
+        guard let start = alias.firstIndex(of: "'"), let end = alias[alias.index(after: start)...].firstIndex(of: "'")
+        else { throw FixtureError(description: "no default collection: \(alias)") }
+        let path = String(alias[alias.index(after: start)..<end])
+        _ = try Self.gdbus(["Lock", "['\(path)']"], environment: keyringEnvironment)
+    }
+
+    /// Whether the keyring holds an item for `key`, locked or not, asked through the Secret Service D-Bus API
+    /// (`SearchItems` lists locked items too, and never prompts).
+    func holdsItem(_ key: CredentialKey) async throws -> Bool {
+        try await offPool { try self.holdsItemBlocking(key) }
+    }
+
+    /// ``holdsItem(_:)`` for callers already off the cooperative pool.
+    func holdsItemBlocking(_ key: CredentialKey) throws -> Bool {
+        let found = try Self.gdbus(
+            ["SearchItems", "{'service': '\(key.service)', 'account': '\(key.account)'}"], environment: keyringEnvironment)
+        return found.contains("objectpath '/org/freedesktop/secrets/collection/")
     }
 
     private static func gdbus(_ call: [String], environment: [String: String]) throws -> String {
+        try run(
+            "/usr/bin/gdbus",
+            [
+                "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
+                "--method", "org.freedesktop.Secret.Service.\(call[0])",
+            ] + call.dropFirst(),
+            environment: environment)
+    }
+
+    private static func run(_ executable: String, _ arguments: [String], environment: [String: String]) throws -> String {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/gdbus")
-        process.arguments = [
-            "call", "--session", "--dest", "org.freedesktop.secrets", "--object-path", "/org/freedesktop/secrets",
-            "--method", "org.freedesktop.Secret.Service.\(call[0])",
-        ] + call.dropFirst()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
         process.environment = environment
         let output = Pipe()
         process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
         try process.run()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw FixtureError(description: "gdbus \(call[0]) failed") }
+        guard process.terminationStatus == 0 else {
+            throw FixtureError(description: "\(executable) \(arguments.joined(separator: " ")) failed")
+        }
         return String(decoding: data, as: UTF8.self)
     }
 
     /// Freezes the keyring daemon (SIGSTOP): it stays on the bus but never answers.
-    func pauseKeyring() { kill(keyringPID, SIGSTOP) }
+    func pauseKeyring() {
+        if let pid = keyringPID { kill(pid, SIGSTOP) }
+    }
 
     /// Stops both daemons and removes the directory.
     func stop() async {
@@ -190,9 +266,12 @@ final class PrivateKeyring: Sendable {
     }
 
     private func stopBlocking() {
-        kill(keyringPID, SIGKILL)
+        let keyring = lock.withLock { self.keyring }
+        if let keyring {
+            kill(keyring.processIdentifier, SIGKILL)
+            keyring.waitUntilExit()
+        }
         kill(busPID, SIGKILL)
-        keyring.waitUntilExit()
         bus.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import ShopKitAPI
+import ShopKitOpenSSL
 import Testing
 @testable import ShopKitAuth
 
@@ -43,6 +44,40 @@ import Testing
         #expect(readUInt64(bytes, at: 32) == 2)  // generation
         #expect(Int(readUInt32(bytes, at: 112)) == bytes.count - 148 - 16)  // payload length
         #expect(try TokenFile.parse(bytes).serialized() == bytes)
+    }
+
+    /// The format document's item-set example names the keys in the order the store writes them (sorted): the
+    /// vector's decrypted payload, written by the store, has the same key sequence.
+    @Test func documentedItemSetExampleMatchesWhatTheStoreWrites() throws {
+        let bytes = try fileBytes(Self.vectorURL)
+        let file = try TokenFile.parse(bytes)
+        let passphrase = Array(Self.vectorPassphrase.utf8)
+        let payload = try passphrase.withUnsafeBytes { (password) throws(OpenSSLError) -> [UInt8]? in
+            let wrapKey = try Scrypt.deriveKey(
+                password: password, salt: file.salt, logN: file.kdf.logN, r: file.kdf.r, p: file.kdf.p,
+                length: AES256GCM.keySize)
+            guard let dataKey = try AES256GCM.open(
+                file.wrappedKey, tag: file.wrapTag, key: wrapKey, nonce: file.wrapNonce, aad: file.kdfPrefix)
+            else { return nil }
+            let plain = try AES256GCM.open(
+                file.ciphertext, tag: file.payloadTag, key: dataKey, nonce: file.payloadNonce,
+                aad: Array(bytes[0..<TokenFile.headerSize]))
+            return plain?.withUnsafeBytes { Array($0) }
+        }
+        let written = String(decoding: try #require(payload), as: UTF8.self)
+
+        let document = try String(
+            contentsOf: Self.vectorURL.deletingLastPathComponent().appendingPathComponent("../../docs/token-file-format.md"),
+            encoding: .utf8)
+        let start = try #require(document.range(of: "    {\"items\":["))
+        let end = try #require(document.range(of: "    ]}", range: start.upperBound..<document.endIndex))
+        let example = String(document[start.lowerBound..<end.upperBound])
+
+        func keys(_ json: String) -> [String] {
+            json.matches(of: #/"([A-Za-z]+)":/#).map { String($0.output.1) }
+        }
+        #expect(!keys(written).isEmpty)
+        #expect(keys(example) == keys(written), "written: \(keys(written))")
     }
 
     /// Regenerates the vector: `SHOPKIT_WRITE_TOKEN_VECTOR=1 swift test --filter TokenFileVectorTests`.

@@ -42,7 +42,15 @@ import Testing
     func probeReportsTheKeyring() async throws {
         let probe = try await TokenStoreBinary.run(["probe"])
         #expect(probe.status == 0)
-        #expect(probe.stdout == "backend: keyring\nkeyring: available, unlocked\n")
+        let device = KeyringStore().canBindToDevice ? "available (machine id readable)" : "unavailable (no machine id)"
+        #expect(probe.stdout == """
+            backend: keyring
+            keyring: available, unlocked
+            device binding: \(device)
+            unlock prompt: not allowed (never prompts)
+            presence check: unavailable for keyring items in token-store
+
+            """)
     }
 
     /// From a terminal (a pty made by util-linux `script`), `set` reads one line without echoing the token.
@@ -92,6 +100,7 @@ import Testing
             (["get", "--service", "s", "--account", "a", "--passphrase-fd", "-1"], ""),
             (["set", "--service", "s", "--account", "a"], "\n"),  // empty token
             (["set", "--service", "s", "--account", "a"], "one\ntwo\n"),  // two lines
+            (["set", "--service", "s", "--account", "a", "--passphrase-fd", "0"], "t\n"),  // stdin is the token's
         ]
         for (arguments, stdin) in cases {
             let outcome = try await TokenStoreBinary.run(arguments, stdin: stdin, environment: Self.noBus)
@@ -112,17 +121,59 @@ import Testing
         #expect(get.stderr.hasPrefix("token-store: no Secret Service available"))
     }
 
-    /// Runs the binary through bash so the passphrase arrives on descriptor 3 from a 0600 file.
-    static func runWithPassphrase(_ arguments: [String], passphrase: String, stdin: String = "") async throws -> TokenStoreBinary.Outcome {
+    /// Runs the binary through bash so the passphrase arrives on descriptor 3 from a 0600 file; `withoutTerminal`
+    /// runs it under `setsid`, in a session with no controlling terminal.
+    static func runWithPassphrase(
+        _ arguments: [String], passphrase: String, stdin: String = "", withoutTerminal: Bool = false
+    ) async throws -> TokenStoreBinary.Outcome {
         guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skpass-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         defer { try? FileManager.default.removeItem(at: directory) }
         let file = directory.appendingPathComponent("passphrase")
         _ = FileManager.default.createFile(atPath: file.path, contents: Data((passphrase + "\n").utf8), attributes: [.posixPermissions: 0o600])
+        let shell = ["/bin/bash", "-c", "exec 3<\"$0\"; exec \"$@\" --passphrase-fd 3", file.path, binary.path] + arguments
+        let command = withoutTerminal ? ["/usr/bin/setsid", "--wait"] + shell : shell
         return try await TokenStoreBinary.run(
-            ["-c", "exec 3<\"$0\"; exec \"$@\" --passphrase-fd 3", file.path, binary.path] + arguments,
-            stdin: stdin, environment: noBus, executable: URL(fileURLWithPath: "/bin/bash"))
+            Array(command.dropFirst()), stdin: stdin, environment: noBus, executable: URL(fileURLWithPath: command[0]))
+    }
+
+    @Test func corruptFileExits5AndOpenPermissionsExit7() async throws {
+        try await withTempDirectory { dir in
+            let url = dir.storeURL
+            let target = ["get", "--backend", "file", "--file", url.path, "--service", "s", "--account", "a"]
+            let set = try await Self.runWithPassphrase(
+                ["set", "--backend", "file", "--file", url.path, "--service", "s", "--account", "a"],
+                passphrase: "cli-exit-codes", stdin: "exit-code-token\n")
+            #expect(set.status == 0, "\(set.stderr)")
+            var bytes = try fileBytes(url)
+            let original = bytes
+            bytes[bytes.count - 1] ^= 0x01  // the payload tag
+            try writeBytes(bytes, to: url)
+            let corrupt = try await Self.runWithPassphrase(target, passphrase: "cli-exit-codes")
+            #expect(corrupt.status == 5, "\(corrupt.stderr)")
+            #expect(corrupt.stdout.isEmpty)
+            #expect(corrupt.stderr.contains("corrupt"))
+
+            try writeBytes(original, to: url)
+            #expect(try await Self.runWithPassphrase(target, passphrase: "cli-exit-codes").stdout == "exit-code-token\n")
+            chmod(url.path, 0o644)
+            let open = try await Self.runWithPassphrase(target, passphrase: "cli-exit-codes")
+            #expect(open.status == 7, "\(open.stderr)")
+            #expect(open.stdout.isEmpty)
+            #expect(open.stderr.contains("chmod 600"))
+        }
+    }
+
+    @Test func probeReportsTheFileStoresCapabilities() async throws {
+        let probe = try await TokenStoreBinary.run(["probe"], environment: Self.noBus)
+        let lines = probe.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 5, "\(probe.stdout)")
+        #expect(lines.first == "backend: file")
+        let canBind = EncryptedFileStore.machineID() != nil
+        #expect(lines.contains("device binding: " + (canBind ? "available (machine id readable)" : "unavailable (no machine id)")))
+        #expect(lines.contains("unlock prompt: not allowed (never prompts)"))
+        #expect(lines.contains { $0.hasPrefix("presence check: ") })
     }
 
     @Test

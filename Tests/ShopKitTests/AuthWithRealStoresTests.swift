@@ -13,23 +13,10 @@ import Testing
         var path: String { "/me" }
     }
 
-    enum Backend: String, CaseIterable, Sendable { case keyring, file }
-
-    private static var insidePrivateKeyring: Bool { ProcessInfo.processInfo.environment["SHOPKIT_REAL_HOME"] != nil }
-
-    private static func makeBackend(_ kind: Backend) throws -> any CredentialBackend {
-        switch kind {
-        case .keyring:
-            return KeyringStore()
-        case .file:
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-auth-\(UUID())")
-            return EncryptedFileStore(
-                configuration: .init(
-                    url: directory.appendingPathComponent("tokens.skt"), kdf: .init(logN: 10, r: 8, p: 1),
-                    deviceID: "test-device"),
-                passphrase: Passphrase(bytes: Array("auth-test-passphrase".utf8)))
-        }
-    }
+    /// Whether the private keyring session of scripts/with-keyring is there (it sets SHOPKIT_REAL_HOME), so the
+    /// keyring cases never touch the developer's own keyring.
+    static let insidePrivateKeyring = ProcessInfo.processInfo.environment["SHOPKIT_REAL_HOME"] != nil
+    static let keyringOnly: Comment = "keyring tests run only inside scripts/with-keyring (SHOPKIT_REAL_HOME is unset)"
 
     /// A backend that accepts only `Bearer fresh` and answers 401 to anything else.
     private static let backend = StubTransport { request in
@@ -46,15 +33,25 @@ import Testing
             transport: backend)
     }
 
-    @Test(arguments: Backend.allCases)
-    func refreshedTokensAreSavedToTheStore(_ kind: Backend) async throws {
-        if kind == .keyring && !Self.insidePrivateKeyring { return }
+    /// Runs `body` with an encrypted-file backend in a fresh temp directory, removed afterwards.
+    private static func withFileBackend(_ body: (any CredentialBackend) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-auth-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await body(
+            EncryptedFileStore(
+                configuration: .init(
+                    url: directory.appendingPathComponent("tokens.skt"), kdf: .init(logN: 10, r: 8, p: 1),
+                    deviceID: "test-device"),
+                passphrase: Passphrase(bytes: Array("auth-test-passphrase".utf8))))
+    }
+
+    private static func refreshedTokensAreSaved(to backend: any CredentialBackend) async throws {
         let key = CredentialKey(service: "dev.shopkit.auth-test", account: "refresh-\(UUID())")
-        let vault = CredentialVault(backend: try Self.makeBackend(kind))
+        let vault = CredentialVault(backend: backend)
         let store = VaultTokenStore(vault: vault, key: key)
         try await store.saveTokens(AuthTokens(accessToken: "stale", refreshToken: "r1"))
         let observer = RecordingSignOutObserver()
-        let client = Self.client(
+        let client = client(
             store: store, refresher: CountingRefresher(returning: AuthTokens(accessToken: "fresh", refreshToken: "r2")),
             observer: observer)
 
@@ -63,19 +60,35 @@ import Testing
         try await vault.delete(key)
     }
 
-    @Test(arguments: Backend.allCases)
-    func failedRefreshSignsOutAndClearsTheStore(_ kind: Backend) async throws {
-        if kind == .keyring && !Self.insidePrivateKeyring { return }
+    private static func failedRefreshSignsOut(from backend: any CredentialBackend) async throws {
         let key = CredentialKey(service: "dev.shopkit.auth-test", account: "signout-\(UUID())")
-        let vault = CredentialVault(backend: try Self.makeBackend(kind))
+        let vault = CredentialVault(backend: backend)
         let store = VaultTokenStore(vault: vault, key: key)
         try await store.saveTokens(AuthTokens(accessToken: "stale", refreshToken: "revoked"))
         let observer = RecordingSignOutObserver()
         struct Revoked: Error {}
-        let client = Self.client(store: store, refresher: CountingRefresher { _ in throw Revoked() }, observer: observer)
+        let client = client(store: store, refresher: CountingRefresher { _ in throw Revoked() }, observer: observer)
 
         await #expect(throws: APIError.unauthorized) { try await client.send(GetProfile()) }
         #expect(try await vault.read(key) == nil)
         #expect(await observer.reasons.count == 1)
+    }
+
+    @Test(.enabled(if: insidePrivateKeyring, keyringOnly))
+    func refreshedTokensAreSavedToTheKeyring() async throws {
+        try await Self.refreshedTokensAreSaved(to: KeyringStore())
+    }
+
+    @Test func refreshedTokensAreSavedToTheFile() async throws {
+        try await Self.withFileBackend { try await Self.refreshedTokensAreSaved(to: $0) }
+    }
+
+    @Test(.enabled(if: insidePrivateKeyring, keyringOnly))
+    func failedRefreshSignsOutAndClearsTheKeyring() async throws {
+        try await Self.failedRefreshSignsOut(from: KeyringStore())
+    }
+
+    @Test func failedRefreshSignsOutAndClearsTheFile() async throws {
+        try await Self.withFileBackend { try await Self.failedRefreshSignsOut(from: $0) }
     }
 }

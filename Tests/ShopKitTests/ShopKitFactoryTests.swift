@@ -83,6 +83,70 @@ import TestSupport
         #expect(await store.tokens == nil)
     }
 
+    /// A token store that fails every load with `error`, counting the loads.
+    actor FailingTokenStore: TokenStore {
+        let error: CredentialError
+        private(set) var loads = 0
+        init(_ error: CredentialError) { self.error = error }
+        func loadTokens() async throws -> AuthTokens? {
+            loads += 1
+            throw error
+        }
+        func saveTokens(_ tokens: AuthTokens) async throws {}
+        func clearTokens() async throws {}
+    }
+
+    /// The store's error that `body` ended with, as the client reports it (`APIError.transport`).
+    static func storeFailure(_ body: () async throws -> Me.Response) async -> CredentialError? {
+        do {
+            _ = try await body()
+            return nil
+        } catch APIError.transport(let cause) {
+            return cause as? CredentialError
+        } catch {
+            return nil
+        }
+    }
+
+    /// A store failure that another attempt cannot fix (here a denied presence check, which would prompt again
+    /// on every attempt) goes to the caller after one store read, with no retry and nothing sent.
+    @Test(arguments: [
+        CredentialError.accessDenied("the user did not confirm presence"), .wrongPassphrase, .corrupt("tampered"),
+        .locked("locked"),
+    ])
+    func finalStoreFailuresAreNotRetried(_ failure: CredentialError) async throws {
+        let stub = StubTransport(replies: [.status(204)])
+        let store = FailingTokenStore(failure)
+        let sleeper = RecordingSleeper()
+        let client = ShopKitFactory.makeAPIClient(
+            ShopKitConfiguration(
+                baseURL: URL(string: "https://shop.example/api")!, tokenStore: store,
+                tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "new")), sleeper: sleeper,
+                randomSource: FixedRandomSource()),
+            transport: stub)
+
+        #expect(await Self.storeFailure { try await client.send(Me()) } == failure)
+        #expect(await store.loads == 1)
+        #expect(await sleeper.durations.isEmpty)
+        #expect(await stub.requests.isEmpty)
+    }
+
+    /// An unavailable Secret Service may answer the next attempt: retried up to the policy's attempts.
+    @Test func anUnavailableStoreIsRetried() async throws {
+        let store = FailingTokenStore(.unavailable("timed out"))
+        let sleeper = RecordingSleeper()
+        let client = ShopKitFactory.makeAPIClient(
+            ShopKitConfiguration(
+                baseURL: URL(string: "https://shop.example/api")!, tokenStore: store,
+                tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "new")), sleeper: sleeper,
+                randomSource: FixedRandomSource()),
+            transport: StubTransport(replies: [.status(204)]))
+
+        #expect(await Self.storeFailure { try await client.send(Me()) } == .unavailable("timed out"))
+        #expect(await store.loads == RetryPolicy.default.maxAttempts)
+        #expect(await sleeper.durations.count == RetryPolicy.default.maxAttempts - 1)
+    }
+
     struct Catalog: APIRequest {
         typealias Response = NoContent
         var path: String { "/catalog" }

@@ -1,0 +1,21 @@
+import ShopKitAPI
+
+/// Tells the API client's retry decorator which token-store failures another attempt could fix.
+///
+/// A store failure reaches ``RetryingTransport`` when the auth decorator cannot load the tokens. Only
+/// `.unavailable` may be transient (a Secret Service that timed out or is being restarted can answer the next
+/// attempt). Everything else is the same on every attempt, and some would cost the user: a wrong passphrase or a
+/// corrupt file does not heal, a locked keyring stays locked until the user acts, and retrying an
+/// `.accessDenied` would ask for presence again on each attempt.
+extension CredentialError: RetryClassifiableError {
+    /// `true` only for ``CredentialError/unavailable(_:)``.
+    public var isRetryable: Bool {
+        switch self {
+        case .unavailable:
+            return true
+        case .locked, .wrongPassphrase, .corrupt, .insecurePermissions, .wrongDevice, .accessDenied,
+            .policyUnsupported, .io, .tooLarge:
+            return false
+        }
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import ShopKitAPI
+import Testing
+
+@testable import ShopKitAuth
+
+/// `token-store` with `user-presence` items, run as the built binary: the file backend asks the file passphrase
+/// again on the controlling terminal and fails closed without one; the keyring backend has no presence check and
+/// says so. The no-terminal cases run the binary under `setsid`, so it has no controlling terminal even when the
+/// tests run from one.
+@Suite struct TokenStorePresenceCLITests {
+    static let passphrase = "presence-passphrase-4K"
+    static let token = "presence-token-\(UUID().uuidString)"
+
+    /// A file store in `directory` holding one `user-presence` item for s/a, written through the library.
+    static func presenceFile(in directory: URL) async throws -> URL {
+        let url = directory.appendingPathComponent("shopkit/tokens.skt")
+        let store = makeStore(url, passphrase: passphrase)
+        try await store.write(
+            StoredCredential(tokens: AuthTokens(accessToken: token), policy: AccessPolicy(access: .userPresence(reuseSeconds: 0))),
+            for: CredentialKey(service: "s", account: "a"))
+        return url
+    }
+
+    /// Runs the binary with no controlling terminal, the passphrase on descriptor 3 and standard input `stdin`.
+    static func runWithoutTerminal(_ arguments: [String], stdin: String = "") async throws -> TokenStoreBinary.Outcome {
+        try await TokenStoreCLITests.runWithPassphrase(arguments, passphrase: passphrase, stdin: stdin, withoutTerminal: true)
+    }
+
+    @Test func fileSetWithoutATerminalIsRefusedAndWritesNothing() async throws {
+        try await withTempDirectory { dir in
+            let file = dir.storeURL.path
+            let set = try await Self.runWithoutTerminal(
+                ["set", "--backend", "file", "--file", file, "--service", "s", "--account", "a", "--policy", "user-presence:60"],
+                stdin: Self.token + "\n")
+            #expect(set.status == 6, "\(set.stderr)")
+            #expect(set.stderr.contains("there is no terminal here"), "\(set.stderr)")
+            #expect(!set.stderr.contains(Self.token) && !set.stderr.contains(Self.passphrase))
+            #expect(!FileManager.default.fileExists(atPath: file))
+        }
+    }
+
+    @Test func fileGetWithoutATerminalFailsClosed() async throws {
+        try await withTempDirectory { dir in
+            let file = try await Self.presenceFile(in: dir.url).path
+            let get = try await Self.runWithoutTerminal(["get", "--backend", "file", "--file", file, "--service", "s", "--account", "a"])
+            #expect(get.status == 6, "\(get.stderr)")
+            #expect(get.stdout.isEmpty)
+            #expect(get.stderr.contains("requires user presence") && get.stderr.contains("no terminal"), "\(get.stderr)")
+            #expect(!get.stderr.contains(Self.token) && !get.stderr.contains(Self.passphrase))
+        }
+    }
+
+    /// From a terminal (a pty made by util-linux `script`), `get` asks the file passphrase again before printing
+    /// a `user-presence` token, and refuses after three wrong answers.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs util-linux script"))
+    func fileGetFromATerminalAsksThePassphraseAgain() async throws {
+        guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
+        try await withTempDirectory { dir in
+            let file = try await Self.presenceFile(in: dir.url).path
+            let passphraseFile = dir.url.appendingPathComponent("passphrase")
+            _ = FileManager.default.createFile(
+                atPath: passphraseFile.path, contents: Data((Self.passphrase + "\n").utf8), attributes: [.posixPermissions: 0o600])
+            let command = "'\(binary.path)' get --backend file --file '\(file)' --service s --account a --passphrase-fd 3 "
+                + "3<'\(passphraseFile.path)'"
+            let prompt = "Passphrase to confirm it is you: "
+
+            let right = try await TerminalSession.run(command, answers: [(prompt, Self.passphrase)])
+            #expect(right.status == 0, "\(right.screen)")
+            #expect(right.screen.contains("ShopKit wants to read the credential s/a"))
+            #expect(right.screen.contains(Self.token))
+            #expect(!right.screen.contains(Self.passphrase))  // typed without echo
+
+            let wrong = try await TerminalSession.run(command, answers: Array(repeating: (prompt, "not it"), count: 3))
+            #expect(wrong.status == 6, "\(wrong.screen)")
+            #expect(!wrong.screen.contains(Self.token))
+            #expect(wrong.screen.contains("did not match after 3 tries"))
+        }
+    }
+
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func keyringSetIsRefusedSayingWhy() async throws {
+        let key = KeyringTestEnvironment.uniqueKey()
+        let target = ["--service", key.service, "--account", key.account]
+        let set = try await TokenStoreBinary.run(["set", "--policy", "user-presence"] + target, stdin: Self.token + "\n")
+        #expect(set.status == 6, "\(set.stderr)")
+        #expect(set.stderr.contains("no presence check for keyring items"), "\(set.stderr)")
+        #expect(try await TokenStoreBinary.run(["get"] + target).status == 1)
+    }
+
+    /// An item a program stored with user-presence (through its own verifier) is not printed by token-store.
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func keyringGetOfAPresenceItemFailsClosed() async throws {
+        let key = KeyringTestEnvironment.uniqueKey()
+        let store = KeyringStore()
+        try await store.write(
+            StoredCredential(tokens: AuthTokens(accessToken: Self.token), policy: AccessPolicy(access: .userPresence(reuseSeconds: 30))),
+            for: key)
+        let get = try await TokenStoreBinary.run(["get", "--service", key.service, "--account", key.account])
+        try await store.delete(key)
+        #expect(get.status == 6, "\(get.stderr)")
+        #expect(get.stdout.isEmpty)
+        #expect(get.stderr.contains("no presence check for keyring items"), "\(get.stderr)")
+        #expect(!get.stderr.contains(Self.token))
+    }
+}
+
+/// A command run in a real pseudo-terminal by util-linux `script`, answering prompts as a person would.
+enum TerminalSession {
+    /// Runs `command` (a shell command line); for each answer, waits until its marker has been shown once more,
+    /// then types the line. Returns the exit status and everything the terminal showed.
+    static func run(_ command: String, answers: [(marker: String, line: String)]) async throws -> (status: Int32, screen: String) {
+        try await offPool { () throws -> (Int32, String) in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+            process.arguments = ["-qec", command, "/dev/null"]
+            var environment = ProcessInfo.processInfo.environment
+            environment.merge(TokenStoreCLITests.noBus) { $1 }
+            process.environment = environment
+            let input = Pipe(), output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            var screen: [UInt8] = []
+            var byte: UInt8 = 0
+            let fd = output.fileHandleForReading.fileDescriptor
+            answering: for (index, answer) in answers.enumerated() {
+                while String(decoding: screen, as: UTF8.self).components(separatedBy: answer.marker).count <= index + 1 {
+                    // The command ended without asking: nothing more to answer.
+                    guard read(fd, &byte, 1) == 1 else { break answering }
+                    screen.append(byte)
+                }
+                writeAll(input.fileHandleForWriting.fileDescriptor, answer.line + "\n")
+            }
+            try input.fileHandleForWriting.close()
+            screen += output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return (process.terminationStatus, String(decoding: screen, as: UTF8.self))
+        }
+    }
+
+    /// Writes all of `text` to `fd`, retrying interrupted writes; gives up if the reader has gone.
+    private static func writeAll(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return }
+            bytes = bytes.dropFirst(written)
+        }
+    }
+}
