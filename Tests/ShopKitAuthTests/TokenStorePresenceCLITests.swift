@@ -131,23 +131,12 @@ enum TerminalSession {
                     guard read(fd, &byte, 1) == 1 else { break answering }
                     screen.append(byte)
                 }
-                writeAll(input.fileHandleForWriting.fileDescriptor, answer.line + "\n")
+                TerminalIO.writeAll(input.fileHandleForWriting.fileDescriptor, answer.line + "\n")
             }
             try input.fileHandleForWriting.close()
             screen += output.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             return (process.terminationStatus, String(decoding: screen, as: UTF8.self))
-        }
-    }
-
-    /// Writes all of `text` to `fd`, retrying interrupted writes; gives up if the reader has gone.
-    private static func writeAll(_ fd: Int32, _ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return }
-            bytes = bytes.dropFirst(written)
         }
     }
 }
