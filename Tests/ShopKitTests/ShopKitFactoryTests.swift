@@ -6,8 +6,8 @@ import TestSupport
 
 @Suite struct ShopKitFactoryTests {
     static func configuration(
-        store: InMemoryTokenStore, refresher: CountingRefresher, sleeper: RecordingSleeper,
-        observer: RecordingSignOutObserver? = nil
+        store: any TokenStore, refresher: any TokenRefresher = CountingRefresher(returning: AuthTokens(accessToken: "new")),
+        sleeper: RecordingSleeper, observer: RecordingSignOutObserver? = nil
     ) -> ShopKitConfiguration {
         ShopKitConfiguration(
             baseURL: URL(string: "https://shop.example/api")!, tokenStore: store, tokenRefresher: refresher,
@@ -118,12 +118,7 @@ import TestSupport
         let stub = StubTransport(replies: [.status(204)])
         let store = FailingTokenStore(failure)
         let sleeper = RecordingSleeper()
-        let client = ShopKitFactory.makeAPIClient(
-            ShopKitConfiguration(
-                baseURL: URL(string: "https://shop.example/api")!, tokenStore: store,
-                tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "new")), sleeper: sleeper,
-                randomSource: FixedRandomSource()),
-            transport: stub)
+        let client = ShopKitFactory.makeAPIClient(Self.configuration(store: store, sleeper: sleeper), transport: stub)
 
         #expect(await Self.storeFailure { try await client.send(Me()) } == failure)
         #expect(await store.loads == 1)
@@ -136,11 +131,7 @@ import TestSupport
         let store = FailingTokenStore(.unavailable("timed out"))
         let sleeper = RecordingSleeper()
         let client = ShopKitFactory.makeAPIClient(
-            ShopKitConfiguration(
-                baseURL: URL(string: "https://shop.example/api")!, tokenStore: store,
-                tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "new")), sleeper: sleeper,
-                randomSource: FixedRandomSource()),
-            transport: StubTransport(replies: [.status(204)]))
+            Self.configuration(store: store, sleeper: sleeper), transport: StubTransport(replies: [.status(204)]))
 
         #expect(await Self.storeFailure { try await client.send(Me()) } == .unavailable("timed out"))
         #expect(await store.loads == RetryPolicy.default.maxAttempts)
