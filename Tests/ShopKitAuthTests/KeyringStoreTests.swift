@@ -80,7 +80,9 @@ struct KeyringStoreTests {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<16 {
                 group.addTask {
-                    let store = KeyringStore()
+                    // The point is that every call completes (one shared libsecret thread, no deadlock), not how
+                    // fast: a generous per-call timeout keeps a loaded machine from failing it.
+                    let store = KeyringStore(timeout: .seconds(60))
                     let key = CredentialKey(service: service, account: "account-\(index)")
                     let credential = StoredCredential(tokens: AuthTokens(accessToken: "token-\(index)"), policy: .afterFirstUnlock)
                     try await store.write(credential, for: key)
