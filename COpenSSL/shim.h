@@ -79,6 +79,16 @@ static inline long shopkit_BIO_set_mem_eof_return(BIO *bio, long value) {
     return BIO_set_mem_eof_return(bio, value);
 }
 
+// The inbound ciphertext BIO (ShopKitOpenSSL's InboundCiphertext): retry flags are macros.
+
+static inline void shopkit_BIO_set_retry_read(BIO *bio) {
+    BIO_set_retry_read(bio);
+}
+
+static inline void shopkit_BIO_clear_retry_flags(BIO *bio) {
+    BIO_clear_retry_flags(bio);
+}
+
 static inline unsigned long shopkit_XN_FLAG_RFC2253(void) {
     return XN_FLAG_RFC2253;
 }

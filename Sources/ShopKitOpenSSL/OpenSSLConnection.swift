@@ -18,13 +18,15 @@ public enum TLSStepResult: Sendable, Equatable {
 
 /// One TLS connection over a pair of memory BIOs: no sockets, the caller moves the bytes.
 ///
-/// BIO order for every step: first `feedCiphertext` whatever arrived from the network, then run the step
+/// BIO order for every step: first hand over whatever arrived from the network (`withCiphertext`, which lends
+/// the caller's buffer to OpenSSL while the steps run, or `feedCiphertext`, which copies), then run the step
 /// (`handshake`, `readPlaintext`, `writePlaintext`, `shutdown`), then send whatever `takeCiphertext` returns.
 /// Not thread-safe: one connection belongs to one event loop.
 public final class OpenSSLConnection {
     private let ssl: OpaquePointer
-    /// Read side: ciphertext from the peer, written by `feedCiphertext`, read by OpenSSL. Owned by `ssl`.
-    private let networkIn: OpaquePointer
+    /// Read side: ciphertext from the peer, lent or fed by the caller, read by OpenSSL through a custom BIO
+    /// (owned by `ssl`) that points at it unretained; `deinit` frees `ssl` before this is released.
+    private let inbound = InboundCiphertext()
     /// Write side: ciphertext for the peer, written by OpenSSL, read by `takeCiphertext`. Owned by `ssl`.
     private let networkOut: OpaquePointer
     /// Keeps the SSL_CTX alive as long as the SSL uses it.
@@ -36,7 +38,7 @@ public final class OpenSSLConnection {
     private init(context: OpenSSLContext) throws(OpenSSLError) {
         OpenSSLError.clearQueue()
         guard let ssl = context.withContext({ SSL_new($0) }) else { throw OpenSSLError.drain("SSL_new") }
-        guard let input = BIO_new(BIO_s_mem()) else {
+        guard let input = inbound.makeBIO() else {
             SSL_free(ssl)
             throw OpenSSLError.drain("BIO_new")
         }
@@ -45,12 +47,10 @@ public final class OpenSSLConnection {
             SSL_free(ssl)
             throw OpenSSLError.drain("BIO_new")
         }
-        // An empty input BIO means "retry later", never EOF.
-        _ = shopkit_BIO_set_mem_eof_return(input, -1)
+        // An empty output BIO means "retry later", never EOF (the input BIO always says so).
         _ = shopkit_BIO_set_mem_eof_return(output, -1)
         SSL_set_bio(ssl, input, output)  // the SSL now owns both BIOs
         self.ssl = ssl
-        self.networkIn = input
         self.networkOut = output
         self.context = context
         SSL_set_ex_data(ssl, connectionIndex, Unmanaged.passUnretained(self).toOpaque())
@@ -111,12 +111,18 @@ public final class OpenSSLConnection {
 
     // MARK: Moving ciphertext
 
-    /// Hands ciphertext received from the peer to OpenSSL (writes the input BIO). Run a step afterwards.
+    /// Hands a copy of ciphertext received from the peer to OpenSSL. Run a step afterwards.
     public func feedCiphertext(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        // A memory BIO grows as needed; a write only fails on allocation failure.
-        let written = BIO_write(networkIn, base, Int32(bytes.count))
-        precondition(written == Int32(bytes.count), "memory BIO write failed")
+        inbound.append(bytes)
+    }
+
+    /// Lends ciphertext received from the peer to OpenSSL while `steps` runs (`handshake`, `readPlaintext`, …):
+    /// OpenSSL reads it straight from `bytes`, without the copy `feedCiphertext` makes. Whatever the steps leave
+    /// unread (normally part of a record) is copied and kept for the next steps.
+    ///
+    /// - Warning: `bytes` must stay valid while `steps` runs (pass the pointer of `withUnsafeReadableBytes`).
+    public func withCiphertext<T>(_ bytes: UnsafeRawBufferPointer, _ steps: () -> T) -> T {
+        inbound.lend(bytes, steps)
     }
 
     /// Feeds ciphertext from an array.
@@ -138,9 +144,9 @@ public final class OpenSSLConnection {
     /// How many ciphertext bytes OpenSSL has written for the peer and not yet taken (the output BIO's size).
     public var pendingCiphertextCount: Int { Int(BIO_ctrl_pending(networkOut)) }
 
-    /// How many fed ciphertext bytes OpenSSL has not consumed yet (the input BIO's size). The plaintext they
-    /// decrypt to is never larger, so a read buffer of this size (plus what OpenSSL already buffered) fits it.
-    public var unreadCiphertextCount: Int { Int(BIO_ctrl_pending(networkIn)) }
+    /// How many fed or lent ciphertext bytes OpenSSL has not consumed yet. The plaintext they decrypt to is
+    /// never larger, so a read buffer of this size (plus what OpenSSL already buffered) fits it.
+    public var unreadCiphertextCount: Int { inbound.count }
 
     /// Moves pending ciphertext for the peer into `destination` (as much as fits); returns the byte count.
     /// Lets the caller read straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.

@@ -110,9 +110,13 @@ public final class TLSHandler: ChannelDuplexHandler {
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         guard let connection, machine.acceptsCiphertext else { return }
-        buffer.withUnsafeReadableBytes { connection.feedCiphertext($0) }
-        if machine.isHandshaking { runHandshake(context: context) }
-        if machine.carriesData { readPlaintext(context: context) }
+        // OpenSSL reads the ciphertext straight from NIO's buffer while the steps run (no copy into a BIO).
+        buffer.withUnsafeReadableBytes { ciphertext in
+            connection.withCiphertext(ciphertext) {
+                if machine.isHandshaking { runHandshake(context: context) }
+                if machine.carriesData { readPlaintext(context: context) }
+            }
+        }
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
