@@ -2,7 +2,7 @@ import COpenSSL
 import Foundation
 import ShopKitPinning
 
-/// The outcome of one TLS step over memory BIOs: OpenSSL's tri-state results, translated.
+/// The outcome of one TLS step over in-memory BIOs: OpenSSL's tri-state results, translated.
 public enum TLSStepResult: Sendable, Equatable {
     /// The step finished (handshake done, plaintext written, close_notify exchanged).
     case complete
@@ -16,7 +16,8 @@ public enum TLSStepResult: Sendable, Equatable {
     case failed(OpenSSLError)
 }
 
-/// One TLS connection over a pair of memory BIOs: no sockets, the caller moves the bytes.
+/// One TLS connection over in-memory BIOs (ciphertext in: lent or copied buffers; out: a memory BIO): no sockets,
+/// the caller moves the bytes.
 ///
 /// BIO order for every step: first hand over whatever arrived from the network (`withCiphertext`, which lends
 /// the caller's buffer to OpenSSL while the steps run, or `feedCiphertext`, which copies), then run the step
@@ -191,7 +192,7 @@ public final class OpenSSLConnection {
         return result == 1 ? (read, .complete) : (0, translate(result, "SSL_read_ex"))
     }
 
-    /// Encrypts `plaintext` entirely (memory BIOs never push back). Order: `writePlaintext`, take ciphertext.
+    /// Encrypts `plaintext` entirely (the output memory BIO never pushes back). Order: `writePlaintext`, take ciphertext.
     public func writePlaintext(_ plaintext: UnsafeRawBufferPointer) -> TLSStepResult {
         var offset = 0
         while offset < plaintext.count {

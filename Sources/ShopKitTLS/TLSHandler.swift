@@ -4,7 +4,7 @@ import NIOCore
 import ShopKitOpenSSL
 import ShopKitPinning
 
-/// A NIO channel handler running one OpenSSL connection over memory BIOs, in client or server role.
+/// A NIO channel handler running one OpenSSL connection over in-memory BIOs, in client or server role.
 ///
 /// Client role: runs the handshake (OpenSSL checks the chain and the hostname), then the pin policy on the
 /// verified chain; only when all passed does it fire `TLSHandshakeCompleted`. On failure it fires a `TLSError`
