@@ -14,13 +14,21 @@ struct TemporaryTree {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
     }
 
-    /// Copies the executable into `folder` (below the root) and returns the copy.
+    /// Puts the executable into `folder` (below the root) and returns its path there.
     func copyBinary(_ binary: BuiltBinary, into folder: String = ".") throws -> URL {
         let directory = root.appendingPathComponent(folder, isDirectory: true)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let copy = directory.appendingPathComponent(binary.url.lastPathComponent).standardizedFileURL
-        try FileManager.default.copyItem(at: binary.url, to: copy)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: copy.path)
+        // A hard link where the file system allows it: a copy is a file open for writing, and a child process
+        // that another test forks meanwhile inherits that descriptor until it execs, so executing the copy can
+        // fail with "Text file busy". A link is never open for writing; the binary still runs from this folder
+        // (/proc/self/exe names the link it was started through).
+        do {
+            try FileManager.default.linkItem(at: binary.url, to: copy)
+        } catch {
+            try FileManager.default.copyItem(at: binary.url, to: copy)
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: copy.path)
+        }
         return copy
     }
 
