@@ -62,27 +62,7 @@ import Testing
         let token = "tty-\(UUID().uuidString)"
         let command = "'\(binary.path)' set --service '\(key.service)' --account '\(key.account)'"
         // Type the token only once the prompt shows (echo is off by then), as a person would.
-        let (status, screen) = try await offPool { () throws -> (Int32, String) in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
-            process.arguments = ["-qec", command, "/dev/null"]
-            let input = Pipe(), output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            var screen: [UInt8] = []
-            var byte: UInt8 = 0
-            let fd = output.fileHandleForReading.fileDescriptor
-            while !String(decoding: screen, as: UTF8.self).contains("Token: "), read(fd, &byte, 1) == 1 {
-                screen.append(byte)
-            }
-            input.fileHandleForWriting.write(Data((token + "\n").utf8))
-            try input.fileHandleForWriting.close()
-            screen += output.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: screen, as: UTF8.self))
-        }
+        let (status, screen) = try await TerminalSession.run(command, answers: [("Token: ", token)])
         #expect(status == 0, "\(screen)")
         #expect(screen.contains("Token: "))
         #expect(!screen.contains(token))

@@ -65,13 +65,15 @@ import Testing
                 + "3<'\(passphraseFile.path)'"
             let prompt = "Passphrase to confirm it is you: "
 
-            let right = try await TerminalSession.run(command, answers: [(prompt, Self.passphrase)])
+            let right = try await TerminalSession.run(
+                command, environment: TokenStoreCLITests.noBus, answers: [(prompt, Self.passphrase)])
             #expect(right.status == 0, "\(right.screen)")
             #expect(right.screen.contains("ShopKit wants to read the credential s/a"))
             #expect(right.screen.contains(Self.token))
             #expect(!right.screen.contains(Self.passphrase))  // typed without echo
 
-            let wrong = try await TerminalSession.run(command, answers: Array(repeating: (prompt, "not it"), count: 3))
+            let wrong = try await TerminalSession.run(
+                command, environment: TokenStoreCLITests.noBus, answers: Array(repeating: (prompt, "not it"), count: 3))
             #expect(wrong.status == 6, "\(wrong.screen)")
             #expect(!wrong.screen.contains(Self.token))
             #expect(wrong.screen.contains("did not match after 3 tries"))
@@ -107,15 +109,18 @@ import Testing
 
 /// A command run in a real pseudo-terminal by util-linux `script`, answering prompts as a person would.
 enum TerminalSession {
-    /// Runs `command` (a shell command line); for each answer, waits until its marker has been shown once more,
-    /// then types the line. Returns the exit status and everything the terminal showed.
-    static func run(_ command: String, answers: [(marker: String, line: String)]) async throws -> (status: Int32, screen: String) {
+    /// Runs `command` (a shell command line) with `environment` added to this process's; for each answer, waits
+    /// until its marker has been shown once more, then types the line. Returns the exit status and everything the
+    /// terminal showed.
+    static func run(
+        _ command: String, environment extra: [String: String] = [:], answers: [(marker: String, line: String)]
+    ) async throws -> (status: Int32, screen: String) {
         try await offPool { () throws -> (Int32, String) in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
             process.arguments = ["-qec", command, "/dev/null"]
             var environment = ProcessInfo.processInfo.environment
-            environment.merge(TokenStoreCLITests.noBus) { $1 }
+            environment.merge(extra) { $1 }
             process.environment = environment
             let input = Pipe(), output = Pipe()
             process.standardInput = input
