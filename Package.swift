@@ -7,8 +7,10 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "ShopKit", targets: ["ShopKit"]),
+        .library(name: "ShopKitCore", targets: ["ShopKitCore"]),
         .library(name: "ShopKitPinning", targets: ["ShopKitPinning"]),
         .library(name: "ShopKitTLS", targets: ["ShopKitTLS"]),
+        .library(name: "ShopKitHTTPS", targets: ["ShopKitHTTPS"]),
         .library(name: "ShopKitAPI", targets: ["ShopKitAPI"]),
         .library(name: "ShopKitAuth", targets: ["ShopKitAuth"]),
         .executable(name: "pin-check", targets: ["pin-check"]),
@@ -40,21 +42,47 @@ let package = Package(
         .target(
             name: "ShopKitOpenSSL",
             dependencies: ["COpenSSL", "ShopKitPinning"]),
+        // Retry classification (RetryClassifiableError) and the idempotent-method list: below every error type.
+        .target(
+            name: "ShopKitCore",
+            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")]),
+        // TLS only: the OpenSSL channel handler (client and package-only server roles), client context, session
+        // cache, the verification gate with its handshake deadline. No HTTP.
         .target(
             name: "ShopKitTLS",
             dependencies: [
-                "ShopKitOpenSSL", "ShopKitPinning",
+                "ShopKitCore", "ShopKitOpenSSL", "ShopKitPinning",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        // The HTTPS client over ShopKitTLS: HTTPSTransport (an OpenAPI ClientTransport), the HTTP/1.1 exchange
+        // state machine and its handler, the keep-alive pool.
+        .target(
+            name: "ShopKitHTTPS",
+            dependencies: [
+                "ShopKitCore", "ShopKitTLS", "ShopKitPinning",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // pin-check's server inspector (no product): a handshake, its chain and pins, a verdict.
+        .target(
+            name: "ShopKitInspector",
+            dependencies: [
+                "ShopKitTLS", "ShopKitOpenSSL", "ShopKitPinning",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
         // The typed client: HTTPTypes and OpenAPIRuntime only, never NIO or C.
         .target(
             name: "ShopKitAPI",
             dependencies: [
+                "ShopKitCore",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "Logging", package: "swift-log"),
@@ -69,12 +97,12 @@ let package = Package(
         // Umbrella and composition root.
         .target(
             name: "ShopKit",
-            dependencies: ["ShopKitPinning", "ShopKitTLS", "ShopKitAPI", "ShopKitAuth"]),
+            dependencies: ["ShopKitCore", "ShopKitPinning", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth"]),
 
         .executableTarget(
             name: "pin-check",
             dependencies: [
-                "ShopKit", "ShopKitDemoSupport",
+                "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
@@ -97,7 +125,7 @@ let package = Package(
         .target(
             name: "ShopKitDemoSupport",
             dependencies: [
-                "ShopKitTLS", "ShopKitPinning",
+                "ShopKitTLS", "ShopKitInspector", "ShopKitPinning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -106,7 +134,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "ShopKitDemoSupport", "ShopKitTLS", "ShopKitAPI", "ShopKitPinning",
+                "ShopKitDemoSupport", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitPinning",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -119,7 +147,17 @@ let package = Package(
         .testTarget(
             name: "ShopKitTLSTests",
             dependencies: [
-                "ShopKitTLS", "ShopKitAPI", "TestSupport",
+                "ShopKitTLS", "ShopKitHTTPS", "ShopKitInspector", "ShopKitAPI", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "ShopKitHTTPSTests",
+            dependencies: [
+                "ShopKitHTTPS", "ShopKitTLS", "TestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -129,5 +167,9 @@ let package = Package(
         .testTarget(name: "ShopKitAPITests", dependencies: ["ShopKitAPI", "TestSupport"]),
         .testTarget(name: "ShopKitAuthTests", dependencies: ["ShopKitAuth", "ShopKitAPI", "TestSupport"]),
         .testTarget(name: "ShopKitTests", dependencies: ["ShopKit", "TestSupport"]),
+        // Links the HTTPS and API products only (no umbrella): retry classification holds without it.
+        .testTarget(
+            name: "ShopKitCompositionTests",
+            dependencies: ["ShopKitHTTPS", "ShopKitTLS", "ShopKitAPI", "ShopKitPinning", "TestSupport"]),
     ]
 )

@@ -2,4 +2,6 @@
 @_exported import ShopKitAPI
 @_exported import ShopKitAuth
 @_exported import ShopKitPinning
+@_exported import ShopKitCore
+@_exported import ShopKitHTTPS
 @_exported import ShopKitTLS

@@ -1,15 +1,7 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-
-/// An error that knows whether sending the same request again could succeed.
-///
-/// ``RetryingTransport`` retries transport errors of idempotent requests unless the error conforms and says
-/// `isRetryable == false` (a pin mismatch, a certificate failure, a sign-out: retrying cannot help).
-public protocol RetryClassifiableError: Error {
-    /// Whether a retry of the same request might succeed.
-    var isRetryable: Bool { get }
-}
+@_exported import ShopKitCore
 
 extension APIError: RetryClassifiableError {
     /// Always `false`: an ``APIError`` from below (e.g. the auth decorator's `unauthorized`) is a final answer.

@@ -7,12 +7,12 @@ import ShopKitPinning
 /// the source tree it was built in. ``locate(from:)`` finds the folder from the running executable.
 ///
 /// - Warning: Every private key in `TestCerts/` is public. These certificates are for loopback demos and tests.
-public struct DemoCertificates: Sendable {
+package struct DemoCertificates: Sendable {
     /// The `TestCerts` folder.
-    public let directory: URL
+    package let directory: URL
 
     /// The certificates in `directory`.
-    public init(directory: URL) {
+    package init(directory: URL) {
         self.directory = directory
     }
 
@@ -21,7 +21,7 @@ public struct DemoCertificates: Sendable {
     ///
     /// - Throws: ``DemoCertificatesError/notFound(searchedFrom:)`` when no folder above holds `TestCerts/pins.txt`
     ///   (the binary was moved out of the checkout).
-    public static func locate(from executable: URL = runningExecutable) throws(DemoCertificatesError)
+    package static func locate(from executable: URL = runningExecutable) throws(DemoCertificatesError)
         -> DemoCertificates
     {
         let start = executable.deletingLastPathComponent().standardizedFileURL
@@ -39,7 +39,7 @@ public struct DemoCertificates: Sendable {
     }
 
     /// The running executable with symbolic links resolved (`/proc/self/exe`; `argv[0]` where that is missing).
-    public static var runningExecutable: URL {
+    package static var runningExecutable: URL {
         if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             return URL(fileURLWithPath: target)
         }
@@ -47,20 +47,20 @@ public struct DemoCertificates: Sendable {
     }
 
     /// The PEM text of `NAME.pem`, e.g. `certificate("leaf-localhost-ecdsa")`.
-    public func certificate(_ name: String) throws(DemoCertificatesError) -> String { try read("\(name).pem") }
+    package func certificate(_ name: String) throws(DemoCertificatesError) -> String { try read("\(name).pem") }
 
     /// The PEM private key `NAME.key`.
-    public func privateKey(_ name: String) throws(DemoCertificatesError) -> String { try read("\(name).key") }
+    package func privateKey(_ name: String) throws(DemoCertificatesError) -> String { try read("\(name).key") }
 
     /// Several certificates concatenated in the given order (a chain as a server sends it, leaf first).
-    public func chain(_ names: [String]) throws(DemoCertificatesError) -> String {
+    package func chain(_ names: [String]) throws(DemoCertificatesError) -> String {
         var text = ""
         for name in names { text += try certificate(name) }
         return text
     }
 
     /// The pin the generator computed with the openssl CLI for `NAME` (from `pins.txt`).
-    public func pin(_ name: String) throws(DemoCertificatesError) -> SPKIPin {
+    package func pin(_ name: String) throws(DemoCertificatesError) -> SPKIPin {
         let text = try read("pins.txt")
         let entries: [PinsFile.Entry]
         do { entries = try PinsFile.entries(text) } catch {
@@ -78,7 +78,7 @@ public struct DemoCertificates: Sendable {
 }
 
 /// The demo certificates cannot be used; the message says where ShopKit looked.
-public enum DemoCertificatesError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum DemoCertificatesError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No `TestCerts/` in the executable's folder (given) or above it.
     case notFound(searchedFrom: String)
     /// A file of the folder cannot be read.
@@ -88,7 +88,7 @@ public enum DemoCertificatesError: Error, Sendable, Equatable, CustomStringConve
     /// `pins.txt` has no pin of that name.
     case noPin(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .notFound(let start):
             return "cannot find TestCerts/ in \(start) or any folder above it: the demo serves the ShopKit source "

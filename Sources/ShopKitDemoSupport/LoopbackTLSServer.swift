@@ -5,18 +5,18 @@ import ShopKitTLS
 
 /// An in-process HTTPS/1.1 server on a loopback address (127.0.0.1 unless told; port chosen by the kernel)
 /// using ShopKit's server-role `TLSHandler`, for the demos and tests. It counts full handshakes and resumptions.
-public final class LoopbackTLSServer: Sendable {
+package final class LoopbackTLSServer: Sendable {
     /// What the responder sends back.
-    public struct Response: Sendable {
+    package struct Response: Sendable {
         /// The status line's code.
-        public var status: HTTPResponseStatus
+        package var status: HTTPResponseStatus
         /// Extra headers (content-length is added unless given or chunked).
-        public var headers: [(String, String)]
+        package var headers: [(String, String)]
         /// The body bytes.
-        public var body: [UInt8]
+        package var body: [UInt8]
 
         /// A response; the default is 200 with the given body.
-        public init(status: HTTPResponseStatus = .ok, headers: [(String, String)] = [], body: [UInt8]) {
+        package init(status: HTTPResponseStatus = .ok, headers: [(String, String)] = [], body: [UInt8]) {
             self.status = status
             self.headers = headers
             self.body = body
@@ -24,18 +24,18 @@ public final class LoopbackTLSServer: Sendable {
     }
 
     /// Builds a response from the request head and its body.
-    public typealias Responder = @Sendable (HTTPRequestHead, [UInt8]) -> Response
+    package typealias Responder = @Sendable (HTTPRequestHead, [UInt8]) -> Response
 
     /// The bound port.
-    public let port: Int
+    package let port: Int
     /// The server's TLS context (its `statistics` count handshakes).
-    public let tlsContext: TLSServerContext
+    package let tlsContext: TLSServerContext
     private let channel: any Channel
 
     /// Full handshakes served so far.
-    public var fullHandshakes: Int { tlsContext.statistics.fullHandshakes }
+    package var fullHandshakes: Int { tlsContext.statistics.fullHandshakes }
     /// Resumed handshakes served so far.
-    public var resumptions: Int { tlsContext.statistics.resumptions }
+    package var resumptions: Int { tlsContext.statistics.resumptions }
 
     private init(port: Int, tlsContext: TLSServerContext, channel: any Channel) {
         self.port = port
@@ -45,8 +45,8 @@ public final class LoopbackTLSServer: Sendable {
 
     /// Starts a server presenting `certificateChainPEM` (sent exactly in that order) with `privateKeyPEM`.
     /// The default responder answers every request with 200 and `hello`; `maximumVersion` caps the protocol.
-    public static func start(
-        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
+    package static func start(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil,
         host: String = "127.0.0.1", group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
@@ -57,9 +57,9 @@ public final class LoopbackTLSServer: Sendable {
 
     /// Starts a server presenting the `TestCerts` certificates `chain` (leaf first, any order or extras) with
     /// the key `key`, both read from `certificates`.
-    public static func start(
+    package static func start(
         chain: [String], key: String, certificates: DemoCertificates,
-        maximumVersion: TLSConfiguration.MinimumVersion? = nil, host: String = "127.0.0.1",
+        maximumVersion: TLSClientConfiguration.MinimumVersion? = nil, host: String = "127.0.0.1",
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
         try await start(
@@ -68,7 +68,7 @@ public final class LoopbackTLSServer: Sendable {
     }
 
     /// Starts a server with a ready-made TLS context, listening on `host` (an IP literal such as `::1`).
-    public static func start(
+    package static func start(
         tlsContext: TLSServerContext, host: String = "127.0.0.1",
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
@@ -88,7 +88,7 @@ public final class LoopbackTLSServer: Sendable {
     }
 
     /// Stops listening (open connections are closed by their peers or when the loop shuts down).
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         try await channel.close()
     }
 }

@@ -1,13 +1,14 @@
 import ShopKitPinning
+import ShopKitInspector
 import ShopKitTLS
 
 /// `pin-check --demo`: checks against two in-process servers from `TestCerts/`, trusting the test root only — a
 /// pass on the leaf pin, a pass on the backup intermediate pin, and a pin mismatch with its message.
-public enum PinCheckDemo {
+package enum PinCheckDemo {
     /// One check: which server, which pins (fixture names), and the verdict it must end in.
-    public struct Check: Sendable {
+    package struct Check: Sendable {
         /// The server checked.
-        public enum Server: Sendable {
+        package enum Server: Sendable {
             /// `leaf-localhost-ecdsa` under intermediate-2 and intermediate-1.
             case main
             /// `leaf-backup-localhost` under the backup intermediate.
@@ -15,16 +16,16 @@ public enum PinCheckDemo {
         }
 
         /// The heading printed before the report.
-        public let title: String
+        package let title: String
         /// The server checked.
-        public let server: Server
+        package let server: Server
         /// Fixture names from `pins.txt`.
-        public let pins: [String]
+        package let pins: [String]
         /// The verdict the check must end in.
-        public let expected: ServerReport.Verdict
+        package let expected: ServerReport.Verdict
 
         /// A check.
-        public init(title: String, server: Server, pins: [String], expected: ServerReport.Verdict) {
+        package init(title: String, server: Server, pins: [String], expected: ServerReport.Verdict) {
             self.title = title
             self.server = server
             self.pins = pins
@@ -33,7 +34,7 @@ public enum PinCheckDemo {
     }
 
     /// The three checks the demo shows.
-    public static let checks: [Check] = [
+    package static let checks: [Check] = [
         Check(
             title: "1. Pinned to the leaf key and the backup intermediate; the server shows the leaf.", server: .main,
             pins: ["leaf-localhost-ecdsa", "backup-intermediate"], expected: .ok),
@@ -46,13 +47,13 @@ public enum PinCheckDemo {
     ]
 
     /// A check that ended in another verdict than expected.
-    public struct Unexpected: Sendable, Equatable {
+    package struct Unexpected: Sendable, Equatable {
         /// The check's title.
-        public let title: String
+        package let title: String
         /// The verdict it should have ended in.
-        public let expected: ServerReport.Verdict
+        package let expected: ServerReport.Verdict
         /// The verdict it ended in.
-        public let actual: ServerReport.Verdict
+        package let actual: ServerReport.Verdict
     }
 
     /// Starts the servers, runs `checks`, hands each title and report text to `write`, and returns the checks
@@ -60,7 +61,7 @@ public enum PinCheckDemo {
     ///
     /// - Throws: ``DemoCertificatesError`` for a missing fixture, or the error of a server that cannot start
     ///   or of an inspector that cannot be set up.
-    public static func run(
+    package static func run(
         _ checks: [Check] = checks, certificates: DemoCertificates, write: (String) -> Void
     ) async throws -> [Unexpected] {
         let root = try certificates.certificate("root")

@@ -6,16 +6,16 @@ import COpenSSL
 ///
 /// - Warning: A (key, nonce) pair must never be used twice; draw nonces from ``SecureRandom`` and keep the
 ///   number of messages per key far below 2^32.
-public enum AES256GCM {
+package enum AES256GCM {
     /// Key length in bytes.
-    public static let keySize = 32
+    package static let keySize = 32
     /// Nonce length in bytes.
-    public static let nonceSize = 12
+    package static let nonceSize = 12
     /// Tag length in bytes.
-    public static let tagSize = 16
+    package static let tagSize = 16
 
     /// Encrypts `plaintext` under `key` and `nonce`, authenticating `aad` too; returns ciphertext and tag.
-    public static func seal(
+    package static func seal(
         _ plaintext: UnsafeRawBufferPointer, key: SecureBytes, nonce: [UInt8], aad: [UInt8]
     ) throws(OpenSSLError) -> (ciphertext: [UInt8], tag: [UInt8]) {
         try checkSizes(key: key, nonce: nonce, operation: "AES-256-GCM seal")
@@ -46,7 +46,7 @@ public enum AES256GCM {
 
     /// Decrypts and authenticates; returns the plaintext, or `nil` when the tag does not verify (wrong key,
     /// wrong AAD, or tampered data). Throws only when OpenSSL itself fails.
-    public static func open(
+    package static func open(
         _ ciphertext: [UInt8], tag: [UInt8], key: SecureBytes, nonce: [UInt8], aad: [UInt8]
     ) throws(OpenSSLError) -> SecureBytes? {
         try checkSizes(key: key, nonce: nonce, operation: "AES-256-GCM open")

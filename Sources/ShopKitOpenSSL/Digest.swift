@@ -1,12 +1,12 @@
 import COpenSSL
 
 /// SHA-256 through OpenSSL EVP, for checksums (the token file's header check).
-public enum SHA256Checksum {
+package enum SHA256Checksum {
     /// Digest length in bytes.
-    public static let size = 32
+    package static let size = 32
 
     /// The SHA-256 digest of `bytes`.
-    public static func digest(_ bytes: [UInt8]) throws(OpenSSLError) -> [UInt8] {
+    package static func digest(_ bytes: [UInt8]) throws(OpenSSLError) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: size)
         var outLength: UInt32 = 0
         OpenSSLError.clearQueue()

@@ -5,7 +5,7 @@ import ShopKitPinning
 /// One X.509 certificate, owned: the `X509` is freed when this object goes away.
 ///
 /// Why a class: it is the single owner of a C object. Borrowed pointers never leave `withX509`.
-public final class OpenSSLCertificate: @unchecked Sendable {
+package final class OpenSSLCertificate: @unchecked Sendable {
     // @unchecked Sendable: the X509 is never mutated after construction (ShopKit only reads it), and
     // OpenSSL's reads of a fully built X509 are thread-safe; its reference count is atomic.
     private let pointer: OpaquePointer
@@ -29,7 +29,7 @@ public final class OpenSSLCertificate: @unchecked Sendable {
     }
 
     /// Parses every `CERTIFICATE` block of a PEM text, in order.
-    public static func parsePEM(_ pem: String) throws(OpenSSLError) -> [OpenSSLCertificate] {
+    package static func parsePEM(_ pem: String) throws(OpenSSLError) -> [OpenSSLCertificate] {
         OpenSSLError.clearQueue()
         let bio = try MemoryBIO(contents: Array(pem.utf8))
         var certificates: [OpenSSLCertificate] = []
@@ -49,7 +49,7 @@ public final class OpenSSLCertificate: @unchecked Sendable {
     }
 
     /// The DER encoding of the certificate.
-    public var derBytes: [UInt8] {
+    package var derBytes: [UInt8] {
         withX509 { x509 in
             let length = i2d_X509(x509, nil)
             guard length > 0 else { return [] }
@@ -63,7 +63,7 @@ public final class OpenSSLCertificate: @unchecked Sendable {
     }
 
     /// The certificate's SPKI pin, names, dates and key type (cached per certificate, see `CertificateInfoCache`).
-    public var info: CertificateInfo {
+    package var info: CertificateInfo {
         get throws(OpenSSLError) { try CertificateInfoCache.shared.info(for: self) }
     }
 }

@@ -2,34 +2,34 @@ import COpenSSL
 import ShopKitPinning
 
 /// OpenSSL's verdict on the peer's chain and name (`SSL_get_verify_result`), in words.
-public struct VerifyResult: Sendable, Equatable, CustomStringConvertible {
+package struct VerifyResult: Sendable, Equatable, CustomStringConvertible {
     /// The `X509_V_*` code; 0 is `X509_V_OK`.
-    public let code: Int
+    package let code: Int
     /// `X509_verify_cert_error_string` for the code.
-    public let reason: String
+    package let reason: String
 
     /// The chain and the name were accepted.
-    public var isOK: Bool { code == Int(X509_V_OK) }
+    package var isOK: Bool { code == Int(X509_V_OK) }
     /// The certificate does not cover the requested host name or IP address.
-    public var isHostnameMismatch: Bool {
+    package var isHostnameMismatch: Bool {
         code == Int(X509_V_ERR_HOSTNAME_MISMATCH) || code == Int(X509_V_ERR_IP_ADDRESS_MISMATCH)
     }
 
-    public var description: String { "\(reason) (\(code))" }
+    package var description: String { "\(reason) (\(code))" }
 }
 
 /// The certificates the peer *sent*, leaf first, exactly as received (`SSL_get_peer_cert_chain`).
 ///
 /// For diagnostics only. It is deliberately a different type from `VerifiedChain`, so it can never reach the
 /// pin check: a certificate a server sends that is not on the verified path must never match a pin.
-public struct PresentedChain: Sendable, Hashable {
+package struct PresentedChain: Sendable, Hashable {
     /// The sent certificates, in the order received.
-    public let certificates: [CertificateInfo]
+    package let certificates: [CertificateInfo]
 }
 
 extension OpenSSLConnection {
     /// OpenSSL's verify result for the peer, in words. Meaningful after the handshake ran (or failed).
-    public var verifyResult: VerifyResult {
+    package var verifyResult: VerifyResult {
         let code = withSSL { SSL_get_verify_result($0) }
         return VerifyResult(code: code, reason: String(cString: X509_verify_cert_error_string(code)))
     }
@@ -38,7 +38,7 @@ extension OpenSSLConnection {
     /// session (OpenSSL keeps none) or when verification did not succeed.
     ///
     /// - Warning: This is the only source of `VerifiedChain`. It is built only when the verify result is OK.
-    public func verifiedChain() throws(OpenSSLError) -> VerifiedChain? {
+    package func verifiedChain() throws(OpenSSLError) -> VerifiedChain? {
         guard verifyResult.isOK else { return nil }
         let certificates = try withSSL { ssl throws(OpenSSLError) -> [CertificateInfo]? in
             guard let stack = SSL_get0_verified_chain(ssl) else { return nil }
@@ -49,7 +49,7 @@ extension OpenSSLConnection {
     }
 
     /// The chain the peer sent, for diagnostics. Never use it for trust decisions.
-    public func presentedChain() throws(OpenSSLError) -> PresentedChain? {
+    package func presentedChain() throws(OpenSSLError) -> PresentedChain? {
         let certificates = try withSSL { ssl throws(OpenSSLError) -> [CertificateInfo]? in
             guard let stack = SSL_get_peer_cert_chain(ssl) else { return nil }
             return try Self.infos(of: stack)
@@ -67,15 +67,15 @@ extension OpenSSLConnection {
     }
 
     /// The negotiated protocol, e.g. `TLSv1.3`.
-    public var protocolVersion: String { withSSL { String(cString: SSL_get_version($0)) } }
+    package var protocolVersion: String { withSSL { String(cString: SSL_get_version($0)) } }
 
     /// The negotiated cipher suite, e.g. `TLS_AES_256_GCM_SHA384`.
-    public var cipherSuite: String {
+    package var cipherSuite: String {
         withSSL { ssl in SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? "" }
     }
 
     /// The ALPN protocol both sides agreed on, if any.
-    public var alpnProtocol: String? {
+    package var alpnProtocol: String? {
         withSSL { ssl in
             var data: UnsafePointer<UInt8>?
             var length: UInt32 = 0
@@ -86,8 +86,5 @@ extension OpenSSLConnection {
     }
 
     /// Whether this handshake resumed an earlier session (no certificates were exchanged).
-    public var sessionReused: Bool { withSSL { SSL_session_reused($0) == 1 } }
-
-    /// Whether the handshake has finished.
-    public var isHandshakeComplete: Bool { withSSL { SSL_is_init_finished($0) == 1 } }
+    package var sessionReused: Bool { withSSL { SSL_session_reused($0) == 1 } }
 }

@@ -3,7 +3,7 @@ import Foundation
 import ShopKitPinning
 
 /// The outcome of one TLS step over in-memory BIOs: OpenSSL's tri-state results, translated.
-public enum TLSStepResult: Sendable, Equatable {
+package enum TLSStepResult: Sendable, Equatable {
     /// The step finished (handshake done, plaintext written, close_notify exchanged).
     case complete
     /// OpenSSL needs more ciphertext from the peer: feed it with `feedCiphertext`, then repeat the step.
@@ -23,7 +23,7 @@ public enum TLSStepResult: Sendable, Equatable {
 /// the caller's buffer to OpenSSL while the steps run, or `feedCiphertext`, which copies), then run the step
 /// (`handshake`, `readPlaintext`, `writePlaintext`, `shutdown`), then send whatever `takeCiphertext` returns.
 /// Not thread-safe: one connection belongs to one event loop.
-public final class OpenSSLConnection {
+package final class OpenSSLConnection {
     private let ssl: OpaquePointer
     /// Read side: ciphertext from the peer, lent or fed by the caller, read by OpenSSL through a custom BIO
     /// (owned by `ssl`) that points at it unretained; `deinit` frees `ssl` before this is released.
@@ -31,10 +31,10 @@ public final class OpenSSLConnection {
     /// Write side: ciphertext for the peer, written by OpenSSL, read by `takeCiphertext`. Owned by `ssl`.
     private let networkOut: OpaquePointer
     /// Keeps the SSL_CTX alive as long as the SSL uses it.
-    public let context: OpenSSLContext
+    package let context: OpenSSLContext
     /// Called (on this connection's thread, inside a step) with each session OpenSSL hands out, e.g. a TLS 1.3
     /// ticket that arrived with the first records after the handshake. Client role only.
-    public var onNewSession: ((OpenSSLSession) -> Void)?
+    package var onNewSession: ((OpenSSLSession) -> Void)?
 
     private init(context: OpenSSLContext) throws(OpenSSLError) {
         OpenSSLError.clearQueue()
@@ -70,7 +70,7 @@ public final class OpenSSLConnection {
     /// - Throws: `OpenSSLError` when `host` is empty once brackets and a trailing dot are removed, or contains
     ///   a NUL byte: OpenSSL would then check no name at all (`SSL_set1_host` with "" clears the list), so any
     ///   trusted certificate would pass.
-    public static func client(context: OpenSSLContext, host: String, session: OpenSSLSession? = nil) throws(OpenSSLError)
+    package static func client(context: OpenSSLContext, host: String, session: OpenSSLSession? = nil) throws(OpenSSLError)
         -> OpenSSLConnection
     {
         precondition(context.role == .client, "a client connection needs a client context")
@@ -101,7 +101,7 @@ public final class OpenSSLConnection {
     }
 
     /// A server connection (tests and demo).
-    public static func server(context: OpenSSLContext) throws(OpenSSLError) -> OpenSSLConnection {
+    package static func server(context: OpenSSLContext) throws(OpenSSLError) -> OpenSSLConnection {
         precondition(context.role == .server, "a server connection needs a server context")
         let connection = try OpenSSLConnection(context: context)
         connection.withSSL { SSL_set_accept_state($0) }
@@ -113,7 +113,7 @@ public final class OpenSSLConnection {
     // MARK: Moving ciphertext
 
     /// Hands a copy of ciphertext received from the peer to OpenSSL. Run a step afterwards.
-    public func feedCiphertext(_ bytes: UnsafeRawBufferPointer) {
+    package func feedCiphertext(_ bytes: UnsafeRawBufferPointer) {
         inbound.append(bytes)
     }
 
@@ -122,17 +122,17 @@ public final class OpenSSLConnection {
     /// unread (normally part of a record) is copied and kept for the next steps.
     ///
     /// - Warning: `bytes` must stay valid while `steps` runs (pass the pointer of `withUnsafeReadableBytes`).
-    public func withCiphertext<T>(_ bytes: UnsafeRawBufferPointer, _ steps: () -> T) -> T {
+    package func withCiphertext<T>(_ bytes: UnsafeRawBufferPointer, _ steps: () -> T) -> T {
         inbound.lend(bytes, steps)
     }
 
     /// Feeds ciphertext from an array.
-    public func feedCiphertext(_ bytes: [UInt8]) {
+    package func feedCiphertext(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { feedCiphertext($0) }
     }
 
     /// Ciphertext OpenSSL produced for the peer (reads the output BIO empty), or nil if there is none.
-    public func takeCiphertext() -> [UInt8]? {
+    package func takeCiphertext() -> [UInt8]? {
         let pending = pendingCiphertextCount
         guard pending > 0 else { return nil }
         // Uninitialized storage: BIO_read fills it, nothing is zeroed or copied twice.
@@ -143,15 +143,15 @@ public final class OpenSSLConnection {
     }
 
     /// How many ciphertext bytes OpenSSL has written for the peer and not yet taken (the output BIO's size).
-    public var pendingCiphertextCount: Int { Int(BIO_ctrl_pending(networkOut)) }
+    package var pendingCiphertextCount: Int { Int(BIO_ctrl_pending(networkOut)) }
 
     /// How many fed or lent ciphertext bytes OpenSSL has not consumed yet. The plaintext they decrypt to is
     /// never larger, so a read buffer of this size (plus what OpenSSL already buffered) fits it.
-    public var unreadCiphertextCount: Int { inbound.count }
+    package var unreadCiphertextCount: Int { inbound.count }
 
     /// Moves pending ciphertext for the peer into `destination` (as much as fits); returns the byte count.
     /// Lets the caller read straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.
-    public func takeCiphertext(into destination: UnsafeMutableRawBufferPointer) -> Int {
+    package func takeCiphertext(into destination: UnsafeMutableRawBufferPointer) -> Int {
         guard let base = destination.baseAddress, destination.count > 0 else { return 0 }
         let read = BIO_read(networkOut, base, Int32(clamping: destination.count))
         return read > 0 ? Int(read) : 0
@@ -160,7 +160,7 @@ public final class OpenSSLConnection {
     // MARK: Steps
 
     /// Runs the handshake as far as the fed ciphertext allows. Order: feed, `handshake()`, take ciphertext.
-    public func handshake() -> TLSStepResult {
+    package func handshake() -> TLSStepResult {
         OpenSSLError.clearQueue()
         let result = SSL_do_handshake(ssl)
         return result == 1 ? .complete : translate(result, "SSL_do_handshake")
@@ -169,7 +169,7 @@ public final class OpenSSLConnection {
     /// Decrypts all plaintext available from the fed ciphertext, appending it to `plaintext`.
     /// Returns `.wantRead` when the fed ciphertext is used up. Order: feed, `readPlaintext`, take ciphertext
     /// (reading can produce ciphertext: alerts, key updates).
-    public func readPlaintext(into plaintext: inout [UInt8]) -> TLSStepResult {
+    package func readPlaintext(into plaintext: inout [UInt8]) -> TLSStepResult {
         // One scratch buffer for the whole loop, never zero-filled: SSL_read_ex writes into it.
         withUnsafeTemporaryAllocation(byteCount: 16_384, alignment: 1) { scratch in
             while true {
@@ -184,7 +184,7 @@ public final class OpenSSLConnection {
     /// zero bytes and why nothing more can be read now (`.wantRead` once the fed ciphertext is used up,
     /// `.closed` on close_notify, `.failed`). Call it again while it returns `.complete`. Lets the caller decrypt
     /// straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.
-    public func readPlaintext(into destination: UnsafeMutableRawBufferPointer) -> (count: Int, result: TLSStepResult) {
+    package func readPlaintext(into destination: UnsafeMutableRawBufferPointer) -> (count: Int, result: TLSStepResult) {
         guard let base = destination.baseAddress, destination.count > 0 else { return (0, .complete) }
         OpenSSLError.clearQueue()
         var read = 0
@@ -193,7 +193,7 @@ public final class OpenSSLConnection {
     }
 
     /// Encrypts `plaintext` entirely (the output memory BIO never pushes back). Order: `writePlaintext`, take ciphertext.
-    public func writePlaintext(_ plaintext: UnsafeRawBufferPointer) -> TLSStepResult {
+    package func writePlaintext(_ plaintext: UnsafeRawBufferPointer) -> TLSStepResult {
         var offset = 0
         while offset < plaintext.count {
             OpenSSLError.clearQueue()
@@ -207,7 +207,7 @@ public final class OpenSSLConnection {
 
     /// Sends close_notify. `.complete` once the peer's close_notify was also seen, `.wantRead` before that.
     /// Order: `shutdown()`, take ciphertext (the close_notify alert).
-    public func shutdown() -> TLSStepResult {
+    package func shutdown() -> TLSStepResult {
         OpenSSLError.clearQueue()
         let result = SSL_shutdown(ssl)
         if result == 1 { return .complete }
@@ -256,7 +256,7 @@ let openSSLNewSessionCallback: @convention(c) (OpaquePointer?, OpaquePointer?) -
 }
 
 /// A resumable TLS session (`SSL_SESSION`), owned.
-public final class OpenSSLSession: @unchecked Sendable {
+package final class OpenSSLSession: @unchecked Sendable {
     // @unchecked Sendable: ShopKit never mutates a session after OpenSSL handed it out; SSL_set_session only
     // takes a reference (OpenSSL copies a session before changing it), and reference counts are atomic.
     private let pointer: OpaquePointer
@@ -268,5 +268,5 @@ public final class OpenSSLSession: @unchecked Sendable {
     func withSession<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
 
     /// Whether OpenSSL would still offer this session (it has a ticket or id and has not timed out).
-    public var isResumable: Bool { SSL_SESSION_is_resumable(pointer) == 1 }
+    package var isResumable: Bool { SSL_SESSION_is_resumable(pointer) == 1 }
 }

@@ -4,19 +4,19 @@ import COpenSSL
 ///
 /// Building a context and loading a CA store is expensive in OpenSSL 3, so ShopKit never builds one per
 /// connection. After `init` returns the context is only read (by `SSL_new`).
-public final class OpenSSLContext: @unchecked Sendable {
+package final class OpenSSLContext: @unchecked Sendable {
     // @unchecked Sendable: the SSL_CTX is fully configured inside `init` and never changed afterwards;
     // OpenSSL allows concurrent SSL_new on a configured context (its reference count and the X509_STORE
     // are locked internally). The session callback reaches connections only through their own SSL's ex_data.
     private let pointer: OpaquePointer
     /// Which side of the handshake this context serves.
-    public let role: Role
+    package let role: Role
 
     /// Client or server.
-    public enum Role: Sendable { case client, server }
+    package enum Role: Sendable { case client, server }
 
     /// Where a client's trust anchors come from.
-    public enum Trust: Sendable, Hashable {
+    package enum Trust: Sendable, Hashable {
         /// OpenSSL's default verify paths (Debian: `/etc/ssl/certs`).
         case system
         /// The PEM certificates given, either alone or added to the system store.
@@ -24,7 +24,7 @@ public final class OpenSSLContext: @unchecked Sendable {
     }
 
     /// A TLS protocol version ShopKit speaks (never below 1.2).
-    public enum ProtocolVersion: Sendable, Hashable {
+    package enum ProtocolVersion: Sendable, Hashable {
         /// TLS 1.0: only for test *servers* (the "server speaks only TLS 1.0" vector); a client floor is
         /// never lower than TLS 1.2.
         case tls10
@@ -57,7 +57,7 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// no internal client cache).
     ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
-    public static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
+    package static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
         context.raiseSecurityLevel(to: minimumClientSecurityLevel)
@@ -99,7 +99,7 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
     ///   weak certificates (RSA 1024, SHA-1) and check that clients refuse them. Leave nil otherwise.
     /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
-    public static func server(
+    package static func server(
         certificateChainPEM: String, privateKeyPEM: String, minimumVersion: ProtocolVersion = .tls12,
         maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil
     ) throws(OpenSSLError) -> OpenSSLContext {
@@ -145,10 +145,10 @@ public final class OpenSSLContext: @unchecked Sendable {
     /// The lowest OpenSSL security level a client context runs at: 2 refuses keys under 112 bits of security
     /// (RSA below 2048) and SHA-1 signatures. Debian builds OpenSSL with 2 as its default, upstream OpenSSL 3
     /// with 1, which accepts both.
-    public static let minimumClientSecurityLevel = 2
+    package static let minimumClientSecurityLevel = 2
 
     /// The context's OpenSSL security level (`SSL_CTX_get_security_level`).
-    public var securityLevel: Int { withContext { Int(SSL_CTX_get_security_level($0)) } }
+    package var securityLevel: Int { withContext { Int(SSL_CTX_get_security_level($0)) } }
 
     /// Raises the security level to `level` if it is lower; never lowers it.
     func raiseSecurityLevel(to level: Int) {

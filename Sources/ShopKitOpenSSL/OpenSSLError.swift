@@ -1,24 +1,24 @@
 import COpenSSL
 
 /// An OpenSSL failure: the call that failed and the error queue drained at that moment.
-public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The OpenSSL function (or ShopKit step) that failed.
-    public let operation: String
+    package let operation: String
     /// The queued OpenSSL errors, oldest first, as `ERR_error_string_n` prints them.
-    public let queue: [String]
+    package let queue: [String]
 
-    public init(operation: String, queue: [String]) {
+    package init(operation: String, queue: [String]) {
         self.operation = operation
         self.queue = queue
     }
 
     /// Drains the calling thread's OpenSSL error queue into an error for `operation`.
-    public static func drain(_ operation: String) -> OpenSSLError {
+    package static func drain(_ operation: String) -> OpenSSLError {
         OpenSSLError(operation: operation, queue: drainQueue())
     }
 
     /// Empties the calling thread's error queue, returning its entries oldest first.
-    public static func drainQueue() -> [String] {
+    package static func drainQueue() -> [String] {
         var entries: [String] = []
         while true {
             let code = ERR_get_error()
@@ -31,9 +31,9 @@ public struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible 
     }
 
     /// Clears the error queue before a call whose failure will be drained.
-    public static func clearQueue() { ERR_clear_error() }
+    package static func clearQueue() { ERR_clear_error() }
 
-    public var description: String {
+    package var description: String {
         queue.isEmpty ? "\(operation) failed" : "\(operation) failed: " + queue.joined(separator: "; ")
     }
 }

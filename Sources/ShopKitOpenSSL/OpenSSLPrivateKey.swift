@@ -3,7 +3,7 @@ import Foundation
 import ShopKitPinning
 
 /// An `EVP_PKEY`, owned: a private key (server role) or a public key (pin computation).
-public final class OpenSSLKey: @unchecked Sendable {
+package final class OpenSSLKey: @unchecked Sendable {
     // @unchecked Sendable: the EVP_PKEY is never mutated after parsing; OpenSSL 3 keys are safe to read
     // from several threads and their reference count is atomic.
     private let pointer: OpaquePointer
@@ -19,7 +19,7 @@ public final class OpenSSLKey: @unchecked Sendable {
     /// Parses the first private key of a PEM text (PKCS#8, RSA or EC; unencrypted).
     ///
     /// - Warning: The key is secret: it never appears in an error or a log, only OpenSSL's error reasons do.
-    public static func privateKey(pem: String) throws(OpenSSLError) -> OpenSSLKey {
+    package static func privateKey(pem: String) throws(OpenSSLError) -> OpenSSLKey {
         OpenSSLError.clearQueue()
         let bio = try MemoryBIO(contents: Array(pem.utf8))
         guard let key = bio.withBIO({ PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
@@ -29,7 +29,7 @@ public final class OpenSSLKey: @unchecked Sendable {
     }
 
     /// Parses every `PUBLIC KEY` block (SubjectPublicKeyInfo) of a PEM text, in order.
-    public static func publicKeys(pem: String) throws(OpenSSLError) -> [OpenSSLKey] {
+    package static func publicKeys(pem: String) throws(OpenSSLError) -> [OpenSSLKey] {
         OpenSSLError.clearQueue()
         let bio = try MemoryBIO(contents: Array(pem.utf8))
         var keys: [OpenSSLKey] = []
@@ -47,28 +47,28 @@ public final class OpenSSLKey: @unchecked Sendable {
     }
 
     /// The SPKI pin of this key: SHA-256 over its DER `SubjectPublicKeyInfo`.
-    public var spkiPin: SPKIPin {
+    package var spkiPin: SPKIPin {
         get throws(OpenSSLError) { try withKey { key throws(OpenSSLError) in try CertificateInfoCache.spkiPin(of: key) } }
     }
 
     /// Key type and size, e.g. `RSA 2048`, `ECDSA P-256`, `Ed25519`.
-    public var keyDescription: String { withKey { CertificateInfoCache.keyDescription($0) } }
+    package var keyDescription: String { withKey { CertificateInfoCache.keyDescription($0) } }
 }
 
 /// Pins from PEM text, for tools such as `pin-check --pem`.
-public enum PEMPins {
+package enum PEMPins {
     /// One PEM object and its pin.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The SPKI pin.
-        public let pin: SPKIPin
+        package let pin: SPKIPin
         /// The certificate subject (RFC 2253), or `public key` for a bare key.
-        public let subject: String
+        package let subject: String
         /// Key type and size.
-        public let keyDescription: String
+        package let keyDescription: String
     }
 
     /// The pins of every certificate in `pem`, or, if it holds none, of every public key in it.
-    public static func pins(pem: String) throws(OpenSSLError) -> [Entry] {
+    package static func pins(pem: String) throws(OpenSSLError) -> [Entry] {
         if pem.contains("-----BEGIN CERTIFICATE-----") {
             return try OpenSSLCertificate.parsePEM(pem).map { certificate throws(OpenSSLError) in
                 let info = try certificate.info

@@ -5,9 +5,9 @@ import COpenSSL
 /// Why an explicit `maxmem`: OpenSSL's default cap (32 MiB) rejects ShopKit's default cost (N=2^17, r=8 needs
 /// 128 MiB), and passing an unbounded cap would let any caller-supplied parameters allocate without limit.
 /// Callers that take parameters from untrusted input must range-check them first.
-public enum Scrypt {
+package enum Scrypt {
     /// Bytes of memory scrypt needs for N=2^logN, r, p: 128·r·(N+2) for V plus 128·r·p for B; `nil` on overflow.
-    public static func memoryRequired(logN: UInt8, r: UInt32, p: UInt32) -> UInt64? {
+    package static func memoryRequired(logN: UInt8, r: UInt32, p: UInt32) -> UInt64? {
         guard logN < 63, r > 0, p > 0 else { return nil }
         let n = UInt64(1) << UInt64(logN)
         let (rBlock, o1) = UInt64(128).multipliedReportingOverflow(by: UInt64(r))
@@ -20,7 +20,7 @@ public enum Scrypt {
     /// Derives `length` bytes from `password` and `salt` with cost N=2^logN, r, p.
     ///
     /// - Warning: The work and memory grow with the parameters; never pass unchecked values from a file.
-    public static func deriveKey(
+    package static func deriveKey(
         password: UnsafeRawBufferPointer, salt: [UInt8], logN: UInt8, r: UInt32, p: UInt32, length: Int
     ) throws(OpenSSLError) -> SecureBytes {
         guard length > 0, logN > 0, let needed = memoryRequired(logN: logN, r: r, p: p) else {

@@ -6,13 +6,13 @@ import COpenSSL
 /// freed memory; this buffer is allocated once, never grows, and is wiped in `deinit`. Its description is redacted.
 ///
 /// - Warning: Bytes read through ``withUnsafeBytes(_:)`` must not escape the closure.
-public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
+package final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     // @unchecked Sendable is safe: `storage` is filled only during init (before the object is shared)
     // and only read afterwards; it is wiped and freed in deinit, when no other reference exists.
     private let storage: UnsafeMutableRawBufferPointer
 
     /// A zero-filled buffer of `count` bytes that `fill` writes into before the object is shared.
-    public init<E: Error>(count: Int, fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
+    package init<E: Error>(count: Int, fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
         storage = .allocate(byteCount: Swift.max(count, 1), alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0)
         do {
@@ -26,20 +26,20 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Copies `bytes`; the caller should wipe its own copy.
-    public convenience init(copying bytes: some Collection<UInt8>) {
+    package convenience init(copying bytes: some Collection<UInt8>) {
         self.init(count: bytes.count) { (buffer) throws(Never) in buffer.copyBytes(from: bytes) }
     }
 
     /// The number of bytes.
-    public let count: Int
+    package let count: Int
 
     /// Calls `body` with the bytes; do not let them escape.
-    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+    package func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 
     /// Compares with `other` in time independent of where they differ.
-    public func constantTimeEquals(_ other: SecureBytes) -> Bool {
+    package func constantTimeEquals(_ other: SecureBytes) -> Bool {
         guard count == other.count else { return false }
         return withUnsafeBytes { mine in
             other.withUnsafeBytes { theirs in
@@ -48,7 +48,7 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "SecureBytes(\(count) bytes, <redacted>)" }
+    package var description: String { "SecureBytes(\(count) bytes, <redacted>)" }
 
     deinit {
         Self.wipe(storage)
@@ -56,13 +56,13 @@ public final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     }
 
     /// Wipes `buffer` in a way the optimiser keeps.
-    public static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
+    package static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         OPENSSL_cleanse(base, buffer.count)
     }
 
     /// Wipes an array's bytes in place (for plaintext that had to live in an `Array` briefly).
-    public static func wipe(_ array: inout [UInt8]) {
+    package static func wipe(_ array: inout [UInt8]) {
         array.withUnsafeMutableBytes { wipe($0) }
     }
 }

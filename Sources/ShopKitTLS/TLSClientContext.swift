@@ -1,16 +1,17 @@
 import Foundation
+import ShopKitCore
 import Logging
 import ShopKitOpenSSL
 import ShopKitPinning
 
-/// Everything a client needs to open pinned TLS connections with one `TLSConfiguration`: the OpenSSL
+/// Everything a client needs to open pinned TLS connections with one `TLSClientConfiguration`: the OpenSSL
 /// `SSL_CTX` (built once, with the trust store loaded once) and the session cache.
 ///
 /// Build one per configuration and keep it (the HTTPS transport holds one); building it loads the CA store,
 /// which is expensive in OpenSSL 3. Then call `makeHandler(host:port:)` for each new channel.
 public final class TLSClientContext: Sendable {
     /// The configuration this context was built from.
-    public let configuration: TLSConfiguration
+    public let configuration: TLSClientConfiguration
     /// The cached sessions (shared with other contexts if one was passed in).
     public let sessionCache: TLSSessionCache
     let openSSL: OpenSSLContext
@@ -27,7 +28,7 @@ public final class TLSClientContext: Sendable {
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
     ///   `.system` when OpenSSL or the system trust store cannot be set up.
     public init(
-        configuration: TLSConfiguration,
+        configuration: TLSClientConfiguration,
         sessionCache: TLSSessionCache = TLSSessionCache(),
         now: @escaping @Sendable () -> Date = { Date() }
     ) throws(TLSContextError) {
@@ -89,17 +90,19 @@ final class OncePerHost: @unchecked Sendable {
 }
 
 /// A server-side TLS context (tests, the demo and `pin-check --demo`): certificate chain and key from PEM.
-public final class TLSServerContext: Sendable {
+///
+/// Package access: ShopKit ships a client; the server role exists for its own loopback tests and demos.
+package final class TLSServerContext: Sendable {
     let openSSL: OpenSSLContext
     /// Handshake counters across every connection served with this context.
-    public let statistics = TLSServerStatistics()
+    package let statistics = TLSServerStatistics()
 
     /// Loads the chain (leaf first; the rest is sent exactly in the given order) and the key.
     ///
     /// - Parameter maximumVersion: caps the protocol, e.g. `.tls12` to test TLS 1.2 clients.
     /// - Warning: For tests and demos; the key is read from memory and never logged.
-    public convenience init(
-        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil
+    package convenience init(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil
     ) throws(TLSContextError) {
         try self.init(
             certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion,
@@ -110,7 +113,7 @@ public final class TLSServerContext: Sendable {
     ///
     /// - Warning: Package access only: the shipped API cannot build a weak server.
     package init(
-        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSConfiguration.MinimumVersion? = nil,
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil,
         legacy: LegacyServer?
     ) throws(TLSContextError) {
         do {
@@ -135,7 +138,7 @@ public final class TLSServerContext: Sendable {
 
     /// Deliberately weak server behaviours, so tests can check that ShopKit's *client* refuses them.
     ///
-    /// - Warning: Test servers only (package access, not public API). Client contexts have no such option.
+    /// - Warning: Test servers only (package access, not package API). Client contexts have no such option.
     package enum LegacyServer: Sendable, Hashable {
         /// Security level 0, so the server can serve RSA-1024 or SHA-1 certificates.
         case weakCertificates
@@ -144,20 +147,20 @@ public final class TLSServerContext: Sendable {
     }
 
     /// A fresh server handler for one accepted channel.
-    public func makeHandler() -> TLSHandler { TLSHandler(server: self) }
+    package func makeHandler() -> TLSHandler { TLSHandler(server: self) }
 }
 
 /// Counts a server's handshakes: full ones and session resumptions.
-public final class TLSServerStatistics: @unchecked Sendable {
+package final class TLSServerStatistics: @unchecked Sendable {
     // @unchecked Sendable: both counters are only touched while `lock` is held.
     private let lock = NSLock()
     private var full = 0
     private var resumed = 0
 
     /// Handshakes that exchanged certificates.
-    public var fullHandshakes: Int { lock.withLock { full } }
+    package var fullHandshakes: Int { lock.withLock { full } }
     /// Handshakes that resumed a session.
-    public var resumptions: Int { lock.withLock { resumed } }
+    package var resumptions: Int { lock.withLock { resumed } }
 
     func record(resumed wasResumed: Bool) {
         lock.withLock { if wasResumed { resumed += 1 } else { full += 1 } }
@@ -188,4 +191,9 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     public var description: String { message }
+}
+
+extension TLSContextError: RetryClassifiableError {
+    /// Always `false`: the configuration itself is wrong.
+    public var isRetryable: Bool { false }
 }

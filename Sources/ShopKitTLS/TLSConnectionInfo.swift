@@ -16,8 +16,9 @@ public struct TLSConnectionInfo: Sendable {
     public let alpnProtocol: String?
     /// The chain OpenSSL verified (on a resumed session: the one verified by the handshake that made it).
     public let verifiedChain: VerifiedChain
-    /// The chain the server sent, for diagnostics only (nil on a resumed session).
-    public let presentedChain: PresentedChain?
+    /// The chain the server sent, for diagnostics only (nil on a resumed session). Package access: the
+    /// presented chain is never a basis for trust, and its type is ShopKit's own OpenSSL wrapper.
+    package let presentedChain: PresentedChain?
     /// The pin verdict of this connection (re-evaluated on resumption).
     public let pinVerdict: PinVerdict
     /// Whether this connection resumed a cached session.
@@ -33,13 +34,13 @@ public struct TLSHandshakeCompleted: Sendable {
 }
 
 /// User inbound event fired by a server `TLSHandler` after its handshake.
-public struct TLSServerHandshakeCompleted: Sendable {
+package struct TLSServerHandshakeCompleted: Sendable {
     /// Whether the client resumed a session.
-    public let resumed: Bool
+    package let resumed: Bool
     /// The negotiated protocol, e.g. `TLSv1.3`.
-    public let protocolVersion: String
+    package let protocolVersion: String
     /// The ALPN protocol agreed on, if any.
-    public let alpnProtocol: String?
+    package let alpnProtocol: String?
 }
 
 /// User inbound event fired when the peer closed the TCP connection without a TLS close_notify after the
@@ -51,9 +52,9 @@ public struct TLSUncleanShutdown: Sendable, Equatable {}
 ///
 /// - Warning: The presented chain is *not* verified. It is a `PresentedChain`, which the pin check never
 ///   accepts; show it to people, never base a trust decision on it.
-public struct TLSHandshakeFailureDetails: Sendable {
+package struct TLSHandshakeFailureDetails: Sendable {
     /// The chain the server sent, if it got that far.
-    public let presentedChain: PresentedChain?
+    package let presentedChain: PresentedChain?
     /// OpenSSL's verify result (`X509_V_OK` when the failure was not about the chain).
-    public let verifyResult: VerifyResult
+    package let verifyResult: VerifyResult
 }

@@ -1,6 +1,11 @@
+import ShopKitCore
 import ShopKitPinning
 
-/// Why a ShopKit connection failed. `APIError.transport` carries it to the UI.
+/// Why securing a connection failed: the TLS handshake, the chain, the hostname or the pins.
+///
+/// Only TLS failures are `TLSError`s. What happens around TLS (a bad URL, a refused TCP connection, a response
+/// that is not HTTP, a connection that closes mid-response) is the HTTPS client's `HTTPSTransportError`.
+/// `APIError.transport` carries either to the UI.
 public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No pin matched the verified chain; the report lists the chain's pins and the configured ones.
     case pinMismatch(PinFailureReport)
@@ -8,21 +13,12 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     case untrustedChain(reason: String, verifyCode: Int)
     /// The certificate does not cover the host name (checked against SANs only).
     case hostnameMismatch(host: String)
-    /// The TLS handshake failed; `reason` is OpenSSL's error text.
+    /// The TLS handshake failed; `reason` is OpenSSL's error text, or what ended it.
     case handshakeFailed(reason: String)
-    /// The TCP connection could not be made.
-    case connectFailed(host: String, port: Int, reason: String)
-    /// A timeout fired.
-    case timeout(Timeout)
-    /// The server's response could not be parsed as HTTP/1.1, or broke a limit.
-    case malformedResponse(String)
-    /// The connection closed before the response was complete.
+    /// The handshake (with its chain, hostname and pin checks) did not finish within the handshake timeout.
+    case handshakeTimeout
+    /// The TLS connection was closed (by the peer or locally) while data was still to be written or read.
     case connectionClosed
-
-    /// Which timeout fired.
-    public enum Timeout: String, Sendable, Equatable {
-        case connect, handshake, idleRead, request
-    }
 
     public var description: String {
         switch self {
@@ -30,10 +26,25 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .untrustedChain(let reason, let code): return "server certificate chain is not trusted: \(reason) (\(code))"
         case .hostnameMismatch(let host): return "server certificate does not cover \(host)"
         case .handshakeFailed(let reason): return "TLS handshake failed: \(reason)"
-        case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
-        case .timeout(let which): return "\(which.rawValue) timeout"
-        case .malformedResponse(let why): return "malformed response: \(why)"
-        case .connectionClosed: return "connection closed before the response was complete"
+        case .handshakeTimeout: return "handshake timeout"
+        case .connectionClosed: return "the TLS connection was closed"
+        }
+    }
+}
+
+/// Declared here, with the type, so that no product an app links (or leaves out) can change it.
+///
+/// A pin mismatch, an untrusted chain or a hostname mismatch is the same on every attempt (and retrying an
+/// impostor only gives it more chances), so those are never retried; a failed or timed-out handshake and a
+/// dropped connection may be.
+extension TLSError: RetryClassifiableError {
+    /// Whether the same request might succeed on another attempt.
+    public var isRetryable: Bool {
+        switch self {
+        case .pinMismatch, .untrustedChain, .hostnameMismatch:
+            return false
+        case .handshakeFailed, .handshakeTimeout, .connectionClosed:
+            return true
         }
     }
 }

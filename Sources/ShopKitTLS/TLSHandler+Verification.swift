@@ -63,7 +63,7 @@ extension TLSHandler {
     }
 
     /// Logs the verdict and delivers reports; returns whether the connection may go on.
-    private func apply(_ verdict: PinVerdict, configuration: TLSConfiguration) -> Bool {
+    private func apply(_ verdict: PinVerdict, configuration: TLSClientConfiguration) -> Bool {
         switch verdict {
         case .notPinned:
             logger.debug("no pin set for this host; chain and hostname verified by OpenSSL")
@@ -78,7 +78,8 @@ extension TLSHandler {
                 metadata: ["tls.chainPins": "\(report.chainPins.map { $0.pin.description })"])
             configuration.pinFailureReporter?.report(report)
         case .mismatch(let report):
-            logger.error(
+            // Thrown to the caller as `TLSError.pinMismatch`; the log only adds the chain's pins for debugging.
+            logger.debug(
                 "pin mismatch: closing the connection",
                 metadata: ["tls.chainPins": "\(report.chainPins.map { $0.pin.description })"])
             return false
@@ -92,7 +93,7 @@ extension TLSHandler {
         guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain),
             client.backupWarnings.firstTime(host)
         else { return }
-        logger.warning("\(warning.description)", metadata: ["tls.pinSet": "\(warning.hostPattern)"])
+        logger.notice("\(warning.description)", metadata: ["tls.pinSet": "\(warning.hostPattern)"])
     }
 
     /// A new session from OpenSSL: cache it once the handshake's checks passed, keep it until then.

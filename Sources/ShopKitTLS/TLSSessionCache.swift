@@ -28,8 +28,8 @@ public final class TLSSessionCache: @unchecked Sendable {
     struct Key: Hashable, Sendable {
         var host: String
         var port: Int
-        var trust: TLSConfiguration.TrustRoots
-        var minimumVersion: TLSConfiguration.MinimumVersion
+        var trust: TLSClientConfiguration.TrustRoots
+        var minimumVersion: TLSClientConfiguration.MinimumVersion
         var pinSet: PinSet?
     }
 

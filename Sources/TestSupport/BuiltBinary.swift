@@ -1,27 +1,27 @@
 import Foundation
 
 /// One of the package's built executables (`pin-check`, `token-store`, …), run as a real child process.
-public struct BuiltBinary: Sendable {
+package struct BuiltBinary: Sendable {
     /// What a run ended in.
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         /// The exit status.
-        public var status: Int32
+        package var status: Int32
         /// Everything written to standard output.
-        public var stdout: String
+        package var stdout: String
         /// Everything written to standard error.
-        public var stderr: String
+        package var stderr: String
     }
 
     /// The executable's location.
-    public let url: URL
+    package let url: URL
 
     /// Any executable, e.g. a system tool run with the same plumbing.
-    public init(url: URL) {
+    package init(url: URL) {
         self.url = url
     }
 
     /// The executable `name` in `.build/<config>/`, beside the test bundle; nil if it was not built.
-    public init?(named name: String) {
+    package init?(named name: String) {
         let candidates = [
             URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
             Bundle.main.bundleURL,
@@ -38,7 +38,7 @@ public struct BuiltBinary: Sendable {
     /// Runs the executable with `arguments`, `stdin` written to its standard input (then closed) and the
     /// test's environment plus `overrides`, and waits for it on a thread of its own, never on the
     /// cooperative pool.
-    public func run(
+    package func run(
         _ arguments: [String], stdin: String = "", environment overrides: [String: String] = [:]
     ) async throws -> Outcome {
         let url = self.url

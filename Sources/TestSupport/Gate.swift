@@ -2,16 +2,16 @@
 ///
 /// Waiting is cancellable: a cancelled waiter throws `CancellationError` at once, so a test can observe that a
 /// decorator cancelled the request it was holding.
-public actor Gate {
+package actor Gate {
     private var isOpen = false
     private var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
     private var nextID = 0
 
     /// Creates a closed gate.
-    public init() {}
+    package init() {}
 
     /// Suspends until ``open()``; returns at once when already open.
-    public func wait() async throws {
+    package func wait() async throws {
         if isOpen { return }
         nextID += 1
         let id = nextID
@@ -29,7 +29,7 @@ public actor Gate {
     }
 
     /// Opens the gate and releases every waiter.
-    public func open() {
+    package func open() {
         isOpen = true
         let released = waiters.values
         waiters.removeAll()
@@ -42,16 +42,16 @@ public actor Gate {
 }
 
 /// Counts events and lets a test wait until a number of them happened, without polling or sleeping.
-public actor EventCounter {
+package actor EventCounter {
     /// Events so far.
-    public private(set) var count = 0
+    package private(set) var count = 0
     private var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     /// Creates a counter at zero.
-    public init() {}
+    package init() {}
 
     /// Records one event and wakes the waiters whose target is reached.
-    public func increment() {
+    package func increment() {
         count += 1
         let ready = waiters.filter { $0.target <= count }
         waiters.removeAll { $0.target <= count }
@@ -59,7 +59,7 @@ public actor EventCounter {
     }
 
     /// Returns once at least `target` events happened.
-    public func wait(until target: Int) async {
+    package func wait(until target: Int) async {
         if count >= target { return }
         await withCheckedContinuation { continuation in
             waiters.append((target, continuation))

@@ -9,30 +9,30 @@ import NIOPosix
 /// (keep-alive, chunked or closing), send raw bytes, close without answering, or never answer. The server
 /// counts accepted connections, requests and closed connections, and can wait for a count. The
 /// `extraHandlers` hook adds server-side handlers first in each child pipeline (the TLS server handler).
-public final class LoopbackHTTPServer: Sendable {
+package final class LoopbackHTTPServer: Sendable {
     /// One received request.
-    public struct Request: Sendable {
+    package struct Request: Sendable {
         /// The method, e.g. `GET`.
-        public let method: String
+        package let method: String
         /// The request target, e.g. `/v1/items?x=1`.
-        public let uri: String
+        package let uri: String
         /// The header fields as received.
-        public let headers: [(name: String, value: String)]
+        package let headers: [(name: String, value: String)]
         /// The body bytes.
-        public let body: [UInt8]
+        package let body: [UInt8]
         /// The 1-based number of the connection it arrived on, in accept order.
-        public let connection: Int
+        package let connection: Int
         /// The 1-based position of the request on its connection.
-        public let indexOnConnection: Int
+        package let indexOnConnection: Int
 
         /// The first value of a header field (case-insensitive).
-        public func header(_ name: String) -> String? {
+        package func header(_ name: String) -> String? {
             headers.first { $0.name.lowercased() == name.lowercased() }?.value
         }
     }
 
     /// What the server does with a request.
-    public enum Behaviour: Sendable {
+    package enum Behaviour: Sendable {
         /// An HTTP/1.1 response; `chunked` sends the body in chunks, `close` adds `Connection: close` and closes.
         case respond(status: Int, headers: [(String, String)], body: [UInt8], chunked: Bool, close: Bool)
         /// These bytes exactly, then close when `close`.
@@ -43,25 +43,25 @@ public final class LoopbackHTTPServer: Sendable {
         case neverRespond
 
         /// `200 OK` with `body`, kept alive.
-        public static func ok(_ body: [UInt8] = Array("ok".utf8)) -> Behaviour {
+        package static func ok(_ body: [UInt8] = Array("ok".utf8)) -> Behaviour {
             .respond(status: 200, headers: [], body: body, chunked: false, close: false)
         }
     }
 
     /// The counts the server keeps.
-    public struct Counts: Sendable, Equatable {
+    package struct Counts: Sendable, Equatable {
         /// Connections accepted.
-        public var accepted = 0
+        package var accepted = 0
         /// Requests fully received.
-        public var requests = 0
+        package var requests = 0
         /// Connections closed (by either side).
-        public var closed = 0
+        package var closed = 0
     }
 
     /// The script: what to do for each request.
-    public typealias Script = @Sendable (Request) -> Behaviour
+    package typealias Script = @Sendable (Request) -> Behaviour
     /// Adds handlers first in a child channel's pipeline; the server's HTTP handlers follow.
-    public typealias ExtraHandlers = @Sendable (any Channel) -> EventLoopFuture<Void>
+    package typealias ExtraHandlers = @Sendable (any Channel) -> EventLoopFuture<Void>
 
     fileprivate struct State {
         var counts = Counts()
@@ -74,7 +74,7 @@ public final class LoopbackHTTPServer: Sendable {
     private let state: LockedBox<State>
 
     /// The port the server listens on (127.0.0.1).
-    public var port: Int { channel.localAddress!.port! }
+    package var port: Int { channel.localAddress!.port! }
 
     private init(channel: any Channel, state: LockedBox<State>) {
         self.channel = channel
@@ -82,7 +82,7 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// Starts a server on 127.0.0.1, port 0.
-    public static func start(
+    package static func start(
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, extraHandlers: ExtraHandlers? = nil,
         script: @escaping Script
     ) async throws -> LoopbackHTTPServer {
@@ -115,13 +115,13 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// The current counts.
-    public var counts: Counts { state.withLockedValue { $0.counts } }
+    package var counts: Counts { state.withLockedValue { $0.counts } }
 
     /// Every request received so far, in order.
-    public var requests: [Request] { state.withLockedValue { $0.requests } }
+    package var requests: [Request] { state.withLockedValue { $0.requests } }
 
     /// Waits until `predicate` holds for the counts (no polling, no sleeping).
-    public func waitUntil(_ predicate: @escaping @Sendable (Counts) -> Bool) async {
+    package func waitUntil(_ predicate: @escaping @Sendable (Counts) -> Bool) async {
         await withCheckedContinuation { continuation in
             let ready = state.withLockedValue { state in
                 if predicate(state.counts) { return true }
@@ -133,13 +133,13 @@ public final class LoopbackHTTPServer: Sendable {
     }
 
     /// Closes every connection that is not in the middle of a request, as a server's idle timeout would.
-    public func closeIdleConnections() async {
+    package func closeIdleConnections() async {
         let idle = state.withLockedValue { $0.children.values.filter { !$0.busy }.map(\.channel) }
         for channel in idle { try? await channel.close() }
     }
 
     /// Stops listening and closes every connection.
-    public func stop() async {
+    package func stop() async {
         try? await channel.close()
         let children = state.withLockedValue { $0.children.values.map(\.channel) }
         for child in children { try? await child.close() }

@@ -9,21 +9,21 @@ import Glibc
 /// The listening socket is bound here (port 0) before nginx starts and handed to it through nginx's
 /// own `NGINX` inherited-socket variable, so the port is known at once and connections made before nginx
 /// is ready wait in the socket's backlog: no readiness polling, no sleeps.
-public final class NginxServer: Sendable {
+package final class NginxServer: Sendable {
     /// What nginx serves.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// PEM file with the leaf first, then the intermediates nginx sends.
-        public var certificateChainPath: String
+        package var certificateChainPath: String
         /// PEM private key of the leaf.
-        public var privateKeyPath: String
+        package var privateKeyPath: String
         /// `ssl_protocols` value.
-        public var protocols: String
+        package var protocols: String
         /// `ssl_ciphers` value (TLS 1.2 suites), or `nil` for nginx's default.
-        public var ciphers: String?
+        package var ciphers: String?
         /// Static files to serve under `/files/NAME`.
-        public var files: [String: Data]
+        package var files: [String: Data]
 
-        public init(
+        package init(
             certificateChainPath: String, privateKeyPath: String, protocols: String = "TLSv1.2 TLSv1.3",
             ciphers: String? = nil, files: [String: Data] = [:]
         ) {
@@ -36,23 +36,23 @@ public final class NginxServer: Sendable {
     }
 
     /// Why nginx could not be started.
-    public struct StartError: Error, CustomStringConvertible {
-        public let description: String
+    package struct StartError: Error, CustomStringConvertible {
+        package let description: String
     }
 
     /// The port nginx listens on, on 127.0.0.1.
-    public let port: Int
+    package let port: Int
     /// The folder holding nginx's config, logs and files.
-    public let directory: URL
+    package let directory: URL
     private let pid: pid_t
 
     /// The body of `GET /hello`.
-    public static let helloBody = "hello from nginx\n"
+    package static let helloBody = "hello from nginx\n"
     /// The body of `GET /json`.
-    public static let jsonBody = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#
+    package static let jsonBody = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#
 
     /// Starts nginx with `configuration`; `nginxPath` defaults to Debian's `/usr/sbin/nginx`.
-    public init(configuration: Configuration, nginxPath: String = "/usr/sbin/nginx") throws {
+    package init(configuration: Configuration, nginxPath: String = "/usr/sbin/nginx") throws {
         guard FileManager.default.isExecutableFile(atPath: nginxPath) else {
             throw StartError(description: "nginx not found at \(nginxPath): run scripts/bootstrap")
         }
@@ -80,7 +80,7 @@ public final class NginxServer: Sendable {
     }
 
     /// Stops nginx (and its worker) and removes its folder.
-    public func stop() {
+    package func stop() {
         kill(pid, SIGTERM)
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
@@ -88,7 +88,7 @@ public final class NginxServer: Sendable {
     }
 
     /// nginx's error log so far, for failure messages.
-    public var errorLog: String {
+    package var errorLog: String {
         (try? String(contentsOf: directory.appendingPathComponent("error.log"), encoding: .utf8)) ?? ""
     }
 

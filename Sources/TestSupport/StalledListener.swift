@@ -7,13 +7,13 @@ import Glibc
 ///
 /// Linux drops a SYN when the listener's accept queue is full; with a backlog of 0 one queued connection
 /// fills it. The filler sockets are kept open until ``close()``.
-public final class StalledListener: Sendable {
+package final class StalledListener: Sendable {
     /// The port to connect to.
-    public let port: Int
+    package let port: Int
     private let descriptors: [Int32]
 
     /// Opens the listener and fills its accept queue.
-    public init() throws {
+    package init() throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard listener >= 0 else { throw StalledListenerError.socket(errno) }
         var address = sockaddr_in()
@@ -49,13 +49,13 @@ public final class StalledListener: Sendable {
     }
 
     /// Closes the listener and the filler sockets.
-    public func close() {
+    package func close() {
         for descriptor in descriptors { Glibc.close(descriptor) }
     }
 }
 
 /// The listener could not be set up.
-public enum StalledListenerError: Error {
+package enum StalledListenerError: Error {
     /// A socket call failed with this errno.
     case socket(Int32)
 }

@@ -4,31 +4,31 @@ import OpenAPIRuntime
 import ShopKitAPI
 
 /// A request as the stub transport received it.
-public struct RecordedRequest: Sendable {
+package struct RecordedRequest: Sendable {
     /// The request head.
-    public let request: HTTPRequest
+    package let request: HTTPRequest
     /// The whole request body, or `nil` when there was none.
-    public let body: Data?
+    package let body: Data?
     /// The base URL it was sent to.
-    public let baseURL: URL
+    package let baseURL: URL
 
     /// The `Authorization` header value.
-    public var authorization: String? { request.headerFields[.authorization] }
+    package var authorization: String? { request.headerFields[.authorization] }
 }
 
 /// What the stub answers: a status, headers and a body, or an error.
-public struct StubReply: Sendable {
+package struct StubReply: Sendable {
     /// The response head, or `nil` to throw ``error``.
-    public var response: HTTPResponse?
+    package var response: HTTPResponse?
     /// The response body.
-    public var body: Data?
+    package var body: Data?
     /// Thrown instead of answering.
-    public var error: (any Error)?
+    package var error: (any Error)?
     /// Set to serve the body as a stream that can be iterated once (as real network bodies are).
-    public var streamed: Bool
+    package var streamed: Bool
 
     /// A response with `status`, `headers` and `body`.
-    public static func status(
+    package static func status(
         _ status: Int, headers: HTTPFields = [:], body: Data? = nil, streamed: Bool = false
     ) -> StubReply {
         StubReply(
@@ -37,12 +37,12 @@ public struct StubReply: Sendable {
     }
 
     /// A 200 response with a JSON body built from `json`.
-    public static func json(_ json: String, status: Int = 200) -> StubReply {
+    package static func json(_ json: String, status: Int = 200) -> StubReply {
         .status(status, headers: [.contentType: "application/json"], body: Data(json.utf8))
     }
 
     /// A thrown transport error.
-    public static func failure(_ error: any Error) -> StubReply {
+    package static func failure(_ error: any Error) -> StubReply {
         StubReply(response: nil, body: nil, error: error, streamed: false)
     }
 }
@@ -51,35 +51,35 @@ public struct StubReply: Sendable {
 ///
 /// The handler may suspend (for example on a ``Gate``) so concurrency tests decide exactly when answers go out;
 /// ``arrivals`` lets a test wait until a number of requests reached the stub.
-public final class StubTransport: ClientTransport {
+package final class StubTransport: ClientTransport {
     /// Decides the reply to one request.
-    public typealias Handler = @Sendable (RecordedRequest) async throws -> StubReply
+    package typealias Handler = @Sendable (RecordedRequest) async throws -> StubReply
 
     private let handler: Handler
     private let log = RequestLog()
     /// Counts requests as they arrive (before the handler runs).
-    public let arrivals = EventCounter()
+    package let arrivals = EventCounter()
     /// Counts handlers that ended with `CancellationError` (the request was cancelled while held).
-    public let cancellations = EventCounter()
+    package let cancellations = EventCounter()
 
     /// A stub that answers with `handler`.
-    public init(handler: @escaping Handler) {
+    package init(handler: @escaping Handler) {
         self.handler = handler
     }
 
     /// A stub that answers with `replies` in order, repeating the last one when they run out.
-    public convenience init(replies: [StubReply]) {
+    package convenience init(replies: [StubReply]) {
         let script = ReplyScript(replies)
         self.init { _ in await script.next() }
     }
 
     /// Every request received so far, in arrival order.
-    public var requests: [RecordedRequest] {
+    package var requests: [RecordedRequest] {
         get async { await log.requests }
     }
 
     /// Records the request (body read fully), counts the arrival, then answers from the handler.
-    public func send(
+    package func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
         var bytes: Data?

@@ -6,31 +6,31 @@ import ShopKitPinning
 /// through ``DemoCertificates`` from this source file's checkout.
 ///
 /// Test-only: every key here is public. A missing fixture stops the test run with a message.
-public enum TestCertificates {
+package enum TestCertificates {
     /// The `TestCerts` folder, found from this source file's location.
-    public static let directory: URL = URL(fileURLWithPath: #filePath)
+    package static let directory: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent()  // TestSupport
         .deletingLastPathComponent()  // Sources
         .deletingLastPathComponent()  // package root
         .appendingPathComponent("TestCerts", isDirectory: true)
 
     /// The folder as ``DemoCertificates``, for APIs that take one.
-    public static let store = DemoCertificates(directory: directory)
+    package static let store = DemoCertificates(directory: directory)
 
     /// The PEM text of `NAME.pem`, e.g. `certificate("leaf-localhost-ecdsa")`.
-    public static func certificate(_ name: String) -> String { required { try store.certificate(name) } }
+    package static func certificate(_ name: String) -> String { required { try store.certificate(name) } }
 
     /// The PEM private key `NAME.key`.
-    public static func privateKey(_ name: String) -> String { required { try store.privateKey(name) } }
+    package static func privateKey(_ name: String) -> String { required { try store.privateKey(name) } }
 
     /// Several certificates concatenated in the given order (a chain as a server sends it, leaf first).
-    public static func chain(_ names: [String]) -> String { required { try store.chain(names) } }
+    package static func chain(_ names: [String]) -> String { required { try store.chain(names) } }
 
     /// The pin the generator computed with the openssl CLI for `NAME` (from `pins.txt`).
-    public static func pin(_ name: String) -> SPKIPin { required { try store.pin(name) } }
+    package static func pin(_ name: String) -> SPKIPin { required { try store.pin(name) } }
 
     /// The standard chain for a leaf under `intermediate-2`: leaf, intermediate-2, intermediate-1.
-    public static func standardChain(leaf: String = "leaf-localhost-ecdsa") -> String {
+    package static func standardChain(leaf: String = "leaf-localhost-ecdsa") -> String {
         chain([leaf, "intermediate-2", "intermediate-1"])
     }
 

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import ShopKit
+import ShopKitInspector
+import ShopKitPinning
+import ShopKitTLS
 
 /// Shows a server's verified chain and its SPKI pins, and checks a pin set against it.
 ///

@@ -21,7 +21,7 @@ extension Demo {
     ) async throws {
         var pinList: [SPKIPin] = []
         for name in pins { pinList.append(try certificates.pin(name)) }
-        let tls = TLSConfiguration(
+        let tls = TLSClientConfiguration(
             trustRoots: .pem(try certificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: [try PinSet(hostPattern: HostPattern("localhost"), pins: pinList)]))
         let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls))

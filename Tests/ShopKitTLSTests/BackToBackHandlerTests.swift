@@ -2,6 +2,8 @@ import NIOCore
 import NIOEmbedded
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 

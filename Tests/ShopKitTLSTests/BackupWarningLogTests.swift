@@ -1,10 +1,12 @@
 import Logging
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 
-/// The "no real backup" warning: logged at warning level after a full handshake whose pin set has every pin
+/// The "no real backup" warning: logged at notice level after a full handshake whose pin set has every pin
 /// on the verified chain, once per host and client context.
 @Suite struct BackupWarningLogTests {
     private func context(pins: [String], capture: LogCapture) throws -> TLSClientContext {
@@ -15,7 +17,7 @@ import Testing
     }
 
     private func warnings(_ capture: LogCapture) -> [String] {
-        capture.records.filter { $0.level == .warning && $0.message.contains("no real backup") }.map(\.message)
+        capture.records.filter { $0.level == .notice && $0.message.contains("no real backup") }.map(\.message)
     }
 
     @Test func pinSetWithoutARealBackupIsWarnedAboutOncePerHostAndContext() async throws {

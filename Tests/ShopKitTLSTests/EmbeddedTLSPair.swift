@@ -1,6 +1,8 @@
 import NIOCore
 import NIOEmbedded
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 
 /// Records what comes out of the end of a TLS pipeline: decrypted plaintext, TLS events, errors, the close.
 /// Optionally answers the server's handshake event with a write, as an eager server would.

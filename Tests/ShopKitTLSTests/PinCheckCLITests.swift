@@ -1,6 +1,8 @@
 import Foundation
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 

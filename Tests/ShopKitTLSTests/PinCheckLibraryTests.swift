@@ -1,6 +1,8 @@
 import Foundation
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 
@@ -66,10 +68,10 @@ struct PinCheckLibraryTests {
             (error as? TLSContextError)?.kind == .trustAnchors
         }
         #expect(throws: TLSContextError.self) {
-            _ = try TLSClientContext(configuration: TLSConfiguration(trustRoots: .pem("", addingToSystem: false)))
+            _ = try TLSClientContext(configuration: TLSClientConfiguration(trustRoots: .pem("", addingToSystem: false)))
         }
         let context = try TLSClientContext(
-            configuration: TLSConfiguration(trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false)))
+            configuration: TLSClientConfiguration(trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false)))
         #expect(context.configuration.trustRoots != .system)
     }
 

@@ -4,6 +4,8 @@ import NIOCore
 import NIOPosix
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 
 /// One entry of `TestCerts/vectors.json`.
@@ -173,7 +175,7 @@ enum TransportVerdict {
             ])
         let transport = try HTTPSTransport(
             configuration: HTTPSTransport.Configuration(
-                tls: TLSConfiguration(trustRoots: .pem(vector.trustPEM, addingToSystem: false), pinning: pinning),
+                tls: TLSClientConfiguration(trustRoots: .pem(vector.trustPEM, addingToSystem: false), pinning: pinning),
                 // The whole-request deadline runs from `send`, the handshake's from the end of the connect: a
                 // wide margin keeps a connect delayed by a loaded machine from turning a handshake timeout into
                 // a request timeout (a vector that waits for one still ends after `timeout`).
@@ -188,6 +190,8 @@ enum TransportVerdict {
             outcome = Outcome(verdict: response.status == .ok ? "ok" : "status \(response.status.code)", reason: "")
         } catch let error as TLSError {
             outcome = Outcome(verdict: verdict(of: error), reason: error.description)
+        } catch let error as HTTPSTransportError {
+            outcome = Outcome(verdict: verdict(of: error), reason: error.description)
         } catch {
             outcome = Outcome(verdict: "unexpected: \(error)", reason: "\(error)")
         }
@@ -201,8 +205,17 @@ enum TransportVerdict {
         case .pinMismatch: return "pin-mismatch"
         case .untrustedChain: return "untrusted"
         case .hostnameMismatch: return "hostname-mismatch"
-        case .handshakeFailed, .connectFailed, .timeout(.connect), .timeout(.handshake): return "connect-failed"
-        case .timeout, .malformedResponse, .connectionClosed: return "unexpected: \(error)"
+        case .handshakeFailed, .handshakeTimeout: return "connect-failed"
+        case .connectionClosed: return "unexpected: \(error)"
+        }
+    }
+
+    /// The vector verdict a failure around TLS stands for.
+    static func verdict(of error: HTTPSTransportError) -> String {
+        switch error {
+        case .connectFailed, .timeout(.connect): return "connect-failed"
+        case .invalidURL, .timeout, .responseBodyTooLarge, .malformedResponse, .connectionClosed:
+            return "unexpected: \(error)"
         }
     }
 }

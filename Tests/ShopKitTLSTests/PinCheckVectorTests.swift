@@ -1,5 +1,7 @@
 import Foundation
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 

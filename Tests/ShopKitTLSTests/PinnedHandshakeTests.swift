@@ -1,6 +1,8 @@
 import Foundation
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 
@@ -9,7 +11,7 @@ import Testing
     static let standard = ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"]
 
     private func probe(
-        serverChain: [String] = standard, key: String = "leaf-localhost-ecdsa", configuration: TLSConfiguration,
+        serverChain: [String] = standard, key: String = "leaf-localhost-ecdsa", configuration: TLSClientConfiguration,
         host: String = "localhost"
     ) async throws -> ProbeResult {
         let server = try await LoopbackTLSServer.start(chain: serverChain, key: key)

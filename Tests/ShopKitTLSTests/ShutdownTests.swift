@@ -1,6 +1,8 @@
 import NIOCore
 import NIOPosix
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 

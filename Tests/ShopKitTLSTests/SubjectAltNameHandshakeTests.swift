@@ -1,5 +1,7 @@
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 import Testing
 

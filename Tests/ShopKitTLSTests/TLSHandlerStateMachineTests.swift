@@ -1,4 +1,6 @@
 @testable import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import Testing
 
 /// The handler's lifecycle rules, without sockets or OpenSSL.

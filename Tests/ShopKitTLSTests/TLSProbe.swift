@@ -4,6 +4,8 @@ import NIOHTTP1
 import NIOPosix
 import ShopKitPinning
 import ShopKitTLS
+import ShopKitInspector
+import ShopKitHTTPS
 import TestSupport
 
 /// One HTTPS GET over a real socket through ShopKit's client `TLSHandler`: what the handshake established and
@@ -15,15 +17,15 @@ struct ProbeResult: Sendable {
 
 enum Probe {
     /// Trust only the committed test root.
-    static let testTrust = TLSConfiguration.TrustRoots.pem(TestCertificates.certificate("root"), addingToSystem: false)
+    static let testTrust = TLSClientConfiguration.TrustRoots.pem(TestCertificates.certificate("root"), addingToSystem: false)
 
     static func configuration(
         pins: [String] = [], reportOnly: Bool = false, reporter: (any PinFailureReporter)? = nil
-    ) throws -> TLSConfiguration {
+    ) throws -> TLSClientConfiguration {
         let sets = pins.isEmpty
             ? []
             : [try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin), reportOnly: reportOnly)]
-        return TLSConfiguration(
+        return TLSClientConfiguration(
             trustRoots: testTrust, pinning: PinningPolicy(pinSets: sets), pinFailureReporter: reporter)
     }
 
@@ -77,7 +79,7 @@ final class ProbeHandler: ChannelInboundHandler {
         case .head: break
         case .body(let buffer): body.append(contentsOf: buffer.readableBytesView)
         case .end:
-            guard let info else { return finish(.failure(TLSError.malformedResponse("response before handshake event"))) }
+            guard let info else { return finish(.failure(TLSError.handshakeFailed(reason: "response before handshake event"))) }
             finish(.success(ProbeResult(info: info, body: String(decoding: body, as: UTF8.self))))
         }
     }

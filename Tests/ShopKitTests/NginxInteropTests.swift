@@ -30,7 +30,7 @@ import Testing
     }
 
     private static func https(pins: [String]) throws -> HTTPSTransport.Configuration {
-        let tls = TLSConfiguration(
+        let tls = TLSClientConfiguration(
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: [
                 try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin))

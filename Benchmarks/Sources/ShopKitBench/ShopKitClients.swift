@@ -31,7 +31,7 @@ func makeShopKitTransport(
         let parsed = try pins.map { try SPKIPin($0) }
         pinning = PinningPolicy(pinSets: [try PinSet(hostPattern: try HostPattern("127.0.0.1"), pins: parsed)])
     }
-    let tls = ShopKitTLS.TLSConfiguration(
+    let tls = ShopKitTLS.TLSClientConfiguration(
         trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning, sessionResumption: resumption)
     let configuration = HTTPSTransport.Configuration(
         tls: tls, pool: HTTPSTransport.Pool(maxConnectionsPerHost: max(1, connections)))

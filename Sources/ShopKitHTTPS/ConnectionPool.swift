@@ -1,0 +1,288 @@
+import Foundation
+import Logging
+import NIOCore
+
+/// The keep-alive pool of one transport: carries out ``ConnectionPoolStateMachine``'s actions.
+///
+/// One pool per ``HTTPSTransport``, so per TLS configuration; keyed inside by host and port.
+///
+/// Why a lock and not an actor: a request leases and releases a connection once each, and both are short
+/// bookkeeping. Behind a lock, leasing an idle connection never suspends, and a connection is handed back
+/// synchronously on its event loop the moment its exchange ends, with no task or actor hop per request (those
+/// hops were a large share of a keep-alive request's cost). Continuations, timers and connection closes are
+/// only ever touched *outside* the lock, so no callback can re-enter it.
+final class ConnectionPool: @unchecked Sendable {
+    // @unchecked Sendable: every mutable stored property lives in `locked`, which is only read or written while
+    // `lock` is held (see `withLock`); the other properties are immutable and Sendable.
+    typealias Machine = ConnectionPoolStateMachine<RequestTarget>
+    typealias ConnectionID = Machine.ConnectionID
+    typealias WaiterID = Machine.WaiterID
+
+    /// A connection lent to one request.
+    struct Lease: Sendable {
+        let id: ConnectionID
+        let target: RequestTarget
+        let connection: HTTPClientConnection
+        /// The connection served an earlier request (so it may have gone stale while idle).
+        let reused: Bool
+    }
+
+    private struct Waiter {
+        let target: RequestTarget
+        let continuation: CheckedContinuation<Lease, any Error>
+    }
+
+    private struct Locked {
+        var machine: Machine
+        var connections: [ConnectionID: HTTPClientConnection] = [:]
+        var idleTimers: [ConnectionID: Scheduled<Void>] = [:]
+        var waiters: [WaiterID: Waiter] = [:]
+        var waiterTimers: [WaiterID: Scheduled<Void>] = [:]
+        var nextWaiter = 0
+    }
+
+    /// Side effects decided under the lock and carried out after it is released.
+    private enum Effect {
+        case resume(CheckedContinuation<Lease, any Error>, Result<Lease, any Error>)
+        case cancelTimer(Scheduled<Void>)
+        case close(HTTPClientConnection)
+        case create(ConnectionID, WaiterID, RequestTarget)
+        case park(ConnectionID, HTTPClientConnection, RequestTarget)
+        case log(String, Logger.Metadata)
+    }
+
+    private let lock = NSLock()
+    private var locked: Locked
+    private let factory: HTTPClientConnection.Factory
+    private let idleTimeout: TimeAmount
+    private let logger: Logger
+
+    init(factory: HTTPClientConnection.Factory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
+        self.locked = Locked(machine: Machine(maxPerKey: maxPerHost))
+        self.factory = factory
+        self.idleTimeout = idleTimeout
+        self.logger = logger
+    }
+
+    private func withLock<T>(_ body: (inout Locked) -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&locked)
+    }
+
+    /// A connection to `target`, reused when one is idle (without suspending), else new (or the next freed one
+    /// at the limit).
+    ///
+    /// - Throws: `HTTPSTransportError.timeout(.request)` when `deadline` passes first; connection errors; `CancellationError`.
+    func lease(_ target: RequestTarget, deadline: NIODeadline) async throws -> Lease {
+        // Fast path: an idle connection is handed over at once, without a continuation.
+        let (idle, idleEffects) = withLock { state -> (Lease?, [Effect]) in
+            guard let id = state.machine.leaseIdle(target) else { return (nil, []) }
+            var effects: [Effect] = []
+            if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
+            guard let connection = state.connections[id] else {
+                // Not registered (cannot happen): give it back as unusable and take the slow path.
+                return (nil, effects + Self.plan(state.machine.release(target, id, reusable: false), target, &state))
+            }
+            effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+            return (Lease(id: id, target: target, connection: connection, reused: true), effects)
+        }
+        perform(idleEffects)
+        if let idle { return idle }
+        let waiter = withLock { state -> WaiterID in
+            state.nextWaiter += 1
+            return WaiterID(raw: state.nextWaiter)
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let effects = withLock { state -> [Effect] in
+                    state.waiters[waiter] = Waiter(target: target, continuation: continuation)
+                    let action = state.machine.lease(target, for: waiter)
+                    if case .none = action {
+                        return [.log("waiting for a free connection", ["host": "\(target.host)"])]
+                            + Self.plan(action, target, &state)
+                    }
+                    return Self.plan(action, target, &state)
+                }
+                // A requester that is not served at once gets its whole-request deadline.
+                let timer = factory.group.any().scheduleTask(deadline: deadline) { [self] in
+                    abandon(waiter, error: HTTPSTransportError.timeout(.request))
+                }
+                let stale: Scheduled<Void>? = withLock { state in
+                    guard state.waiters[waiter] != nil else { return timer }
+                    state.waiterTimers[waiter] = timer
+                    return nil
+                }
+                stale?.cancel()
+                perform(effects)
+                // Cancelled before the waiter was registered: the handler below found nothing to abandon.
+                if Task.isCancelled { abandon(waiter, error: CancellationError()) }
+            }
+        } onCancel: {
+            abandon(waiter, error: CancellationError())
+        }
+    }
+
+    /// Returns a leased connection: reused when `reusable`, else closed. Safe to call from any thread,
+    /// including the connection's event loop; runs no user code under the lock.
+    func release(_ lease: Lease, reusable: Bool) {
+        let reusable = reusable && lease.connection.channel.isActive
+        perform(withLock { Self.plan($0.machine.release(lease.target, lease.id, reusable: reusable), lease.target, &$0) })
+    }
+
+    /// Closes idle connections and refuses waiters; leased connections close when released.
+    func shutDown() {
+        perform(withLock { Self.plan($0.machine.shutDown(), nil, &$0) })
+    }
+
+    private func abandon(_ waiter: WaiterID, error: any Error) {
+        let effects = withLock { state -> [Effect] in
+            guard let entry = state.waiters.removeValue(forKey: waiter) else { return [] }
+            var effects: [Effect] = []
+            if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
+            _ = state.machine.removeWaiter(entry.target, waiter)
+            effects.append(.resume(entry.continuation, .failure(error)))
+            return effects
+        }
+        perform(effects)
+    }
+
+    /// Turns a machine action into effects, updating the bookkeeping. Runs under the lock.
+    private static func plan(_ action: Machine.Action, _ target: RequestTarget?, _ state: inout Locked) -> [Effect] {
+        switch action {
+        case .none:
+            return []
+        case .useIdle(let id, let waiter), .handOver(let id, let waiter):
+            var effects: [Effect] = []
+            if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
+            guard let connection = state.connections[id], let target else { return effects }
+            effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+            return effects + resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
+        case .create(let id, let waiter):
+            guard let target else { return [] }
+            return [.create(id, waiter, target)]
+        case .park(let id):
+            guard let connection = state.connections[id], let target else { return [] }
+            return [.park(id, connection, target)]
+        case .close(let id):
+            return close(id, &state)
+        case .closeAndCreate(let id, let replacement, let waiter):
+            let effects = close(id, &state)
+            guard let target else { return effects }
+            return effects + [.create(replacement, waiter, target)]
+        case .failShutDown(let waiter):
+            return fail(waiter, HTTPSTransportError.connectionClosed, &state)
+        case .shutDown(let closing, let failing):
+            return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.connectionClosed, &state) }
+        }
+    }
+
+    private static func resume(_ waiter: WaiterID, with lease: Lease, _ state: inout Locked) -> [Effect] {
+        var effects: [Effect] = []
+        if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
+        guard let entry = state.waiters.removeValue(forKey: waiter) else {
+            // The requester gave up meanwhile: the connection goes back to the pool.
+            return effects + plan(state.machine.release(lease.target, lease.id, reusable: true), lease.target, &state)
+        }
+        return effects + [.resume(entry.continuation, .success(lease))]
+    }
+
+    private static func fail(_ waiter: WaiterID, _ error: any Error, _ state: inout Locked) -> [Effect] {
+        guard let entry = state.waiters.removeValue(forKey: waiter) else { return [] }
+        var effects: [Effect] = []
+        if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
+        _ = state.machine.removeWaiter(entry.target, waiter)
+        return effects + [.resume(entry.continuation, .failure(error))]
+    }
+
+    private static func close(_ id: ConnectionID, _ state: inout Locked) -> [Effect] {
+        var effects: [Effect] = []
+        if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
+        if let connection = state.connections.removeValue(forKey: id) { effects.append(.close(connection)) }
+        return effects
+    }
+
+    /// Carries out effects outside the lock.
+    private func perform(_ effects: [Effect]) {
+        for effect in effects {
+            switch effect {
+            case .resume(let continuation, let result):
+                continuation.resume(with: result)
+            case .cancelTimer(let timer):
+                timer.cancel()
+            case .close(let connection):
+                connection.close()
+            case .create(let id, let waiter, let target):
+                create(id, for: waiter, target: target)
+            case .park(let id, let connection, let target):
+                let timer = connection.channel.eventLoop.scheduleTask(in: idleTimeout) { [self] in
+                    idleTimeoutFired(id, target)
+                }
+                // The connection may have been leased again before the timer was registered.
+                let stale: Scheduled<Void>? = withLock { state in
+                    guard state.machine.isIdle(target, id) else { return timer }
+                    state.idleTimers.updateValue(timer, forKey: id)?.cancel()
+                    return nil
+                }
+                stale?.cancel()
+            case .log(let message, let metadata):
+                logger.debug("\(message)", metadata: metadata)
+            }
+        }
+    }
+
+    private func create(_ id: ConnectionID, for waiter: WaiterID, target: RequestTarget) {
+        logger.debug("opening connection", metadata: ["host": "\(target.host)", "port": "\(target.port)", "connection": "\(id)"])
+        // Completes on the new connection's event loop: the requester is resumed from there, no task needed.
+        factory.connect(to: target).whenComplete { [self] result in
+            switch result {
+            case .success(let connection): created(id, connection, for: waiter, target: target)
+            case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
+            }
+        }
+    }
+
+    private func created(_ id: ConnectionID, _ connection: HTTPClientConnection, for waiter: WaiterID, target: RequestTarget) {
+        let effects = withLock { state -> [Effect] in
+            state.connections[id] = connection
+            return Self.resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: false), &state)
+        }
+        connection.channel.closeFuture.whenComplete { [self] _ in connectionClosed(id, target) }
+        perform(effects)
+    }
+
+    private func creationFailed(_ id: ConnectionID, error: any Error, for waiter: WaiterID, target: RequestTarget) {
+        logger.debug("connection failed", metadata: ["host": "\(target.host)", "error": "\(error)"])
+        let effects = withLock { state -> [Effect] in
+            var effects: [Effect] = []
+            if let entry = state.waiters.removeValue(forKey: waiter) {
+                if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
+                effects.append(.resume(entry.continuation, .failure(error)))
+            }
+            return effects + Self.plan(state.machine.creationFailed(target, id), target, &state)
+        }
+        perform(effects)
+    }
+
+    private func idleTimeoutFired(_ id: ConnectionID, _ target: RequestTarget) {
+        let effects = withLock { state -> [Effect] in
+            state.idleTimers.removeValue(forKey: id)
+            guard case .close = state.machine.idleTimeoutFired(target, id) else { return [] }
+            return [.log("closing idle connection", ["host": "\(target.host)", "connection": "\(id)"])]
+                + Self.close(id, &state)
+        }
+        perform(effects)
+    }
+
+    private func connectionClosed(_ id: ConnectionID, _ target: RequestTarget) {
+        let effects = withLock { state -> [Effect] in
+            var effects: [Effect] = []
+            if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
+            effects += Self.plan(state.machine.connectionClosed(target, id), target, &state)
+            // A leased connection stays registered until its requester releases it.
+            if state.machine.isUnknown(target, id) { state.connections.removeValue(forKey: id) }
+            return effects
+        }
+        perform(effects)
+    }
+}

@@ -1,0 +1,349 @@
+import NIOCore
+import NIOHTTP1
+import ShopKitTLS
+
+/// One connection's HTTP/1.1 exchanges as a pure state machine: events in, actions out, no I/O, no clock of
+/// its own (the caller passes `now`). ``HTTPClientConnectionHandler`` feeds it the channel's events and carries
+/// the actions out.
+///
+/// One exchange runs at a time, identified by an explicit ``ExchangeID`` (a late event for an exchange that has
+/// ended is ignored). Every exchange that starts ends in exactly one ``Actions/release`` (reusable or not),
+/// emitted by the one place that leaves the running state, ``finish(_:reusable:)``: the connection goes back
+/// to the pool exactly once, whatever path ends the exchange.
+///
+/// Rules it enforces:
+/// - Keep-alive: the connection is reusable only when the response ended with keep-alive on both sides
+///   *and* the whole request was written.
+/// - Limits: a `Content-Length` or a streamed body above the exchange's limit fails it.
+/// - Timers: one timer per exchange, firing at the earlier of the whole-request deadline and the idle-read
+///   deadline. The idle-read clock runs only once the request is written and while the body reader keeps up;
+///   reads only move `lastRead`, the timer re-arms itself when it fires early.
+/// - Truncation: a TCP close without TLS close_notify fails the exchange in progress, so a body framed by the
+///   connection's end is never accepted as complete on a FIN anyone could forge.
+/// - Backpressure: while the body reader is behind, the channel's reads are held back.
+struct HTTP1ExchangeStateMachine {
+    /// Identifies one exchange on a connection.
+    struct ExchangeID: Hashable, Sendable, CustomStringConvertible {
+        let raw: Int
+        var description: String { "exchange #\(raw)" }
+    }
+
+    /// The limits of one exchange.
+    struct Limits: Sendable, Equatable {
+        /// The whole-request deadline.
+        let deadline: NIODeadline
+        /// The longest silence once the request is written.
+        let idleReadTimeout: TimeAmount
+        /// The most response-body bytes accepted.
+        let maxBodySize: Int
+    }
+
+    /// Why an exchange failed, as the handler reports it.
+    enum Failure: Equatable, Sendable {
+        case transport(HTTPSTransportError)
+        case tls(TLSError)
+        /// The caller went away (task cancelled, body dropped).
+        case cancelled
+    }
+
+    /// What the handler must do, carried out in the order of the fields.
+    struct Actions: Equatable {
+        /// What to do with the exchange's timer.
+        enum Timer: Equatable {
+            case keep
+            case arm(NIODeadline)
+            case cancel
+        }
+
+        var timer = Timer.keep
+        /// Deliver this response head to the caller.
+        var head: HTTPResponseHead?
+        /// Hand this chunk to the body reader.
+        var body: ByteBuffer?
+        /// Give the connection back to the pool (reusable or not). Exactly once per exchange.
+        var release: Bool?
+        /// End the body stream normally.
+        var finishBody = false
+        /// Fail the exchange: the head (if not delivered yet) and the body stream.
+        var fail: (failure: Failure, noResponseBytes: Bool, headDelivered: Bool)?
+        /// Close the connection.
+        var close = false
+        /// Let a read through to the channel.
+        var read = false
+
+        static let none = Actions()
+
+        static func == (lhs: Actions, rhs: Actions) -> Bool {
+            lhs.timer == rhs.timer && lhs.head == rhs.head && lhs.body == rhs.body && lhs.release == rhs.release
+                && lhs.finishBody == rhs.finishBody && lhs.close == rhs.close && lhs.read == rhs.read
+                && lhs.fail?.failure == rhs.fail?.failure && lhs.fail?.noResponseBytes == rhs.fail?.noResponseBytes
+                && lhs.fail?.headDelivered == rhs.fail?.headDelivered
+        }
+    }
+
+    private enum Response: Equatable {
+        case awaitingHead
+        case streaming(received: Int, keepAlive: Bool)
+        /// The response ended (keep-alive on both sides); the request is still being written.
+        case complete
+    }
+
+    private struct Exchange {
+        let id: ExchangeID
+        let limits: Limits
+        let requestKeepAlive: Bool
+        let isHead: Bool
+        var requestWritten = false
+        var response = Response.awaitingHead
+        var bytesRead = false
+        var lastRead: NIODeadline
+    }
+
+    private enum State {
+        case idle
+        case running(Exchange)
+        case closed
+    }
+
+    private var state = State.idle
+    /// The body reader is behind: the channel's reads are held back until it catches up.
+    private var readingPaused = false
+    /// A read the channel asked for while reading was paused.
+    private var pendingRead = false
+
+    /// Whether the connection can take a new exchange.
+    var isIdle: Bool {
+        if case .idle = state { return true }
+        return false
+    }
+
+    // MARK: The caller's events
+
+    /// Starts an exchange; the caller then writes the request. On a connection that is busy, closed or not
+    /// active the exchange fails at once (no response byte was read: a retry is safe as far as the wire is
+    /// concerned) and is released as not reusable.
+    mutating func start(
+        _ id: ExchangeID, limits: Limits, requestKeepAlive: Bool, isHead: Bool, now: NIODeadline, channelActive: Bool
+    ) -> Actions {
+        guard case .idle = state, channelActive else {
+            if case .idle = state { state = .closed }
+            var actions = Actions()
+            actions.fail = (.transport(.connectionClosed), true, false)
+            actions.release = false
+            return actions
+        }
+        state = .running(
+            Exchange(id: id, limits: limits, requestKeepAlive: requestKeepAlive, isHead: isHead, lastRead: now))
+        var actions = Actions()
+        actions.timer = .arm(min(limits.deadline, now + limits.idleReadTimeout))
+        return actions
+    }
+
+    /// The request of exchange `id` was written to its end: the idle-read clock starts now (the running timer
+    /// fires no later than an idle-read period from now and re-arms for what it finds then).
+    mutating func requestWritten(_ id: ExchangeID, now: NIODeadline) -> Actions {
+        guard case .running(var exchange) = state, exchange.id == id, !exchange.requestWritten else { return .none }
+        exchange.requestWritten = true
+        exchange.lastRead = now
+        if case .complete = exchange.response { return finish(exchange, reusable: true) }
+        state = .running(exchange)
+        return .none
+    }
+
+    /// Writing the request of exchange `id` failed: the connection is in an unknown state.
+    mutating func requestWriteFailed(_ id: ExchangeID) -> Actions {
+        guard case .running(let exchange) = state, exchange.id == id else { return .none }
+        return fail(.transport(.connectionClosed))
+    }
+
+    /// The caller abandoned exchange `id` (task cancelled, body dropped, its body stream failed): the
+    /// connection is closed, never reused. Nothing happens when that exchange is over.
+    mutating func cancel(_ id: ExchangeID) -> Actions {
+        guard case .running(let exchange) = state, exchange.id == id else { return .none }
+        return fail(.cancelled)
+    }
+
+    /// The body reader is behind (more than the stream's high watermark unread): hold reads back.
+    mutating func readerBehind() {
+        readingPaused = true
+    }
+
+    /// The body reader caught up (or went away): let reads through again.
+    mutating func readerCaughtUp(now: NIODeadline) -> Actions {
+        guard readingPaused else { return .none }
+        readingPaused = false
+        if case .running(var exchange) = state {
+            // Time spent waiting for the reader is not the server's silence.
+            exchange.lastRead = now
+            state = .running(exchange)
+        }
+        var actions = Actions()
+        if pendingRead {
+            pendingRead = false
+            actions.read = true
+        }
+        return actions
+    }
+
+    /// The exchange's timer fired: fail it if a deadline passed, else re-arm for the next one.
+    mutating func timerFired(now: NIODeadline) -> Actions {
+        guard case .running(var exchange) = state, exchange.response != .complete else { return .none }
+        // Waiting for the body reader, or for the request to be written, is not the server's silence.
+        if readingPaused || !exchange.requestWritten { exchange.lastRead = now }
+        state = .running(exchange)
+        if now >= exchange.limits.deadline { return fail(.transport(.timeout(.request))) }
+        if now >= exchange.lastRead + exchange.limits.idleReadTimeout { return fail(.transport(.timeout(.idleRead))) }
+        var actions = Actions()
+        actions.timer = .arm(min(exchange.limits.deadline, exchange.lastRead + exchange.limits.idleReadTimeout))
+        return actions
+    }
+
+    // MARK: The channel's events
+
+    /// Bytes arrived (before the HTTP decoder saw them).
+    mutating func bytesRead(now: NIODeadline) {
+        guard case .running(var exchange) = state else { return }
+        exchange.bytesRead = true
+        exchange.lastRead = now
+        state = .running(exchange)
+    }
+
+    /// The channel wants to read.
+    mutating func readRequested() -> Actions {
+        if readingPaused {
+            pendingRead = true
+            return .none
+        }
+        var actions = Actions()
+        actions.read = true
+        return actions
+    }
+
+    /// A decoded response head.
+    mutating func responseHead(_ head: HTTPResponseHead) -> Actions {
+        switch state {
+        case .running(var exchange) where exchange.response == .awaitingHead:
+            let code = head.status.code
+            if code >= 100 && code < 200 && code != 101 { return .none }
+            if !exchange.isHead, let length = HTTPConversion.contentLength(head), length > exchange.limits.maxBodySize {
+                return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxBodySize)))
+            }
+            exchange.response = .streaming(received: 0, keepAlive: head.isKeepAlive && exchange.requestKeepAlive)
+            state = .running(exchange)
+            var actions = Actions()
+            actions.head = head
+            return actions
+        case .idle:
+            return unsolicited()
+        case .running, .closed:
+            return fail(.transport(.malformedResponse("unexpected HTTP response part")))
+        }
+    }
+
+    /// A decoded chunk of the response body.
+    mutating func responseBody(_ buffer: ByteBuffer) -> Actions {
+        switch state {
+        case .running(var exchange):
+            guard case .streaming(let received, let keepAlive) = exchange.response else { break }
+            let total = received + buffer.readableBytes
+            guard total <= exchange.limits.maxBodySize else {
+                return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxBodySize)))
+            }
+            exchange.response = .streaming(received: total, keepAlive: keepAlive)
+            state = .running(exchange)
+            var actions = Actions()
+            actions.body = buffer
+            return actions
+        case .idle:
+            return unsolicited()
+        case .closed:
+            break
+        }
+        return fail(.transport(.malformedResponse("unexpected HTTP response part")))
+    }
+
+    /// The response ended.
+    mutating func responseEnd() -> Actions {
+        switch state {
+        case .running(var exchange):
+            guard case .streaming(_, let keepAlive) = exchange.response else { break }
+            var actions: Actions
+            if keepAlive && !exchange.requestWritten {
+                // An early response: the connection is reusable once the request's end is out.
+                exchange.response = .complete
+                state = .running(exchange)
+                actions = Actions()
+                actions.timer = .cancel
+            } else {
+                actions = finish(exchange, reusable: keepAlive)
+            }
+            actions.finishBody = true
+            if readingPaused {
+                readingPaused = false
+                if pendingRead {
+                    pendingRead = false
+                    actions.read = true
+                }
+            }
+            return actions
+        case .idle:
+            return unsolicited()
+        case .closed:
+            break
+        }
+        return fail(.transport(.malformedResponse("unexpected HTTP response part")))
+    }
+
+    /// The peer's TCP close came without TLS close_notify: the exchange in progress fails (its body might be
+    /// framed by the connection's end, which anyone on the path can forge).
+    mutating func uncleanShutdown() -> Actions {
+        guard case .running = state else { return .none }
+        return fail(.transport(.connectionClosed))
+    }
+
+    /// An error in the pipeline (TLS, HTTP parsing, a head too large): the exchange fails, the connection closes.
+    mutating func errorCaught(_ failure: Failure) -> Actions {
+        fail(failure)
+    }
+
+    /// The channel closed.
+    mutating func channelInactive() -> Actions {
+        var actions = fail(.transport(.connectionClosed))
+        actions.close = false
+        return actions
+    }
+
+    // MARK: Ending an exchange (the only places that leave `.running`)
+
+    /// Ends `exchange`: cancels its timer and releases the connection, reusable or closed.
+    private mutating func finish(_ exchange: Exchange, reusable: Bool) -> Actions {
+        state = reusable ? .idle : .closed
+        var actions = Actions()
+        actions.timer = .cancel
+        actions.release = reusable
+        actions.close = !reusable
+        return actions
+    }
+
+    /// Fails the exchange in progress (if any) with `failure` and closes the connection.
+    private mutating func fail(_ failure: Failure) -> Actions {
+        guard case .running(let exchange) = state else {
+            state = .closed
+            var actions = Actions()
+            actions.close = true
+            return actions
+        }
+        var actions = finish(exchange, reusable: false)
+        let headDelivered = exchange.response != .awaitingHead
+        actions.fail = (failure, !exchange.bytesRead && !headDelivered, headDelivered)
+        return actions
+    }
+
+    /// Bytes nobody asked for: the connection cannot be trusted for another request.
+    private mutating func unsolicited() -> Actions {
+        state = .closed
+        var actions = Actions()
+        actions.close = true
+        return actions
+    }
+}

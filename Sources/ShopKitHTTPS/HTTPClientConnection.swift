@@ -1,0 +1,246 @@
+import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OpenAPIRuntime
+import ShopKitTLS
+
+/// One verified HTTP/1.1 connection: a channel whose pipeline is security handlers, the HTTP codec, and
+/// ``HTTPClientConnectionHandler``. Runs one exchange at a time; the pool decides who uses it.
+final class HTTPClientConnection: Sendable {
+    typealias ExchangeID = HTTP1ExchangeStateMachine.ExchangeID
+
+    /// The channel.
+    let channel: any Channel
+    /// The handler, only touched on the channel's event loop.
+    private let handler: NIOLoopBound<HTTPClientConnectionHandler>
+    /// The last exchange id handed out on this connection.
+    private let lastExchange = NIOLockedValueBox(0)
+
+    private init(channel: any Channel, handler: HTTPClientConnectionHandler) {
+        self.channel = channel
+        self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    }
+
+    /// What sending a request produced: the head, the streamed body, and the exchange's id.
+    struct Exchange: Sendable {
+        let id: ExchangeID
+        let head: HTTPResponseHead
+        /// The body chunks, fed by the handler on the event loop.
+        let body: BodyStream
+    }
+
+    /// Sends the request head and body, and waits for the response head.
+    ///
+    /// `release` runs exactly once per call, on the event loop, when the exchange's state machine ends the
+    /// exchange (response complete and request written, or a failure), with whether the connection may be
+    /// reused; the pool gets the connection back there, before the body stream reports its end. Bodiless
+    /// requests (the common case) are written, flushed and answered in one trip to the event loop.
+    ///
+    /// - Throws: ``ExchangeFailure`` for transport failures; the caller's body errors as they are;
+    ///   `CancellationError` when the task is cancelled (the connection is then closed).
+    func execute(
+        head: HTTPRequestHead, body: HTTPBody?, limits: HTTP1ExchangeStateMachine.Limits,
+        release: @escaping @Sendable (Bool) -> Void
+    ) async throws -> Exchange {
+        let loop = channel.eventLoop
+        let stream = BodyStream()
+        let handler = self.handler
+        let id = ExchangeID(raw: lastExchange.withLockedValue { $0 += 1; return $0 })
+        stream.onDemand = { loop.execute { handler.value.resumeReading() } }
+        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
+        let written = loop.makePromise(of: Void.self)
+        let exchange = ExchangeContext(
+            id: id, limits: limits,
+            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
+                $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
+            },
+            isHead: head.method == .HEAD, head: headPromise, body: stream, release: release)
+        let channel = self.channel
+        /// Runs on the loop: starts the exchange, reports the request's end to it, writes the head.
+        @Sendable func start() {
+            handler.value.start(exchange)
+            written.futureResult.whenComplete { result in
+                switch result {
+                case .success: handler.value.requestSent(id)
+                case .failure: handler.value.requestFailed(id)
+                }
+            }
+            channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        }
+
+        return try await withTaskCancellationHandler {
+            let responseHead: HTTPResponseHead
+            if let body {
+                loop.execute { start() }
+                switch await Self.writeBody(body, to: channel, end: written, racing: headPromise.futureResult, stream: stream) {
+                case .written:
+                    break
+                case .bodyFailed(let error):
+                    loop.execute { handler.value.cancel(id) }
+                    written.fail(error)
+                    _ = try? await headPromise.futureResult.get()
+                    throw error
+                case .writeFailed(let error):
+                    // The connection failed while writing: the handler reports why (or the server answered early).
+                    written.fail(error)
+                case .exchangeEnded:
+                    // A deadline, a closed connection, cancellation or an early response ended the exchange,
+                    // maybe while the caller's body stream had not finished (it may never): give up on the body.
+                    // A connection with half a request on it is closed by the state machine; one whose request end
+                    // was written just before (`written` succeeded first, this failure is then ignored) is kept.
+                    written.fail(HTTPSTransportError.connectionClosed)
+                }
+                responseHead = try await headPromise.futureResult.get()
+            } else {
+                responseHead = try await withCheckedThrowingContinuation { waiting in
+                    loop.execute {
+                        headPromise.futureResult.whenComplete { waiting.resume(with: $0) }
+                        start()
+                        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
+                    }
+                }
+            }
+            if Task.isCancelled {
+                loop.execute { handler.value.cancel(id) }
+                throw CancellationError()
+            }
+            return Exchange(id: id, head: responseHead, body: stream)
+        } onCancel: {
+            loop.execute { handler.value.cancel(id) }
+        }
+    }
+
+    /// Abandons exchange `id`, if it is still running: the connection is closed.
+    func cancel(_ id: ExchangeID) {
+        let handler = self.handler
+        channel.eventLoop.execute { handler.value.cancel(id) }
+    }
+
+    /// Closes the connection.
+    func close() {
+        channel.close(promise: nil)
+    }
+
+    private struct BodyError: Error {
+        let underlying: any Error
+    }
+
+    /// How writing a request body ended.
+    enum BodyOutcome: Sendable {
+        /// The body and the request's end were written.
+        case written
+        /// The caller's body stream threw this error.
+        case bodyFailed(any Error)
+        /// Writing to the connection failed.
+        case writeFailed(any Error)
+        /// The exchange ended first (failed on a deadline, a close or cancellation, or the response was complete).
+        case exchangeEnded
+    }
+
+    /// Writes `body` and the request's end (completing `end` when that is written) in a task of its own, and
+    /// returns when that is done or when the exchange ends (its head fails or its body stream ends), whichever
+    /// comes first. The
+    /// caller's body stream may never yield again (nor heed cancellation): the request's deadline must still
+    /// end `send`. The writing task is then cancelled and left to finish on its own.
+    static func writeBody(
+        _ body: HTTPBody, to channel: any Channel, end: EventLoopPromise<Void>,
+        racing head: EventLoopFuture<HTTPResponseHead>, stream: BodyStream
+    ) async -> BodyOutcome {
+        let first = FirstOutcome<BodyOutcome>()
+        let writer = Task {
+            do {
+                try await writeBody(body, to: channel, end: end)
+                first.complete(.written)
+            } catch let error as BodyError {
+                first.complete(.bodyFailed(error.underlying))
+            } catch {
+                first.complete(.writeFailed(error))
+            }
+        }
+        // The exchange ended: it failed (the head fails, or the body stream ends with an error) or the
+        // response is complete (the body stream ended).
+        head.whenFailure { _ in first.complete(.exchangeEnded) }
+        stream.onEnd = { first.complete(.exchangeEnded) }
+        let outcome = await first.value
+        if case .exchangeEnded = outcome { writer.cancel() }
+        return outcome
+    }
+
+    private static func writeBody(_ body: HTTPBody, to channel: any Channel, end: EventLoopPromise<Void>) async throws {
+        var iterator = body.makeAsyncIterator()
+        while true {
+            let chunk: ArraySlice<UInt8>?
+            do { chunk = try await iterator.next() } catch { throw BodyError(underlying: error) }
+            guard let chunk else { break }
+            if chunk.isEmpty { continue }
+            let buffer = channel.allocator.buffer(bytes: chunk)
+            try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer))).get()
+        }
+        // `end` completes on the event loop when the end is written, ordered with the response's events.
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: end)
+        try await end.futureResult.get()
+    }
+}
+
+extension HTTPClientConnection {
+    /// How connections are opened.
+    struct Factory: Sendable {
+        let group: any EventLoopGroup
+        let security: any ConnectionSecurity
+        let connectTimeout: TimeAmount
+        let handshakeTimeout: TimeAmount
+        /// Lowercased URL host → address to connect to (``HTTPSTransport/Configuration/connectAddresses``).
+        var connectAddresses: [String: String] = [:]
+        let logger: Logger
+
+        /// Connects, secures and prepares a connection to `target`, all on the connection's event loop. The
+        /// future fails with ``HTTPSTransportError/connectFailed(host:port:reason:)`` or
+        /// ``HTTPSTransportError/timeout(_:)`` (`.connect`) for the TCP connection, with the security layer's
+        /// `TLSError` (its handshake deadline included) for TLS, and with
+        /// ``HTTPSTransportError/connectionClosed`` if the pipeline cannot be set up after the handshake.
+        ///
+        /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
+        /// and race address families for every new connection, a thread round trip per handshake.
+        func connect(to target: RequestTarget) -> EventLoopFuture<HTTPClientConnection> {
+            let bootstrap = ClientBootstrap(group: group)
+                .connectTimeout(connectTimeout)
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            let connected: EventLoopFuture<any Channel>
+            let host = connectAddresses[target.host] ?? target.host
+            if let address = try? SocketAddress(ipAddress: host, port: target.port) {
+                connected = bootstrap.connect(to: address)
+            } else {
+                connected = bootstrap.connect(host: host, port: target.port)
+            }
+            let security = self.security
+            let handshakeTimeout = self.handshakeTimeout
+            return connected.flatMapErrorThrowing { error -> any Channel in
+                if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
+                throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            }.flatMap { channel in
+                security.addHandlers(
+                    to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
+                ).hop(to: channel.eventLoop).flatMapThrowing {
+                    let handler = HTTPClientConnectionHandler()
+                    let connection = HTTPClientConnection(channel: channel, handler: handler)
+                    let sync = channel.pipeline.syncOperations
+                    do {
+                        try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
+                        try sync.addHTTPClientHandlers()
+                        try sync.addHandler(handler)
+                    } catch {
+                        // After the handshake: not a TLS failure. The channel closed meanwhile.
+                        throw HTTPSTransportError.connectionClosed
+                    }
+                    return connection
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
+        }
+    }
+}

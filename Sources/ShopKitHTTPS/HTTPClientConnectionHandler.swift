@@ -1,0 +1,191 @@
+import NIOCore
+import NIOHTTP1
+import ShopKitTLS
+
+/// What the caller of one exchange waits on and how the connection goes back: owned by the handler while
+/// the exchange runs.
+struct ExchangeContext {
+    let id: HTTP1ExchangeStateMachine.ExchangeID
+    let limits: HTTP1ExchangeStateMachine.Limits
+    /// Whether the request allows keep-alive (no `Connection: close`).
+    let requestKeepAlive: Bool
+    /// Whether the request was HEAD (its response has no body even with a Content-Length).
+    let isHead: Bool
+    /// Succeeds with the response head, or fails with an ``ExchangeFailure``.
+    let head: EventLoopPromise<HTTPResponseHead>
+    /// Receives the body bytes.
+    let body: BodyStream
+    /// Gives the connection back to the pool; called exactly once, when the state machine says so.
+    let release: @Sendable (_ reusable: Bool) -> Void
+}
+
+/// Why an exchange failed, and whether a retry on a fresh connection is safe as far as the wire is concerned.
+struct ExchangeFailure: Error {
+    /// The error to report.
+    let error: any Error
+    /// No response byte was read before the failure.
+    let noResponseBytes: Bool
+}
+
+/// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.
+final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    private let onRead: () -> Void
+
+    init(onRead: @escaping () -> Void) { self.onRead = onRead }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        onRead()
+        context.fireChannelRead(data)
+    }
+}
+
+/// Runs HTTP/1.1 exchanges on one connection by carrying out ``HTTP1ExchangeStateMachine``'s actions: it
+/// delivers the head, streams the body, arms the one timer, holds reads back, closes the connection and gives
+/// it back to the pool. Every decision is the state machine's; every method runs on the channel's event loop.
+/// Time is the event loop's clock (`EventLoop.now`), so tests can drive it.
+///
+/// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
+/// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
+/// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader.
+final class HTTPClientConnectionHandler: ChannelDuplexHandler {
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = HTTPClientRequestPart
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private var machine = HTTP1ExchangeStateMachine()
+    private var current: ExchangeContext?
+    private var context: ChannelHandlerContext?
+    private var timer: Scheduled<Void>?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// The event loop's current time.
+    private var now: NIODeadline { context?.eventLoop.now ?? .now() }
+
+    // MARK: From the exchange's caller (on the event loop)
+
+    /// Starts an exchange; the caller then writes the request.
+    func start(_ exchange: ExchangeContext) {
+        let actions = machine.start(
+            exchange.id, limits: exchange.limits, requestKeepAlive: exchange.requestKeepAlive,
+            isHead: exchange.isHead, now: now, channelActive: context?.channel.isActive ?? false)
+        if actions.fail == nil {
+            current = exchange
+            perform(actions)
+        } else {
+            perform(actions, for: exchange)
+        }
+    }
+
+    /// The request of exchange `id` has been written to its end: the idle-read clock starts now.
+    func requestSent(_ id: HTTP1ExchangeStateMachine.ExchangeID) {
+        perform(machine.requestWritten(id, now: now))
+    }
+
+    /// Writing the request of exchange `id` failed.
+    func requestFailed(_ id: HTTP1ExchangeStateMachine.ExchangeID) {
+        perform(machine.requestWriteFailed(id))
+    }
+
+    /// Abandons exchange `id` (task cancelled, body dropped or failed): the connection is closed, never reused.
+    /// Does nothing when that exchange is over (a later one may be running).
+    func cancel(_ id: HTTP1ExchangeStateMachine.ExchangeID) {
+        perform(machine.cancel(id))
+    }
+
+    /// The body reader drained the stream below its low watermark (or went away): let reads through.
+    func resumeReading() {
+        perform(machine.readerCaughtUp(now: now))
+    }
+
+    /// Called by ``InboundByteObserver`` for every inbound read.
+    func noteBytesRead() {
+        machine.bytesRead(now: now)
+    }
+
+    // MARK: From the channel
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): perform(machine.responseHead(head))
+        case .body(let buffer): perform(machine.responseBody(buffer))
+        case .end: perform(machine.responseEnd())
+        }
+    }
+
+    func read(context: ChannelHandlerContext) {
+        perform(machine.readRequested())
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is TLSUncleanShutdown { perform(machine.uncleanShutdown()) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let failure: HTTP1ExchangeStateMachine.Failure
+        switch error {
+        case let error as TLSError: failure = .tls(error)
+        case let error as HTTPParserError: failure = .transport(.malformedResponse("\(error)"))
+        case is NIOTooManyBytesError: failure = .transport(.malformedResponse("response head too large"))
+        default: failure = .transport(.connectionClosed)
+        }
+        perform(machine.errorCaught(failure))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        perform(machine.channelInactive())
+        context.fireChannelInactive()
+    }
+
+    // MARK: Carrying out
+
+    /// Carries out `actions` for the current exchange (or for `refused`, one that never ran).
+    private func perform(_ actions: HTTP1ExchangeStateMachine.Actions, for refused: ExchangeContext? = nil) {
+        switch actions.timer {
+        case .keep: break
+        case .cancel:
+            timer?.cancel()
+            timer = nil
+        case .arm(let deadline):
+            timer?.cancel()
+            timer = nil
+            if let context {
+                let this = NIOLoopBound(self, eventLoop: context.eventLoop)
+                timer = context.eventLoop.scheduleTask(deadline: deadline) {
+                    this.value.timer = nil
+                    this.value.perform(this.value.machine.timerFired(now: this.value.now))
+                }
+            }
+        }
+        guard let exchange = refused ?? current else {
+            if actions.close { context?.close(promise: nil) }
+            if actions.read { context?.read() }
+            return
+        }
+        if let head = actions.head { exchange.head.succeed(head) }
+        if let buffer = actions.body, !exchange.body.yield(ArraySlice(buffer.readableBytesView)) {
+            machine.readerBehind()
+        }
+        if let reusable = actions.release {
+            if current?.id == exchange.id { current = nil }
+            exchange.release(reusable)
+        }
+        if actions.finishBody { exchange.body.finish() }
+        if let (failure, noResponseBytes, headDelivered) = actions.fail {
+            let error: any Error
+            switch failure {
+            case .transport(let transport): error = transport
+            case .tls(let tls): error = tls
+            case .cancelled: error = CancellationError()
+            }
+            if !headDelivered { exchange.head.fail(ExchangeFailure(error: error, noResponseBytes: noResponseBytes)) }
+            exchange.body.finish(throwing: error)
+        }
+        if actions.close { context?.close(promise: nil) }
+        if actions.read { context?.read() }
+    }
+}

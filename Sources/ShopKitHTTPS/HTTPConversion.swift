@@ -1,0 +1,128 @@
+import Foundation
+import HTTPTypes
+import NIOHTTP1
+import OpenAPIRuntime
+import ShopKitCore
+
+/// Pure conversions between swift-http-types and NIOHTTP1 heads (no I/O, no state).
+enum HTTPConversion {
+    /// The request head for `request` sent to `target`, with `Host` and body framing headers filled in.
+    ///
+    /// Framing: a known body length becomes `Content-Length`; an unknown one `Transfer-Encoding: chunked`;
+    /// no body gives no framing header, except `Content-Length: 0` for methods that usually carry one.
+    /// Framing headers the caller set are replaced, so the head always matches the bytes written.
+    static func requestHead(
+        _ request: HTTPRequest, baseURL: URL, target: RequestTarget, bodyLength: BodyLength
+    ) -> HTTPRequestHead {
+        var headers = HTTPHeaders()
+        for field in request.headerFields {
+            switch field.name {
+            case .contentLength, .transferEncoding: continue
+            default: headers.add(name: field.name.rawName, value: field.value)
+            }
+        }
+        headers.replaceOrAdd(name: "Host", value: request.authority ?? target.hostHeader)
+        switch bodyLength {
+        case .none:
+            if [.post, .put, .patch].contains(request.method) { headers.add(name: "Content-Length", value: "0") }
+        case .known(let count):
+            headers.add(name: "Content-Length", value: String(count))
+        case .unknown:
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+        }
+        return HTTPRequestHead(
+            version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
+            uri: requestURI(path: request.path, baseURL: baseURL), headers: headers)
+    }
+
+    /// The request's body framing.
+    enum BodyLength: Equatable {
+        case none
+        case known(Int64)
+        case unknown
+    }
+
+    /// The origin-form URI: the base URL's path followed by the request's path and query.
+    static func requestURI(path: String?, baseURL: URL) -> String {
+        var base = baseURL.path
+        if base.hasSuffix("/") { base.removeLast() }
+        let path = path ?? "/"
+        let uri = base + (path.hasPrefix("/") ? path : "/" + path)
+        return uri.isEmpty ? "/" : uri
+    }
+
+    /// The HTTPTypes response for a NIOHTTP1 response head.
+    ///
+    /// - Throws: ``HTTPSTransportError/malformedResponse(_:)`` for a field name swift-http-types refuses.
+    static func response(_ head: HTTPResponseHead) throws(HTTPSTransportError) -> HTTPResponse {
+        var fields = HTTPFields()
+        for (name, value) in head.headers {
+            guard let fieldName = HTTPField.Name(name) else {
+                throw .malformedResponse("invalid header field name \"\(name)\"")
+            }
+            fields.append(HTTPField(name: fieldName, value: value))
+        }
+        let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
+        return HTTPResponse(status: status, headerFields: fields)
+    }
+
+    /// The declared `Content-Length` of a response, if any and valid.
+    static func contentLength(_ head: HTTPResponseHead) -> Int? {
+        guard let value = head.headers.first(name: "Content-Length") else { return nil }
+        // Optional whitespace is spaces and tabs (RFC 9110 §5.6.3); trimmed by hand, not by Foundation's
+        // CharacterSet, because this runs for every response.
+        var digits = Substring(value)
+        while let first = digits.first, first == " " || first == "\t" { digits.removeFirst() }
+        while let last = digits.last, last == " " || last == "\t" { digits.removeLast() }
+        return Int(digits)
+    }
+
+    /// Whether a retry of `request` after a stale-connection failure is safe: the method is idempotent
+    /// (RFC 9110 §9.2.2) and the body, if any, can be sent again.
+    static func isRetryable(_ request: HTTPRequest, body: HTTPBody?) -> Bool {
+        guard request.method.isIdempotent else { return false }
+        return body == nil || body?.iterationBehavior == .multiple
+    }
+}
+
+/// Where a request goes: scheme-checked host and port from the base URL.
+struct RequestTarget: Hashable, Sendable {
+    /// The host as written in the URL (brackets removed from IPv6 literals), lowercased.
+    let host: String
+    /// The TCP port (443 by default).
+    let port: Int
+
+    /// The target of `baseURL`, which must be an `https` URL with a host.
+    ///
+    /// - Throws: ``HTTPSTransportError/invalidURL(reason:)`` for a non-https URL (the transport never
+    ///   sends plaintext), and for a host that is empty once a trailing dot is removed (such as `.`) or holds a
+    ///   NUL byte: there would be no name for OpenSSL to check the certificate against.
+    init(baseURL: URL) throws(HTTPSTransportError) {
+        guard let host = baseURL.host, !host.isEmpty else {
+            throw .invalidURL(reason: "base URL \(baseURL) has no host")
+        }
+        let port = baseURL.port ?? 443
+        guard baseURL.scheme?.lowercased() == "https" else {
+            throw .invalidURL(reason: "base URL scheme must be https; this transport never sends plaintext")
+        }
+        var bare = host.lowercased()
+        if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
+        guard !(bare.hasSuffix(".") ? bare.dropLast() : Substring(bare)).isEmpty, !bare.utf8.contains(0) else {
+            throw .invalidURL(reason: "base URL \(baseURL) has no usable host name (empty or with a NUL byte)")
+        }
+        self.host = bare
+        self.port = port
+    }
+
+    init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// The `Host` header value: the port is omitted when it is 443; IPv6 literals get brackets.
+    var hostHeader: String {
+        // A byte scan: Foundation's String.contains(String) costs a locale-aware search on every request.
+        let name = host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host
+        return port == 443 ? name : "\(name):\(port)"
+    }
+}

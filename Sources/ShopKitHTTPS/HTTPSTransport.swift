@@ -1,0 +1,204 @@
+import Foundation
+import HTTPTypes
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import OpenAPIRuntime
+import ShopKitTLS
+
+/// An OpenAPI `ClientTransport` that speaks HTTP/1.1 over pinned TLS (system OpenSSL), with a keep-alive pool.
+///
+/// Every connection is verified by OpenSSL (chain and hostname) and then checked against the pins of
+/// ``TLSClientConfiguration/pinning`` before a request byte is sent. Only `https` base URLs are accepted. Redirects
+/// are returned to the caller, never followed.
+///
+/// - Warning: There is no plaintext mode: the transport refuses non-https URLs.
+public struct HTTPSTransport: ClientTransport {
+    /// Everything that shapes the transport: TLS, timeouts, pool and limits.
+    public struct Configuration: Sendable {
+        /// Trust anchors, protocol floor and pins.
+        public var tls: TLSClientConfiguration
+        /// Connect, handshake, idle-read and whole-request timeouts.
+        public var timeouts: Timeouts
+        /// Keep-alive pool limits.
+        public var pool: Pool
+        /// The largest response body accepted, in bytes (default 16 MiB); larger ones fail with
+        /// ``HTTPSTransportError/responseBodyTooLarge(limit:)``.
+        public var maxResponseBodySize: Int
+        /// The event loops to run on; nil uses `MultiThreadedEventLoopGroup.singleton`.
+        public var eventLoopGroup: (any EventLoopGroup)?
+        /// Where to open the TCP connection for a host instead of resolving it, as curl's `--resolve`: maps a
+        /// URL host (case-insensitive) to an address (an IP literal or another name). Empty by default.
+        ///
+        /// Only the socket's destination changes: SNI, hostname verification and the pin set are still those
+        /// of the URL's host, so an override can never make a certificate for another name acceptable.
+        public var connectAddresses: [String: String]
+
+        /// A configuration; every parameter has a safe default.
+        public init(
+            tls: TLSClientConfiguration = TLSClientConfiguration(), timeouts: Timeouts = Timeouts(), pool: Pool = Pool(),
+            maxResponseBodySize: Int = 16 * 1024 * 1024, eventLoopGroup: (any EventLoopGroup)? = nil,
+            connectAddresses: [String: String] = [:]
+        ) {
+            self.tls = tls
+            self.timeouts = timeouts
+            self.pool = pool
+            self.maxResponseBodySize = maxResponseBodySize
+            self.eventLoopGroup = eventLoopGroup
+            self.connectAddresses = connectAddresses
+        }
+    }
+
+    /// The transport's timeouts: each fails the request with ``HTTPSTransportError/timeout(_:)``, but the
+    /// handshake's, which is TLS's own (`TLSError.handshakeTimeout`).
+    public struct Timeouts: Sendable, Hashable {
+        /// Opening the TCP connection (default 10 s).
+        public var connect: Duration
+        /// The TLS handshake with chain, hostname and pin checks (default 10 s).
+        public var handshake: Duration
+        /// The longest silence while waiting for response bytes (default 30 s).
+        public var idleRead: Duration
+        /// The whole request, from `send` until the last body byte, including waiting for a pooled
+        /// connection (default 60 s).
+        public var request: Duration
+
+        /// Timeouts with the given values.
+        public init(
+            connect: Duration = .seconds(10), handshake: Duration = .seconds(10), idleRead: Duration = .seconds(30),
+            request: Duration = .seconds(60)
+        ) {
+            self.connect = connect
+            self.handshake = handshake
+            self.idleRead = idleRead
+            self.request = request
+        }
+    }
+
+    /// Keep-alive pool limits.
+    public struct Pool: Sendable, Hashable {
+        /// The most connections per host and port, idle and busy together (default 8); further requests wait.
+        public var maxConnectionsPerHost: Int
+        /// How long an unused connection stays open (default 60 s).
+        public var idleTimeout: Duration
+
+        /// Pool limits with the given values.
+        public init(maxConnectionsPerHost: Int = 8, idleTimeout: Duration = .seconds(60)) {
+            self.maxConnectionsPerHost = max(1, maxConnectionsPerHost)
+            self.idleTimeout = idleTimeout
+        }
+    }
+
+    /// The configuration the transport was built with.
+    public let configuration: Configuration
+    private let pool: ConnectionPool
+
+    /// A transport whose connections are secured by OpenSSL with `configuration.tls`.
+    ///
+    /// - Throws: when the TLS context cannot be built from the configuration (bad PEM anchors, for example).
+    public init(configuration: Configuration) throws(TLSContextError) {
+        try self.init(configuration: configuration, security: Self.makeSecurity(for: configuration.tls))
+    }
+
+    /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
+    /// (one `SSL_CTX`, one session cache) shared by every connection.
+    ///
+    /// - Throws: `TLSContextError` when the trust anchors or protocol settings cannot be loaded.
+    static func makeSecurity(for configuration: TLSClientConfiguration) throws(TLSContextError) -> any ConnectionSecurity {
+        try TLSClientContext(configuration: configuration).makeSecurity()
+    }
+
+    /// A transport with an explicit security layer (the seam the OpenSSL handler plugs into, and tests).
+    package init(configuration: Configuration, security: any ConnectionSecurity) {
+        self.configuration = configuration
+        let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
+        let factory = HTTPClientConnection.Factory(
+            group: group, security: security, connectTimeout: TimeAmount(configuration.timeouts.connect),
+            handshakeTimeout: TimeAmount(configuration.timeouts.handshake),
+            connectAddresses: Dictionary(
+                configuration.connectAddresses.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last }),
+            logger: configuration.tls.logger)
+        self.pool = ConnectionPool(
+            factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,
+            idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.tls.logger)
+    }
+
+    /// Sends `request` to `baseURL` and returns the response head with its streamed body.
+    ///
+    /// A request that fails on a reused connection before any response byte arrived (the server closed it
+    /// while idle) is sent once more on another connection, if it is idempotent and its body replayable.
+    public func send(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        try await send(
+            request, body: body, baseURL: baseURL, operationID: operationID,
+            requestTimeout: configuration.timeouts.request)
+    }
+
+    /// ``send(_:body:baseURL:operationID:)`` with its own whole-request timeout.
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String, requestTimeout: Duration
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let target = try RequestTarget(baseURL: baseURL)
+        let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
+        let bodyLength: HTTPConversion.BodyLength
+        switch body?.length {
+        case nil: bodyLength = .none
+        case .known(let count)?: bodyLength = .known(count)
+        case .unknown?: bodyLength = .unknown
+        }
+        let head = HTTPConversion.requestHead(request, baseURL: baseURL, target: target, bodyLength: bodyLength)
+        let mayRetry = HTTPConversion.isRetryable(request, body: body)
+        var attempt = 1
+        while true {
+            let lease = try await pool.lease(target, deadline: deadline)
+            do {
+                return try await exchange(head, body: body, on: lease, deadline: deadline, isHead: request.method == .head)
+            } catch let failure as ExchangeFailure {
+                let stale =
+                    lease.reused && failure.noResponseBytes
+                    && (failure.error as? HTTPSTransportError) == .connectionClosed
+                guard stale, mayRetry, attempt == 1 else { throw failure.error }
+                configuration.tls.logger.debug(
+                    "retrying on a new connection: the pooled one was closed by the server",
+                    metadata: ["host": "\(target.host)", "method": "\(request.method)"])
+                attempt += 1
+            }
+        }
+    }
+
+    /// Closes idle connections; requests still running finish, then their connections close.
+    public func shutdown() async {
+        pool.shutDown()
+    }
+
+    /// Runs one exchange on `lease`. The lease goes back to the pool exactly once, on the event loop, when the
+    /// exchange's state machine ends the exchange: this function never releases it itself.
+    private func exchange(
+        _ head: HTTPRequestHead, body: HTTPBody?, on lease: ConnectionPool.Lease, deadline: NIODeadline, isHead: Bool
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let limits = HTTP1ExchangeStateMachine.Limits(
+            deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
+            maxBodySize: configuration.maxResponseBodySize)
+        let pool = self.pool
+        let exchange = try await lease.connection.execute(
+            head: head, body: body, limits: limits, release: { pool.release(lease, reusable: $0) })
+        let response: HTTPResponse
+        do {
+            response = try HTTPConversion.response(exchange.head)
+        } catch {
+            lease.connection.cancel(exchange.id)
+            throw error
+        }
+        if isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304 {
+            // No body: wait for the exchange's end, so the connection is back in the pool when `send` returns.
+            while try await exchange.body.next() != nil {}
+            return (response, nil)
+        }
+        let connection = lease.connection
+        let id = exchange.id
+        exchange.body.onCancel = { connection.cancel(id) }
+        let length = HTTPConversion.contentLength(exchange.head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
+        return (response, HTTPBody(ResponseBodySequence(stream: exchange.body), length: length, iterationBehavior: .single))
+    }
+}

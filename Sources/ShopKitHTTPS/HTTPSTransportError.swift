@@ -1,0 +1,56 @@
+import ShopKitCore
+
+/// Why an HTTPS exchange failed outside TLS: the URL, the TCP connection, the HTTP response, a limit or a timer.
+///
+/// TLS failures (pin mismatch, untrusted chain, hostname, handshake) are ShopKitTLS's `TLSError`; everything
+/// else the transport does is this type. `APIError.transport` carries either to the UI.
+public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The base URL cannot be used: not `https` (the transport never sends plaintext), or no usable host.
+    case invalidURL(reason: String)
+    /// The TCP connection could not be made.
+    case connectFailed(host: String, port: Int, reason: String)
+    /// A timer of the transport fired (see ``HTTPSTransport/Timeouts``).
+    case timeout(Timeout)
+    /// The response body is larger than ``HTTPSTransport/Configuration/maxResponseBodySize``.
+    case responseBodyTooLarge(limit: Int)
+    /// The server's response is not valid HTTP/1.1, or its head is too large.
+    case malformedResponse(String)
+    /// The connection closed (or was closed) before the response was complete.
+    case connectionClosed
+
+    /// Which of the transport's timers fired.
+    public enum Timeout: String, Sendable, Equatable {
+        /// Opening the TCP connection.
+        case connect
+        /// No response byte for ``HTTPSTransport/Timeouts/idleRead`` after the request was sent.
+        case idleRead
+        /// The whole request, waiting for a pooled connection included.
+        case request
+    }
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let reason): return "invalid URL: \(reason)"
+        case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
+        case .timeout(let which): return "\(which.rawValue) timeout"
+        case .responseBodyTooLarge(let limit):
+            return "response body exceeds the \(limit)-byte limit; raise HTTPSTransport.Configuration.maxResponseBodySize if it is expected"
+        case .malformedResponse(let why): return "malformed response: \(why)"
+        case .connectionClosed: return "connection closed before the response was complete"
+        }
+    }
+}
+
+/// Declared here, with the type, so that no product an app links (or leaves out) can change it.
+///
+/// A URL that cannot be used, a response too large or not HTTP is the same on every attempt; a refused or
+/// dropped connection and a timeout may not be.
+extension HTTPSTransportError: RetryClassifiableError {
+    /// Whether the same request might succeed on another attempt.
+    public var isRetryable: Bool {
+        switch self {
+        case .invalidURL, .responseBodyTooLarge, .malformedResponse: return false
+        case .connectFailed, .timeout, .connectionClosed: return true
+        }
+    }
+}

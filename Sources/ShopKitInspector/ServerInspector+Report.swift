@@ -1,0 +1,62 @@
+import Foundation
+import ShopKitOpenSSL
+import ShopKitPinning
+import ShopKitTLS
+
+extension ServerInspector {
+    /// Leaves that expire within this many days (this many days left, or fewer) get a warning.
+    package static let expiryWarningDays = 30
+
+    /// Turns the handshake outcome into a report: the pin verdict comes from `PinningPolicy` on the verified
+    /// chain; a failed handshake shows the presented chain with no pin marked as matching.
+    func report(for outcome: Outcome, policy: PinningPolicy) -> ServerReport {
+        let now = now()
+        let configured = pins.map(\.description)
+        switch outcome {
+        case .established(let info):
+            let verdict = policy.evaluate(host: checkedName, chain: info.verifiedChain, now: now)
+            var matchedPin: SPKIPin?
+            if case .matched(let pin, _) = verdict { matchedPin = pin }
+            let verified = info.verifiedChain.certificates.map {
+                ServerReport.Certificate($0, now: now, matched: $0.spkiPin == matchedPin)
+            }
+            let presented = (info.presentedChain?.certificates ?? []).map {
+                ServerReport.Certificate($0, now: now, matched: false)
+            }
+            var warnings: [String] = []
+            if let leaf = verified.first, leaf.daysLeft <= Self.expiryWarningDays {
+                warnings.append(
+                    "the leaf certificate expires within \(Self.expiryWarningDays) days, in \(leaf.daysLeft) days "
+                        + "(\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned")
+            }
+            if !pins.isEmpty, Set(pins).count < 2 {
+                warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
+            } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain) {
+                warnings.append(warning.description)
+            }
+            let mismatch = matchedPin == nil && !pins.isEmpty
+            return ServerReport(
+                host: address.host, port: address.port, servername: checkedName,
+                verdict: mismatch ? .pinMismatch : .ok,
+                reason: mismatch ? verdict.report?.description : nil,
+                tlsVersion: info.protocolVersion, cipher: info.cipherSuite, alpn: info.alpnProtocol,
+                verifiedChain: verified, presentedChain: presented, configuredPins: configured,
+                matchedPin: matchedPin?.description, warnings: warnings)
+        case .failed(let error, let details):
+            let presented = (details?.presentedChain?.certificates ?? []).map {
+                ServerReport.Certificate($0, now: now, matched: false)
+            }
+            let verdict: ServerReport.Verdict
+            switch error {
+            case .tls(.untrustedChain): verdict = .untrusted
+            case .tls(.hostnameMismatch): verdict = .hostnameMismatch
+            case .tls(.pinMismatch): verdict = .pinMismatch  // not reached: the inspector's pin set is report-only
+            default: verdict = .connectFailed
+            }
+            return ServerReport(
+                host: address.host, port: address.port, servername: checkedName, verdict: verdict,
+                reason: error.description, tlsVersion: nil, cipher: nil, alpn: nil, verifiedChain: [],
+                presentedChain: presented, configuredPins: configured, matchedPin: nil, warnings: [])
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ShopKitOpenSSL
+import ShopKitPinning
+import ShopKitTLS
+
+/// Connects to one TLS server the way ShopKit's transport does and reports what it found: `pin-check`'s engine.
+///
+/// Verification is never loosened to look at a chain: the handshake uses a normal `TLSClientContext`, pins
+/// are checked by `PinningPolicy` on the verified chain only, and the chain of a refused server is the one
+/// captured from the failed handshake (`TLSHandshakeFailureDetails`), typed as a `PresentedChain`.
+package struct ServerInspector: Sendable {
+    /// The server to check.
+    package var address: ServerAddress
+    /// The name sent as SNI and checked against the SANs; nil means the host.
+    package var serverName: String?
+    /// The pins to check; empty means only chain and hostname.
+    package var pins: [SPKIPin]
+    /// PEM trust anchors replacing the system store (as curl's `--cacert`); nil means the system store.
+    package var trustAnchorsPEM: String?
+    /// Limit for connect and handshake together.
+    package var timeout: Duration
+    /// The clock for days left and the pin-set date (tests inject one).
+    package var now: @Sendable () -> Date
+
+    /// An inspector with the given inputs.
+    package init(
+        address: ServerAddress, serverName: String? = nil, pins: [SPKIPin] = [], trustAnchorsPEM: String? = nil,
+        timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.address = address
+        self.serverName = serverName
+        self.pins = pins
+        self.trustAnchorsPEM = trustAnchorsPEM
+        self.timeout = timeout
+        self.now = now
+    }
+
+    /// The name checked: `serverName` or the host.
+    package var checkedName: String { serverName ?? address.host }
+
+    /// Parses a pin as `sha256/BASE64` or curl's `sha256//BASE64`.
+    package static func parsePin(_ text: String) throws(PinParseError) -> SPKIPin {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        return try SPKIPin(trimmed.hasPrefix("sha256//") ? "sha256/" + trimmed.dropFirst(8) : trimmed)
+    }
+
+    /// The pin policy for the given pins: one report-only set for the checked name, so the handshake
+    /// completes and the verdict (computed by `PinningPolicy` on the verified chain) can be shown.
+    func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
+        guard !pins.isEmpty else { return PinningPolicy() }
+        do {
+            let set = try PinSet(
+                hostPattern: HostPattern(checkedName), pins: pins, reportOnly: true, acceptingSinglePin: true)
+            return PinningPolicy(pinSets: [set])
+        } catch {
+            throw TLSContextError(message: "cannot pin '\(checkedName)': \(error)", kind: .invalidInput)
+        }
+    }
+
+    /// Connects, handshakes, closes, and reports.
+    ///
+    /// - Throws: `TLSContextError` only before connecting: of kind `.trustAnchors` or `.invalidInput` for
+    ///   unusable inputs (anchors that do not parse, a name that cannot carry pins), of kind `.system` when
+    ///   OpenSSL or the system trust store cannot be set up. Every server behaviour becomes a verdict.
+    package func inspect(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(TLSContextError)
+        -> ServerReport
+    {
+        let configuration = TLSClientConfiguration(
+            trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
+            pinning: try pinningPolicy(),
+            // The report carries every finding; the report-only pin set would otherwise log a warning.
+            logger: Logger(label: "ShopKitTLS.inspector", factory: { _ in SwiftLogNoOpLogHandler() }))
+        let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
+        let outcome = await handshake(context: context, group: group)
+        return report(for: outcome, policy: configuration.pinning)
+    }
+
+    /// How the handshake ended.
+    enum Outcome: Sendable {
+        case established(TLSConnectionInfo)
+        case failed(Failure, TLSHandshakeFailureDetails?)
+    }
+
+    /// Why no verified connection was made.
+    enum Failure: Sendable, CustomStringConvertible {
+        /// The TCP connection was refused or could not be made.
+        case connectFailed(host: String, port: Int, reason: String)
+        /// The TCP connection was not up within the timeout.
+        case connectTimeout
+        /// TLS failed: handshake, chain, hostname (or the handshake timed out).
+        case tls(TLSError)
+
+        var description: String {
+            switch self {
+            case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
+            case .connectTimeout: return "connect timeout"
+            case .tls(let error): return error.description
+            }
+        }
+    }
+
+    private func handshake(context: TLSClientContext, group: any EventLoopGroup) async -> Outcome {
+        let loop = group.next()
+        let promise = loop.makePromise(of: Outcome.self)
+        let timeout = TimeAmount(self.timeout)
+        let name = checkedName
+        let port = address.port
+        // One clock for connect and handshake; whether the TCP connection was up says which one ran out.
+        let connected = NIOLoopBoundBox.makeBoxSendingValue(false, as: Bool.self, eventLoop: loop)
+        let timer = loop.scheduleTask(in: timeout) {
+            promise.succeed(.failed(connected.value ? .tls(.handshakeTimeout) : .connectTimeout, nil))
+        }
+        let connect = ClientBootstrap(group: loop)
+            .connectTimeout(timeout)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: name, port: port))
+                    try channel.pipeline.syncOperations.addHandler(InspectionHandler(promise: promise))
+                }
+            }
+            .connect(host: address.host, port: address.port)
+        connect.whenSuccess { _ in connected.value = true }
+        connect.whenFailure { error in
+            if case ChannelError.connectTimeout = error {
+                promise.succeed(.failed(.connectTimeout, nil))
+            } else {
+                promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
+            }
+        }
+        let outcome = try? await promise.futureResult.get()
+        timer.cancel()
+        if let channel = try? await connect.get() { try? await channel.close() }
+        return outcome ?? .failed(.tls(.connectionClosed), nil)
+    }
+}
+
+/// Waits for the first of: the handshake event, the failure details and error, or an early close.
+final class InspectionHandler: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let promise: EventLoopPromise<ServerInspector.Outcome>
+    private var details: TLSHandshakeFailureDetails?
+
+    init(promise: EventLoopPromise<ServerInspector.Outcome>) { self.promise = promise }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let completed = event as? TLSHandshakeCompleted {
+            promise.succeed(.established(completed.info))
+            context.close(promise: nil)
+        } else if let failure = event as? TLSHandshakeFailureDetails {
+            details = failure
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let tlsError = error as? TLSError ?? .handshakeFailed(reason: "\(error)")
+        promise.succeed(.failed(.tls(tlsError), details))
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        promise.succeed(.failed(.tls(.handshakeFailed(reason: "the server closed the connection")), details))
+        context.fireChannelInactive()
+    }
+}

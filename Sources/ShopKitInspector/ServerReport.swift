@@ -1,0 +1,120 @@
+import Foundation
+import ShopKitOpenSSL
+import ShopKitPinning
+import ShopKitTLS
+
+/// What `ServerInspector` found out about one TLS server: protocol details, the verified chain (or, when the
+/// chain was refused, the chain the server sent and why), the pin verdict, and warnings.
+package struct ServerReport: Sendable, Codable, Equatable {
+    /// The overall verdict, each with its own exit code for `pin-check`.
+    package enum Verdict: String, Sendable, Codable, CaseIterable {
+        /// Trusted, hostname ok, and no pins given or one of them matched the verified chain.
+        case ok
+        /// Trusted and hostname ok, but no given pin is on the verified chain.
+        case pinMismatch = "pin-mismatch"
+        /// OpenSSL refused the chain (unknown root, dates, constraints, key usage, weak key or signature, …).
+        case untrusted
+        /// The certificate's SANs do not cover the name checked.
+        case hostnameMismatch = "hostname-mismatch"
+        /// No TLS session: refused, timed out, protocol too old, not TLS, or another handshake failure.
+        case connectFailed = "connect-failed"
+
+        /// `pin-check`'s exit status for this verdict: 0, 1, 2, 3, 4.
+        package var exitCode: Int32 {
+            switch self {
+            case .ok: return 0
+            case .pinMismatch: return 1
+            case .untrusted: return 2
+            case .hostnameMismatch: return 3
+            case .connectFailed: return 4
+            }
+        }
+    }
+
+    /// One certificate as shown to a person.
+    package struct Certificate: Sendable, Codable, Equatable {
+        /// The subject name (RFC 2253).
+        package let subject: String
+        /// The issuer name (RFC 2253).
+        package let issuer: String
+        /// Subject alternative names: DNS and IP as they are, other kinds with a prefix (`email:`, `URI:`, …).
+        package let subjectAlternativeNames: [String]
+        /// Start of validity.
+        package let notBefore: Date
+        /// End of validity.
+        package let notAfter: Date
+        /// Whole days from the inspection until `notAfter` (negative once expired).
+        package let daysLeft: Int
+        /// Key type and size, e.g. `ECDSA P-256`, `RSA 2048`.
+        package let key: String
+        /// The algorithm the issuer signed with, e.g. `ecdsa-with-SHA256`.
+        package let signatureAlgorithm: String
+        /// The SPKI pin, `sha256/BASE64`.
+        package let pin: String
+        /// Whether a given pin matched this certificate (only ever true on the verified chain).
+        package let matched: Bool
+
+        init(_ info: CertificateInfo, now: Date, matched: Bool) {
+            subject = info.subject
+            issuer = info.issuer
+            subjectAlternativeNames = info.subjectAlternativeNames
+            notBefore = info.notBefore
+            notAfter = info.notAfter
+            daysLeft = Int((info.notAfter.timeIntervalSince(now) / 86_400).rounded(.down))
+            key = info.keyDescription
+            signatureAlgorithm = info.signatureAlgorithm
+            pin = info.spkiPin.description
+            self.matched = matched
+        }
+    }
+
+    /// The host connected to (no brackets for IPv6).
+    package let host: String
+    /// The port connected to.
+    package let port: Int
+    /// The name sent as SNI (none for IP literals) and checked against the SANs.
+    package let servername: String
+    /// The overall verdict.
+    package let verdict: Verdict
+    /// Why the verdict is not `ok`, in words (OpenSSL's verify reason, the connect error, the pin report).
+    package let reason: String?
+    /// e.g. `TLSv1.3` (nil when no session was set up).
+    package let tlsVersion: String?
+    /// The negotiated cipher suite.
+    package let cipher: String?
+    /// The ALPN protocol agreed on, if any.
+    package let alpn: String?
+    /// The chain OpenSSL verified, leaf first; empty unless the chain was trusted.
+    package let verifiedChain: [Certificate]
+    /// The chain the server sent, in its order (for diagnostics; never used for trust).
+    package let presentedChain: [Certificate]
+    /// The pins given, as `sha256/BASE64`.
+    package let configuredPins: [String]
+    /// The given pin that matched, if any.
+    package let matchedPin: String?
+    /// Warnings: the leaf expires soon, the pin set has no backup pin.
+    package let warnings: [String]
+
+    enum CodingKeys: String, CodingKey {
+        case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
+        case configuredPins, matchedPin, warnings
+    }
+
+    /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(host, forKey: .host)
+        try container.encode(port, forKey: .port)
+        try container.encode(servername, forKey: .servername)
+        try container.encode(verdict, forKey: .verdict)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(tlsVersion, forKey: .tlsVersion)
+        try container.encode(cipher, forKey: .cipher)
+        try container.encode(alpn, forKey: .alpn)
+        try container.encode(verifiedChain, forKey: .verifiedChain)
+        try container.encode(presentedChain, forKey: .presentedChain)
+        try container.encode(configuredPins, forKey: .configuredPins)
+        try container.encode(matchedPin, forKey: .matchedPin)
+        try container.encode(warnings, forKey: .warnings)
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import Logging
+import ShopKitPinning
+
+/// How a ShopKit client verifies servers: trust anchors, protocol floor and pins.
+///
+/// Built once and shared: every connection made with one configuration shares one OpenSSL `SSL_CTX`.
+/// (Named `TLSClientConfiguration`, not `TLSConfiguration`, so that it never collides with swift-nio-ssl's type
+/// in a file that imports both.)
+///
+/// Pins usually come from a pins file (``PinsFile`` in ShopKitPinning, the format `pin-check --print-config`
+/// writes) or from ``PinSet`` values in code.
+public struct TLSClientConfiguration: Sendable {
+    /// Where trust anchors come from.
+    public enum TrustRoots: Sendable, Hashable {
+        /// The system's default verify paths (Debian's `/etc/ssl/certs`).
+        case system
+        /// PEM certificates given by the caller, either replacing or added to the system store.
+        case pem(String, addingToSystem: Bool)
+
+        /// The PEM certificates in the file at `path` (a CA bundle), replacing or added to the system store.
+        ///
+        /// - Throws: ``TLSContextError`` of kind `.trustAnchors` when the file cannot be read; whether its
+        ///   contents load is checked when the transport (its TLS context) is built.
+        public static func pemFile(_ path: String, addingToSystem: Bool = false) throws(TLSContextError) -> TrustRoots {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw TLSContextError(message: "cannot read the CA file \(path): check that it exists and is readable", kind: .trustAnchors)
+            }
+            return .pem(String(decoding: data, as: UTF8.self), addingToSystem: addingToSystem)
+        }
+    }
+
+    /// The oldest protocol version accepted.
+    public enum MinimumVersion: Sendable, Hashable {
+        case tls12
+        case tls13
+    }
+
+    /// Trust anchors. Default: the system store.
+    public var trustRoots: TrustRoots
+    /// The pins, checked on the verified chain after OpenSSL's chain and hostname checks pass.
+    public var pinning: PinningPolicy
+    /// Protocol floor. Default: TLS 1.2.
+    public var minimumVersion: MinimumVersion
+    /// Receives report-only and expired-set failure reports.
+    public var pinFailureReporter: (any PinFailureReporter)?
+    /// Where ShopKit logs (never a token, a key or a body). Default: no logging at all.
+    ///
+    /// Levels: per-connection events (which pin matched, a reused session, a refused pin, which is also thrown)
+    /// at `debug`; a pin set without a key that is not deployed yet at `notice`, once per host and transport;
+    /// report-only and expired-set mismatches, which connect anyway, at `warning`.
+    public var logger: Logger
+    /// Whether new connections offer a cached session (default `true`).
+    ///
+    /// Resumption skips the certificate exchange; a resumed connection is still held to the pin verdict of
+    /// the full handshake that made the session (sessions are bound to host, port, trust and pin set). Turn
+    /// it off to make every connection a full handshake, e.g. to measure handshakes or to force fresh chain
+    /// verification on each connection.
+    public var sessionResumption: Bool
+
+    /// A logger that drops everything: the default, so that a library never writes to a process's output
+    /// unless the app hands it a logger.
+    public static let disabledLogger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// A configuration; every parameter has a safe default (system trust store, no pins, TLS 1.2 or later).
+    public init(
+        trustRoots: TrustRoots = .system,
+        pinning: PinningPolicy = PinningPolicy(),
+        minimumVersion: MinimumVersion = .tls12,
+        pinFailureReporter: (any PinFailureReporter)? = nil,
+        logger: Logger = TLSClientConfiguration.disabledLogger,
+        sessionResumption: Bool = true
+    ) {
+        self.trustRoots = trustRoots
+        self.pinning = pinning
+        self.minimumVersion = minimumVersion
+        self.pinFailureReporter = pinFailureReporter
+        self.logger = logger
+        self.sessionResumption = sessionResumption
+    }
+}

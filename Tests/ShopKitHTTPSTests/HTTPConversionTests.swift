@@ -1,0 +1,81 @@
+import Foundation
+import HTTPTypes
+import NIOHTTP1
+import OpenAPIRuntime
+import Testing
+@testable import ShopKitHTTPS
+import ShopKitTLS
+
+@Suite struct HTTPConversionTests {
+    let base = URL(string: "https://api.example.com/v1/")!
+
+    @Test(arguments: [
+        ("https://h.test", "/items?x=1", "/items?x=1"),
+        ("https://h.test/v1", "/items", "/v1/items"),
+        ("https://h.test/v1/", "/items", "/v1/items"),
+        ("https://h.test", "items", "/items"),
+        ("https://h.test", "", "/"),
+    ])
+    func joinsBasePathAndRequestPath(_ base: String, _ path: String, _ expected: String) {
+        #expect(HTTPConversion.requestURI(path: path, baseURL: URL(string: base)!) == expected)
+    }
+
+    @Test func requestHeadCarriesHostFieldsAndFraming() throws {
+        let target = try RequestTarget(baseURL: URL(string: "https://API.example.com:8443/v1")!)
+        var request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/orders")
+        request.headerFields[.contentType] = "application/json"
+        request.headerFields[.contentLength] = "999"  // replaced: framing follows the body actually sent
+        let known = HTTPConversion.requestHead(request, baseURL: base, target: target, bodyLength: .known(12))
+        #expect(known.method == .POST)
+        #expect(known.uri == "/v1/orders")
+        #expect(known.headers["Host"] == ["api.example.com:8443"])
+        #expect(known.headers["Content-Type"] == ["application/json"])
+        #expect(known.headers["Content-Length"] == ["12"])
+        let chunked = HTTPConversion.requestHead(request, baseURL: base, target: target, bodyLength: .unknown)
+        #expect(chunked.headers["Transfer-Encoding"] == ["chunked"])
+        #expect(chunked.headers["Content-Length"].isEmpty)
+        let empty = HTTPConversion.requestHead(request, baseURL: base, target: target, bodyLength: .none)
+        #expect(empty.headers["Content-Length"] == ["0"])
+        let get = HTTPConversion.requestHead(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/"), baseURL: base,
+            target: RequestTarget(host: "::1", port: 443), bodyLength: .none)
+        #expect(get.headers["Host"] == ["[::1]"])
+        #expect(get.headers["Content-Length"].isEmpty)
+    }
+
+    @Test func responseHeadConvertsStatusAndFields() throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain")
+        headers.add(name: "Set-Cookie", value: "a=1")
+        headers.add(name: "Set-Cookie", value: "b=2")
+        let head = HTTPResponseHead(version: .http1_1, status: .init(statusCode: 299, reasonPhrase: "Custom"), headers: headers)
+        let response = try HTTPConversion.response(head)
+        #expect(response.status.code == 299)
+        #expect(response.status.reasonPhrase == "Custom")
+        #expect(response.headerFields[.contentType] == "text/plain")
+        #expect(response.headerFields[values: .setCookie] == ["a=1", "b=2"])
+    }
+
+    @Test func onlyIdempotentReplayableRequestsAreRetryable() {
+        func request(_ method: HTTPRequest.Method) -> HTTPRequest {
+            HTTPRequest(method: method, scheme: nil, authority: nil, path: "/")
+        }
+        #expect(HTTPConversion.isRetryable(request(.get), body: nil))
+        #expect(HTTPConversion.isRetryable(request(.put), body: HTTPBody("x")))
+        #expect(!HTTPConversion.isRetryable(request(.post), body: nil))
+        #expect(!HTTPConversion.isRetryable(request(.patch), body: nil))
+        let once = HTTPBody(AsyncStream<HTTPBody.ByteChunk> { $0.finish() }, length: .unknown)
+        #expect(!HTTPConversion.isRetryable(request(.put), body: once))
+    }
+
+    @Test(arguments: ["http://h.test", "ftp://h.test", "https:///nohost"])
+    func targetRequiresHTTPS(_ url: String) {
+        #expect(throws: HTTPSTransportError.self) { try RequestTarget(baseURL: URL(string: url)!) }
+    }
+
+    @Test func targetDefaultsToPort443() throws {
+        let target = try RequestTarget(baseURL: URL(string: "https://[::1]/x")!)
+        #expect(target == RequestTarget(host: "::1", port: 443))
+        #expect(target.hostHeader == "[::1]")
+    }
+}

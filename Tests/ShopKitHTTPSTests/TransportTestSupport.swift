@@ -1,0 +1,91 @@
+import Foundation
+import HTTPTypes
+import NIOCore
+import OpenAPIRuntime
+import ShopKitPinning
+import TestSupport
+@testable import ShopKitHTTPS
+import ShopKitTLS
+
+/// The TLS the transport tests speak: ShopKit's OpenSSL handler trusting only the test root, pinned to the
+/// loopback leaf with the backup intermediate as the second pin.
+let loopbackClientTLS: TLSClientConfiguration = {
+    let pins = ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin)
+    return TLSClientConfiguration(
+        trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
+        pinning: PinningPolicy(pinSets: [try! PinSet(hostPattern: HostPattern("127.0.0.1"), pins: pins)]))
+}()
+
+/// The loopback server's side: ShopKit's OpenSSL handler in server role with the standard test chain.
+let loopbackServerTLS: TLSServerContext = try! TLSServerContext(
+    certificateChainPEM: TestCertificates.standardChain(),
+    privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
+
+/// The real OpenSSL-backed security for `loopbackClientTLS`, built as the public initializer builds it.
+func realSecurity() -> any ConnectionSecurity {
+    try! HTTPSTransport.makeSecurity(for: loopbackClientTLS)
+}
+
+/// A transport to the loopback server over real TLS (or over a test security given by the caller).
+func makeTransport(
+    timeouts: HTTPSTransport.Timeouts = HTTPSTransport.Timeouts(),
+    pool: HTTPSTransport.Pool = HTTPSTransport.Pool(),
+    maxResponseBodySize: Int = 16 * 1024 * 1024,
+    security: any ConnectionSecurity = realSecurity()
+) -> HTTPSTransport {
+    HTTPSTransport(
+        configuration: HTTPSTransport.Configuration(
+            timeouts: timeouts, pool: pool, maxResponseBodySize: maxResponseBodySize),
+        security: security)
+}
+
+extension LoopbackHTTPServer {
+    /// Starts the scripted server behind ShopKit's server-role TLS handler.
+    static func startTLS(script: @escaping Script) async throws -> LoopbackHTTPServer {
+        try await start(
+            extraHandlers: { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(loopbackServerTLS.makeHandler(), position: .first)
+                }
+            },
+            script: script)
+    }
+
+    /// The base URL of the server (https scheme: the transport accepts nothing else; the seam is plaintext).
+    var baseURL: URL { URL(string: "https://127.0.0.1:\(port)")! }
+}
+
+extension HTTPSTransport {
+    /// Sends a request and reads the whole body.
+    func fetch(
+        _ method: HTTPRequest.Method = .get, _ path: String = "/", baseURL: URL, body: HTTPBody? = nil,
+        headers: HTTPFields = [:]
+    ) async throws -> (HTTPResponse, [UInt8]) {
+        let request = HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: headers)
+        let (response, body) = try await send(request, body: body, baseURL: baseURL, operationID: "test")
+        var bytes: [UInt8] = []
+        if let body { bytes = try await [UInt8](collecting: body, upTo: .max) }
+        return (response, bytes)
+    }
+}
+
+/// Deterministic bytes of a given size.
+func pattern(_ count: Int) -> [UInt8] {
+    (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
+}
+
+/// Whether `error` is the given transport error case (ignoring associated values for malformedResponse).
+func isTransportError(_ error: any Error, _ expected: HTTPSTransportError) -> Bool {
+    guard let error = error as? HTTPSTransportError else { return false }
+    if case .malformedResponse = expected, case .malformedResponse = error { return true }
+    return error == expected
+}
+
+/// A security layer whose verification never arrives: the gate's handshake deadline must end it.
+let neverVerifyingSecurity = HandlerSecurity(
+    makeHandler: { _, _ in SilentHandler() }, isVerified: { _ in false })
+
+/// A handler that never says anything.
+final class SilentHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+}
