@@ -53,6 +53,7 @@ let package = Package(
             dependencies: [
                 "ShopKitCore", "ShopKitOpenSSL", "ShopKitPinning",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The HTTPS client over ShopKitTLS: HTTPSTransport (an OpenAPI ClientTransport), the HTTP/1.1 exchange

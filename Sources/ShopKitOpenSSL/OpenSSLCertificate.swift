@@ -30,22 +30,9 @@ package final class OpenSSLCertificate: @unchecked Sendable {
 
     /// Parses every `CERTIFICATE` block of a PEM text, in order.
     package static func parsePEM(_ pem: String) throws(OpenSSLError) -> [OpenSSLCertificate] {
-        OpenSSLError.clearQueue()
-        let bio = try MemoryBIO(contents: Array(pem.utf8))
-        var certificates: [OpenSSLCertificate] = []
-        while true {
-            guard let x509 = bio.withBIO({ PEM_read_bio_X509($0, nil, nil, nil) }) else { break }
-            certificates.append(OpenSSLCertificate(takingOwnership: x509))
+        try PEMBlocks.readAll("CERTIFICATE", from: pem, operation: "PEM_read_bio_X509") { bio in
+            PEM_read_bio_X509(bio, nil, nil, nil).map(OpenSSLCertificate.init(takingOwnership:))
         }
-        // The loop ends on "no start line" at the end of the text; anything else is a real error.
-        // Reading stops at the first block OpenSSL cannot parse (or at the end): every block must have parsed.
-        let queue = OpenSSLError.drainQueue()
-        let blocks = pem.components(separatedBy: "-----BEGIN CERTIFICATE-----").count - 1
-        guard !certificates.isEmpty, certificates.count == blocks else {
-            let reason = blocks == 0 ? ["no CERTIFICATE block found in the PEM text"] : queue
-            throw OpenSSLError(operation: "PEM_read_bio_X509", queue: reason.isEmpty ? ["a CERTIFICATE block does not parse"] : reason)
-        }
-        return certificates
     }
 
     /// The DER encoding of the certificate.
@@ -69,6 +56,31 @@ package final class OpenSSLCertificate: @unchecked Sendable {
 }
 
 /// A read-only memory BIO over bytes, owned.
+/// The one PEM block reader: every block of one label, each parsed by OpenSSL, all or nothing.
+enum PEMBlocks {
+    /// Reads every `label` block of `pem` in order with `read` (an OpenSSL `PEM_read_bio_*` call).
+    ///
+    /// Reading stops at the first block OpenSSL cannot parse (or at the end, on "no start line"); the count of
+    /// `-----BEGIN label-----` lines says whether every block parsed.
+    ///
+    /// - Throws: `OpenSSLError` naming `operation` when there is no such block, or one does not parse.
+    static func readAll<T>(
+        _ label: String, from pem: String, operation: String, read: (OpaquePointer) -> T?
+    ) throws(OpenSSLError) -> [T] {
+        OpenSSLError.clearQueue()
+        let bio = try MemoryBIO(contents: Array(pem.utf8))
+        var values: [T] = []
+        while let value = bio.withBIO(read) { values.append(value) }
+        let queue = OpenSSLError.drainQueue()
+        let blocks = pem.components(separatedBy: "-----BEGIN \(label)-----").count - 1
+        guard !values.isEmpty, values.count == blocks else {
+            let reason = blocks == 0 ? ["no \(label) block found in the PEM text"] : queue
+            throw OpenSSLError(operation: operation, queue: reason.isEmpty ? ["a \(label) block does not parse"] : reason)
+        }
+        return values
+    }
+}
+
 final class MemoryBIO {
     private let pointer: OpaquePointer
     private let storage: UnsafeMutableRawBufferPointer

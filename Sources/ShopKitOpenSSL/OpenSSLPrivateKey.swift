@@ -30,20 +30,9 @@ package final class OpenSSLKey: @unchecked Sendable {
 
     /// Parses every `PUBLIC KEY` block (SubjectPublicKeyInfo) of a PEM text, in order.
     package static func publicKeys(pem: String) throws(OpenSSLError) -> [OpenSSLKey] {
-        OpenSSLError.clearQueue()
-        let bio = try MemoryBIO(contents: Array(pem.utf8))
-        var keys: [OpenSSLKey] = []
-        while let key = bio.withBIO({ PEM_read_bio_PUBKEY($0, nil, nil, nil) }) {
-            keys.append(OpenSSLKey(takingOwnership: key))
+        try PEMBlocks.readAll("PUBLIC KEY", from: pem, operation: "PEM_read_bio_PUBKEY") { bio in
+            PEM_read_bio_PUBKEY(bio, nil, nil, nil).map(OpenSSLKey.init(takingOwnership:))
         }
-        // Reading stops at the first block OpenSSL cannot parse (or at the end): every block must have parsed.
-        let queue = OpenSSLError.drainQueue()
-        let blocks = pem.components(separatedBy: "-----BEGIN PUBLIC KEY-----").count - 1
-        guard !keys.isEmpty, keys.count == blocks else {
-            let reason = blocks == 0 ? ["no PUBLIC KEY block found in the PEM text"] : queue
-            throw OpenSSLError(operation: "PEM_read_bio_PUBKEY", queue: reason.isEmpty ? ["a PUBLIC KEY block does not parse"] : reason)
-        }
-        return keys
     }
 
     /// The SPKI pin of this key: SHA-256 over its DER `SubjectPublicKeyInfo`.

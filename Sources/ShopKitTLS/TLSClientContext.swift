@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import ShopKitCore
 import Logging
 import ShopKitOpenSSL
@@ -72,17 +73,16 @@ public final class TLSClientContext: Sendable {
 
 /// Remembers hosts (case-insensitively), so that something is done once per host: `firstTime` is true only
 /// on a host's first call. Holds at most `capacity` hosts; past that, new hosts always count as first.
-final class OncePerHost: @unchecked Sendable {
-    // @unchecked Sendable: `hosts` is only read or written while `lock` is held.
-    private let lock = NSLock()
-    private var hosts: Set<String> = []
+final class OncePerHost: Sendable {
+    private let hosts = NIOLockedValueBox(Set<String>())
     private let capacity: Int
 
     init(capacity: Int = 1_024) { self.capacity = capacity }
 
     /// Whether this is the first call for `host`.
     func firstTime(_ host: String) -> Bool {
-        lock.withLock {
+        let capacity = self.capacity
+        return hosts.withLockedValue { hosts in
             guard hosts.count < capacity else { return !hosts.contains(host.lowercased()) }
             return hosts.insert(host.lowercased()).inserted
         }
@@ -151,19 +151,16 @@ package final class TLSServerContext: Sendable {
 }
 
 /// Counts a server's handshakes: full ones and session resumptions.
-package final class TLSServerStatistics: @unchecked Sendable {
-    // @unchecked Sendable: both counters are only touched while `lock` is held.
-    private let lock = NSLock()
-    private var full = 0
-    private var resumed = 0
+package final class TLSServerStatistics: Sendable {
+    private let counts = NIOLockedValueBox((full: 0, resumed: 0))
 
     /// Handshakes that exchanged certificates.
-    package var fullHandshakes: Int { lock.withLock { full } }
+    package var fullHandshakes: Int { counts.withLockedValue { $0.full } }
     /// Handshakes that resumed a session.
-    package var resumptions: Int { lock.withLock { resumed } }
+    package var resumptions: Int { counts.withLockedValue { $0.resumed } }
 
     func record(resumed wasResumed: Bool) {
-        lock.withLock { if wasResumed { resumed += 1 } else { full += 1 } }
+        counts.withLockedValue { if wasResumed { $0.resumed += 1 } else { $0.full += 1 } }
     }
 }
 
