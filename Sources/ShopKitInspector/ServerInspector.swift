@@ -71,8 +71,10 @@ package struct ServerInspector: Sendable {
         let configuration = TLSClientConfiguration(
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             pinning: try pinningPolicy(),
-            // The report carries every finding; the report-only pin set would otherwise log a warning.
-            logger: Logger(label: "ShopKitTLS.inspector", factory: { _ in SwiftLogNoOpLogHandler() }))
+            // The report carries every finding, so nothing is logged.
+            logger: TLSClientConfiguration.disabledLogger,
+            // What HTTPSTransport offers by default, so the report shows what a client would get.
+            applicationProtocols: ["h2", "http/1.1"])
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         return report(for: outcome, policy: configuration.pinning)

@@ -9,6 +9,9 @@ package final class OpenSSLContext: @unchecked Sendable {
     // OpenSSL allows concurrent SSL_new on a configured context (its reference count and the X509_STORE
     // are locked internally). The session callback reaches connections only through their own SSL's ex_data.
     private let pointer: OpaquePointer
+    /// A server's ALPN preference in wire format behind a length byte, read by the select callback (its `arg`);
+    /// owned here and freed after the `SSL_CTX`.
+    private var serverALPN: UnsafeMutablePointer<UInt8>?
     /// Which side of the handshake this context serves.
     package let role: Role
 
@@ -46,18 +49,38 @@ package final class OpenSSLContext: @unchecked Sendable {
         self.role = role
     }
 
-    deinit { SSL_CTX_free(pointer) }
+    deinit {
+        SSL_CTX_free(pointer)
+        serverALPN?.deallocate()
+    }
+
+    /// ALPN protocol names in wire format (each behind its length byte); names must be 1–255 bytes.
+    static func alpnWireFormat(_ protocols: [String]) throws(OpenSSLError) -> [UInt8] {
+        var wire: [UInt8] = []
+        for name in protocols {
+            let bytes = Array(name.utf8)
+            guard (1...255).contains(bytes.count) else {
+                throw OpenSSLError(operation: "ALPN", queue: ["an ALPN protocol name must be 1 to 255 bytes"])
+            }
+            wire.append(UInt8(bytes.count))
+            wire += bytes
+        }
+        return wire
+    }
 
     /// Calls `body` with the borrowed `SSL_CTX`; the pointer must not escape the closure.
     func withContext<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
 
     /// A client context: peer verification on (`SSL_VERIFY_PEER`), the given trust, the protocol floor, a
     /// security level of at least ``minimumClientSecurityLevel`` (a higher system setting is kept), ALPN
-    /// `http/1.1`, and client-side session caching handed to each connection's `onNewSession` (OpenSSL keeps
-    /// no internal client cache).
+    /// offering `alpn` in order (none when empty), and client-side session caching handed to each
+    /// connection's `onNewSession` (OpenSSL keeps no internal client cache).
     ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
-    package static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
+    package static func client(
+        trust: Trust, minimumVersion: ProtocolVersion, alpn: [String] = ["http/1.1"]
+    ) throws(OpenSSLError) -> OpenSSLContext {
+        let protocols = try alpnWireFormat(alpn)
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
         context.raiseSecurityLevel(to: minimumClientSecurityLevel)
@@ -83,8 +106,7 @@ package final class OpenSSLContext: @unchecked Sendable {
                 ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
             SSL_CTX_sess_set_new_cb(ctx, openSSLNewSessionCallback)
             // SSL_CTX_set_alpn_protos returns 0 on success.
-            let protocols: [UInt8] = [8] + Array("http/1.1".utf8)
-            guard SSL_CTX_set_alpn_protos(ctx, protocols, UInt32(protocols.count)) == 0 else {
+            if !protocols.isEmpty, SSL_CTX_set_alpn_protos(ctx, protocols, UInt32(protocols.count)) != 0 {
                 throw OpenSSLError.drain("SSL_CTX_set_alpn_protos")
             }
         }
@@ -93,7 +115,8 @@ package final class OpenSSLContext: @unchecked Sendable {
 
     /// A server context (tests, demo): the certificate chain as given (leaf first; extra certificates are sent
     /// exactly in the given order, so tests can send unrelated or misordered ones), the private key, ALPN
-    /// `http/1.1`, and TLS 1.3 session tickets on so clients can resume.
+    /// choosing the first of `alpn` that the client offers (none if it offers none of them), and TLS 1.3
+    /// session tickets on so clients can resume.
     ///
     /// - Parameter maximumVersion: caps the server's protocol (tests use `.tls12` to exercise TLS 1.2 clients).
     /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
@@ -101,9 +124,17 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
     package static func server(
         certificateChainPEM: String, privateKeyPEM: String, minimumVersion: ProtocolVersion = .tls12,
-        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil
+        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil, alpn: [String] = ["http/1.1"]
     ) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .server, method: TLS_server_method())
+        let wire = try alpnWireFormat(alpn)
+        guard wire.count <= 255 else {
+            throw OpenSSLError(operation: "ALPN", queue: ["the server's ALPN list is longer than 255 bytes"])
+        }
+        let preference = UnsafeMutablePointer<UInt8>.allocate(capacity: wire.count + 1)
+        preference[0] = UInt8(truncatingIfNeeded: wire.count)
+        for (index, byte) in wire.enumerated() { preference[index + 1] = byte }
+        context.serverALPN = preference
         try context.applyCommon(minimumVersion: minimumVersion)
         if let maximumVersion {
             try context.withContext { ctx throws(OpenSSLError) in
@@ -137,7 +168,7 @@ package final class OpenSSLContext: @unchecked Sendable {
             try check(
                 SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count)),
                 "SSL_CTX_set_session_id_context")
-            SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNSelectCallback, nil)
+            SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNSelectCallback, UnsafeMutableRawPointer(preference))
         }
         return context
     }
@@ -172,27 +203,34 @@ func check(_ result: Int32, _ operation: String) throws(OpenSSLError) {
     guard result == 1 else { throw OpenSSLError.drain(operation) }
 }
 
-/// Server ALPN: pick `http/1.1` if the client offers it (pointing into the client's own list, which OpenSSL
-/// copies), otherwise continue without ALPN.
+/// Server ALPN: the first protocol of the server's preference (`arg`: a length byte, then the list in wire
+/// format) that the client offers; without one, the handshake goes on without ALPN.
 private let openSSLALPNSelectCallback:
     @convention(c) (
         OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
         UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?
-    ) -> Int32 = { _, out, outLength, input, inputLength, _ in
-        guard let input else { return SSL_TLSEXT_ERR_NOACK }
-        let wanted = Array("http/1.1".utf8)
-        var index = 0
-        let total = Int(inputLength)
-        while index < total {
-            let length = Int(input[index])
-            let start = index + 1
-            guard start + length <= total else { break }
-            if length == wanted.count && (0..<length).allSatisfy({ input[start + $0] == wanted[$0] }) {
-                out?.pointee = input + start
-                outLength?.pointee = UInt8(length)
-                return SSL_TLSEXT_ERR_OK
+    ) -> Int32 = { _, out, outLength, input, inputLength, arg in
+        guard let input, let arg else { return SSL_TLSEXT_ERR_NOACK }
+        let preference = arg.assumingMemoryBound(to: UInt8.self)
+        let preferenceLength = Int(preference[0])
+        var serverIndex = 0
+        while serverIndex < preferenceLength {
+            let wantedLength = Int(preference[1 + serverIndex])
+            let wanted = preference + 2 + serverIndex
+            var index = 0
+            let total = Int(inputLength)
+            while index < total {
+                let length = Int(input[index])
+                let start = index + 1
+                guard start + length <= total else { break }
+                if length == wantedLength && (0..<length).allSatisfy({ input[start + $0] == wanted[$0] }) {
+                    out?.pointee = input + start
+                    outLength?.pointee = UInt8(length)
+                    return SSL_TLSEXT_ERR_OK
+                }
+                index = start + length
             }
-            index = start + length
+            serverIndex += 1 + wantedLength
         }
         return SSL_TLSEXT_ERR_NOACK
     }

@@ -57,6 +57,10 @@ public struct TLSClientConfiguration: Sendable {
     /// it off to make every connection a full handshake, e.g. to measure handshakes or to force fresh chain
     /// verification on each connection.
     public var sessionResumption: Bool
+    /// The ALPN protocols offered, most preferred first (default: none). `HTTPSTransport` sets this from its
+    /// `HTTPSTransport.Configuration.httpVersion` (`h2`, `http/1.1`), so leave it empty when configuring
+    /// the transport; set it when using ``TLSClientContext`` with a protocol of your own.
+    public var applicationProtocols: [String]
 
     /// A logger that drops everything: the default, so that a library never writes to a process's output
     /// unless the app hands it a logger.
@@ -69,8 +73,10 @@ public struct TLSClientConfiguration: Sendable {
         minimumVersion: MinimumVersion = .tls12,
         pinFailureReporter: (any PinFailureReporter)? = nil,
         logger: Logger = TLSClientConfiguration.disabledLogger,
-        sessionResumption: Bool = true
+        sessionResumption: Bool = true,
+        applicationProtocols: [String] = []
     ) {
+        self.applicationProtocols = applicationProtocols
         self.trustRoots = trustRoots
         self.pinning = pinning
         self.minimumVersion = minimumVersion

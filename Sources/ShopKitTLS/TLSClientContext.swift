@@ -43,7 +43,8 @@ public final class TLSClientContext: Sendable {
         }
         do {
             openSSL = try OpenSSLContext.client(
-                trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12)
+                trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12,
+                alpn: configuration.applicationProtocols)
         } catch {
             // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
             if case .pem(let pem, _) = configuration.trustRoots {
@@ -100,13 +101,16 @@ package final class TLSServerContext: Sendable {
     /// Loads the chain (leaf first; the rest is sent exactly in the given order) and the key.
     ///
     /// - Parameter maximumVersion: caps the protocol, e.g. `.tls12` to test TLS 1.2 clients.
+    /// - Parameter applicationProtocols: the ALPN protocols served, most preferred first (`h2` for an HTTP/2
+    ///   test server).
     /// - Warning: For tests and demos; the key is read from memory and never logged.
     package convenience init(
-        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil,
+        applicationProtocols: [String] = ["http/1.1"]
     ) throws(TLSContextError) {
         try self.init(
             certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion,
-            legacy: nil)
+            legacy: nil, applicationProtocols: applicationProtocols)
     }
 
     /// A server with a deliberately weak behaviour (``LegacyServer``), for the security-review vectors.
@@ -114,14 +118,14 @@ package final class TLSServerContext: Sendable {
     /// - Warning: Package access only: the shipped API cannot build a weak server.
     package init(
         certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil,
-        legacy: LegacyServer?
+        legacy: LegacyServer?, applicationProtocols: [String] = ["http/1.1"]
     ) throws(TLSContextError) {
         do {
             switch legacy {
             case nil:
                 openSSL = try OpenSSLContext.server(
                     certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
-                    maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 })
+                    maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 }, alpn: applicationProtocols)
             case .weakCertificates:
                 openSSL = try OpenSSLContext.server(
                     certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
