@@ -10,7 +10,7 @@ import Testing
     private func vault(
         _ dir: TempDirectory, verifier: (any PresenceVerifier)?, clock: TestClock = TestClock()
     ) -> CredentialVault {
-        CredentialVault(backend: makeStore(dir.storeURL), presenceVerifier: verifier, clock: { clock.read() })
+        CredentialVault(backend: makeStore(dir.storeURL), presenceVerifier: verifier, clock: clock)
     }
 
     private func counting(_ counter: PromptCounter, answer: Bool = true, canVerify: Bool = true) -> ClosurePresenceVerifier {
