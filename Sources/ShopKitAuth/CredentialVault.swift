@@ -27,7 +27,7 @@ public actor CredentialVault {
     public nonisolated let backend: any CredentialBackend
     private let presenceVerifier: (any PresenceVerifier)?
     /// Ages presence proofs.
-    let clock: any PresenceClock
+    nonisolated let clock: any PresenceClock
     private let logger: Logger
     /// When (on ``clock``) the user last proved presence through this vault for a read that allows reuse.
     private var lastPresence: Duration?
