@@ -31,7 +31,8 @@ public enum Scrypt {
         guard UInt64(logN) < 16 * UInt64(r) else {
             return "RFC 7914 requires N < 2^(16·r): logN \(logN) needs r ≥ \(Int(logN) / 16 + 1), r is \(r)"
         }
-        guard UInt64(p) * 128 * UInt64(r) <= UInt64(UInt32.max) * 32 else {
+        let (blocks, overflow) = (128 * UInt64(r)).multipliedReportingOverflow(by: UInt64(p))
+        guard !overflow, blocks <= UInt64(UInt32.max) * 32 else {
             return "RFC 7914 requires p ≤ (2^32−1)·32/(128·r): p \(p) is too large for r \(r)"
         }
         guard memoryRequired(logN: logN, r: r, p: p) != nil else {

@@ -40,6 +40,29 @@ import Testing
         }
     }
 
+    /// A special file at the lock path is refused too, before the store locks it.
+    @Test func fifoAtTheLockPathIsRefused() async throws {
+        try await withTempDirectory { dir in
+            let store = makeStore(dir.storeURL)
+            try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
+            let lock = dir.storeURL.path + ".lock"
+            unlink(lock)
+            try #require(mkfifo(lock, 0o600) == 0)
+            let outcome = await finishesWithoutHanging(fifo: lock) { () async -> CredentialError? in
+                await caughtError { () async throws(CredentialError) in
+                    try await store.write(StoredCredential(tokens: bobTokens, policy: .afterFirstUnlock), for: bobKey)
+                }
+            }
+            #expect(!outcome.hung)
+            guard case .unsafeFile(let why) = outcome.error else {
+                Issue.record("expected unsafeFile, got \(String(describing: outcome.error))")
+                return
+            }
+            #expect(why.contains("lock file") && why.contains("FIFO"), "\(why)")
+            #expect(try await store.read(bobKey) == nil)
+        }
+    }
+
     /// A store file with a second name is refused: the other name has its own lock file, so writers through the
     /// two names would not exclude each other and updates would be lost.
     @Test func hardLinkedStoreFileIsRefused() async throws {

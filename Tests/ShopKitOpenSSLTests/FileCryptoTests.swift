@@ -105,6 +105,7 @@ private func bytes(_ secure: SecureBytes) -> [UInt8] { secure.withUnsafeBytes { 
         #expect(Scrypt.parameterProblem(logN: 32, r: 2, p: 1)?.contains("N < 2^(16·r)") == true)
         #expect(Scrypt.parameterProblem(logN: 10, r: 1, p: 1 << 30)?.contains("p ≤") == true)
         #expect(Scrypt.parameterProblem(logN: 10, r: 0, p: 1) != nil)
+        #expect(Scrypt.parameterProblem(logN: 60, r: .max, p: .max)?.contains("p ≤") == true)
         #expect(Scrypt.parameterProblem(logN: 0, r: 8, p: 1) != nil)
         // deriveKey refuses them with that reason, not with OpenSSL's "memory limit exceeded".
         let error = #expect(throws: OpenSSLError.self) {
