@@ -25,7 +25,15 @@ extension TokenFileIO {
 
     /// Why a directory with this mode and owner cannot hold the store, with advice that is safe to follow; `nil`
     /// when it is private to `user`.
-    static func directoryProblem(_ directory: String, mode: mode_t, owner: uid_t, user: uid_t) -> String? {
+    ///
+    /// The example path offered instead: in a sticky directory such as `/tmp`, a subdirectory of the user's own
+    /// (`shopkit-<uid>`, which no one else can rename or remove there); anywhere else (`/`, a world-writable
+    /// directory without the sticky bit, another user's directory) `fallback`, the default store location,
+    /// unless that is the very directory refused.
+    static func directoryProblem(
+        _ directory: String, mode: mode_t, owner: uid_t, user: uid_t,
+        fallback: String = EncryptedFileStore.defaultURL().path
+    ) -> String? {
         let open = mode & 0o077 != 0
         guard owner != user || open else { return nil }
         var shared: String?
@@ -41,10 +49,16 @@ extension TokenFileIO {
         guard let shared else {
             return "directory \(directory) is accessible by group or others; run: chmod 700 \(directory)"
         }
-        let base = directory == "/" ? "" : directory
+        let example: String?
+        if directory != "/" && mode & S_ISVTX != 0 {
+            example = "\(directory)/shopkit-\(user)/tokens.skt"
+        } else {
+            example = (fallback as NSString).deletingLastPathComponent == directory ? nil : fallback
+        }
         return "directory \(directory) is \(shared) and must not hold the token file; do not change its "
-            + "permissions: keep the store in a private subdirectory, e.g. configure the path "
-            + "\(base)/shopkit-\(user)/tokens.skt (a missing directory is created with mode 0700)"
+            + "permissions: keep the store in a private directory of your own instead"
+            + (example.map { ", e.g. configure the path \($0)" } ?? "")
+            + " (a missing directory is created with mode 0700)"
     }
 
     /// Checks the opened store file: a regular file with one name, ours, mode 0600 or stricter.

@@ -17,11 +17,23 @@ import Testing
         ("/home/other", 0o40755, 1001, 0),  // another user's, as root
     ])
     func sharedDirectoriesAreNeverToBeChanged(directory: String, mode: mode_t, owner: uid_t, user: uid_t) throws {
-        let problem = try #require(TokenFileIO.directoryProblem(directory, mode: mode, owner: owner, user: user))
+        let fallback = "/home/u/.local/share/shopkit/tokens.skt"
+        let problem = try #require(
+            TokenFileIO.directoryProblem(directory, mode: mode, owner: owner, user: user, fallback: fallback))
         #expect(!problem.contains("chmod") && !problem.contains("chown"), "\(problem)")
-        #expect(problem.contains("private subdirectory"), "\(problem)")
-        let suggested = directory == "/" ? "/shopkit-\(user)/tokens.skt" : "\(directory)/shopkit-\(user)/tokens.skt"
-        #expect(problem.contains(suggested), "\(problem)")
+        #expect(problem.contains("private directory of your own"), "\(problem)")
+        // A subdirectory only where no one else can rename it away (sticky); else the default location.
+        let suggested = directory != "/" && mode & S_ISVTX != 0 ? "\(directory)/shopkit-\(user)/tokens.skt" : fallback
+        #expect(problem.contains("e.g. configure the path \(suggested) "), "\(problem)")
+    }
+
+    /// When the refused directory is the default location's own, no example path is offered (it would be the
+    /// same directory).
+    @Test func theRefusedDefaultDirectoryIsNotOfferedAsTheFix() throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            "/home/u/.local/share/shopkit", mode: 0o40700, owner: 0, user: 1000,
+            fallback: "/home/u/.local/share/shopkit/tokens.skt"))
+        #expect(!problem.contains("e.g.") && !problem.contains("chown"), "\(problem)")
     }
 
     /// A directory of the user's own that is merely open to group or others keeps its chmod advice; a private
@@ -51,7 +63,7 @@ import Testing
                 continue
             }
             #expect(!why.contains("chmod") && !why.contains("chown"), "\(why)")
-            #expect(why.contains("private subdirectory"), "\(why)")
+            #expect(why.contains("private directory of your own"), "\(why)")
         }
         #expect(!FileManager.default.fileExists(atPath: url.path))
         #expect(!FileManager.default.fileExists(atPath: url.path + ".lock"))
