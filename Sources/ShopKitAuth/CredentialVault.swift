@@ -15,9 +15,11 @@ public protocol PresenceVerifier: Sendable {
 /// Reads of `userPresence` items need a proof from the verifier no older than the item's reuse window, measured
 /// on a ``PresenceClock`` (monotonic, counting suspend: never the wall clock); with no verifier able to run, the
 /// read fails closed. A proof is shared only as far as each item's own window allows: a proof given for an item
-/// with a window of 0 is used for that one read and never makes any other item readable. Writes refuse a policy this machine cannot honour:
-/// `thisDeviceOnly` on a backend that cannot bind, or `userPresence` with no verifier able to run (the item could
-/// never be read back), as the Keychain refuses passcode-bound items on a device without a passcode.
+/// with a window of 0 is used for that one read and never makes any other item readable.
+///
+/// Writes refuse a policy this machine cannot honour: `thisDeviceOnly` on a backend that cannot bind, or
+/// `userPresence` with no verifier able to run (the item could never be read back), as the Keychain refuses
+/// passcode-bound items on a device without a passcode.
 ///
 /// - Warning: The presence check is enforced by this API. Any process running as the same user can still ask
 ///   the keyring directly, or try passphrases against the file: the policy protects against a careless caller
