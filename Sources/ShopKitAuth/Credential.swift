@@ -2,6 +2,9 @@ import Foundation
 import ShopKitAPI
 
 /// Names one stored credential: the service it belongs to and the account within it.
+///
+/// Two keys are equal when their UTF-8 bytes are, not when Swift's `String ==` says so: `"é"` in NFC and in NFD are
+/// two keys, as they are to the Secret Service (which compares attribute bytes), so both backends agree.
 public struct CredentialKey: Hashable, Sendable, CustomStringConvertible {
     /// The service, e.g. `com.example.shop`.
     public let service: String
@@ -14,6 +17,26 @@ public struct CredentialKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(service)/\(account)" }
+
+    /// Byte-wise equality of the UTF-8 forms (no Unicode normalisation).
+    public static func == (lhs: CredentialKey, rhs: CredentialKey) -> Bool {
+        lhs.service.utf8.elementsEqual(rhs.service.utf8) && lhs.account.utf8.elementsEqual(rhs.account.utf8)
+    }
+
+    /// Hashes the UTF-8 bytes, consistently with ``==(_:_:)``.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(service.utf8.count)
+        for byte in service.utf8 { hasher.combine(byte) }
+        for byte in account.utf8 { hasher.combine(byte) }
+    }
+
+    /// Byte-wise order of the UTF-8 forms (service, then account), for a stable listing.
+    func precedes(_ other: CredentialKey) -> Bool {
+        if !service.utf8.elementsEqual(other.service.utf8) {
+            return service.utf8.lexicographicallyPrecedes(other.service.utf8)
+        }
+        return account.utf8.lexicographicallyPrecedes(other.account.utf8)
+    }
 }
 
 /// Who may read a stored credential, in the spirit of the Keychain's access control.
@@ -63,12 +86,20 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     case io(String)
     /// The write would make the store larger than its format allows; nothing was changed.
     case tooLarge(String)
+    /// The store path is not a plain file with one name (a FIFO, device or other special file, or a hard link).
+    case unsafeFile(String)
+    /// The configuration cannot work (e.g. scrypt parameters outside RFC 7914 or ShopKit's limits); nothing was done.
+    case invalidConfiguration(String)
+    /// A write or delete timed out after it had started: it may or may not have taken effect. Read the item back
+    /// (or repeat the idempotent write or delete) before relying on either outcome.
+    case outcomeUnknown(String)
 
     /// The reason alone, without the leading summary of ``description``.
     var reason: String {
         switch self {
         case .locked(let why), .unavailable(let why), .corrupt(let why), .insecurePermissions(let why),
-            .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why):
+            .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why),
+            .unsafeFile(let why), .invalidConfiguration(let why), .outcomeUnknown(let why):
             return why
         case .wrongPassphrase, .wrongDevice:
             return description
@@ -87,6 +118,9 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .policyUnsupported(let why): return "access policy cannot be honoured here: \(why)"
         case .io(let why): return "token store I/O failed: \(why)"
         case .tooLarge(let why): return "token store would be too large: \(why)"
+        case .unsafeFile(let why): return "token store path is not a plain, single-named file: \(why)"
+        case .invalidConfiguration(let why): return "invalid token store configuration: \(why)"
+        case .outcomeUnknown(let why): return "the outcome of the operation is unknown: \(why)"
         }
     }
 }

@@ -6,7 +6,8 @@ import ShopKitAPI
 /// `.unavailable` may be transient (a Secret Service that timed out or is being restarted can answer the next
 /// attempt). Everything else is the same on every attempt, and some would cost the user: a wrong passphrase or a
 /// corrupt file does not heal, a locked keyring stays locked until the user acts, and retrying an
-/// `.accessDenied` would ask for presence again on each attempt.
+/// `.accessDenied` would ask for presence again on each attempt. `.outcomeUnknown` comes only from a write or a
+/// delete, whose caller decides (after reading back) whether to repeat it.
 extension CredentialError: RetryClassifiableError {
     /// `true` only for ``CredentialError/unavailable(_:)``.
     public var isRetryable: Bool {
@@ -14,7 +15,7 @@ extension CredentialError: RetryClassifiableError {
         case .unavailable:
             return true
         case .locked, .wrongPassphrase, .corrupt, .insecurePermissions, .wrongDevice, .accessDenied,
-            .policyUnsupported, .io, .tooLarge:
+            .policyUnsupported, .io, .tooLarge, .unsafeFile, .invalidConfiguration, .outcomeUnknown:
             return false
         }
     }

@@ -12,10 +12,14 @@ public protocol PresenceVerifier: Sendable {
 
 /// The front door to stored credentials: a backend plus the access policy's presence check.
 ///
-/// Reads of `userPresence` items need a proof from the verifier no older than the item's reuse window;
-/// with no verifier able to run, the read fails closed. Writes refuse a policy this machine cannot honour:
-/// `thisDeviceOnly` on a backend that cannot bind, or `userPresence` with no verifier able to run (the item could
-/// never be read back), as the Keychain refuses passcode-bound items on a device without a passcode.
+/// Reads of `userPresence` items need a proof from the verifier no older than the item's reuse window, measured
+/// on a ``PresenceClock`` (monotonic, counting suspend: never the wall clock); with no verifier able to run, the
+/// read fails closed. A proof is shared only as far as each item's own window allows: a proof given for an item
+/// with a window of 0 is used for that one read and never makes any other item readable.
+///
+/// Writes refuse a policy this machine cannot honour: `thisDeviceOnly` on a backend that cannot bind, or
+/// `userPresence` with no verifier able to run (the item could never be read back), as the Keychain refuses
+/// passcode-bound items on a device without a passcode.
 ///
 /// - Warning: The presence check is enforced by this API. Any process running as the same user can still ask
 ///   the keyring directly, or try passphrases against the file: the policy protects against a careless caller
@@ -24,10 +28,11 @@ public actor CredentialVault {
     /// The backend holding the items.
     public nonisolated let backend: any CredentialBackend
     private let presenceVerifier: (any PresenceVerifier)?
-    private let clock: @Sendable () -> Date
+    /// Ages presence proofs.
+    nonisolated let clock: any PresenceClock
     private let logger: Logger
-    /// When the user last proved presence through this vault.
-    private var lastPresence: Date?
+    /// When (on ``clock``) the user last proved presence through this vault for a read that allows reuse.
+    private var lastPresence: Duration?
     /// The prompt in progress, if any; concurrent protected reads wait for it instead of prompting again.
     private var pendingVerification: Task<Result<Void, CredentialError>, Never>?
     /// How many reads waited for another read's prompt (for tests).
@@ -37,12 +42,12 @@ public actor CredentialVault {
     /// Callers of ``joinedVerifications(atLeast:)`` still waiting.
     private var joinWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
-    /// A vault over `backend`. `clock` is injectable for tests; `presenceVerifier` is required for
-    /// `userPresence` items.
+    /// A vault over `backend`. `clock` is injectable for tests (the default is ``BootTimeClock``);
+    /// `presenceVerifier` is required for `userPresence` items.
     public init(
         backend: any CredentialBackend,
         presenceVerifier: (any PresenceVerifier)? = nil,
-        clock: @escaping @Sendable () -> Date = Date.init,
+        clock: any PresenceClock = BootTimeClock(),
         logger: Logger = Logger(label: "ShopKitAuth")
     ) {
         self.backend = backend
@@ -116,12 +121,12 @@ public actor CredentialVault {
         for waiter in ready { waiter.continuation.resume() }
     }
 
-    /// Whether the last proof is fresh for a window of `reuseSeconds` (0 is never fresh; a clock that went
-    /// backwards does not count as fresh).
+    /// Whether the last proof is fresh for a window of `reuseSeconds`, measured from the proof's time (0 is never
+    /// fresh; a clock that went backwards does not count as fresh).
     private func isFresh(_ reuseSeconds: Int) -> Bool {
         guard let proof = lastPresence, reuseSeconds > 0 else { return false }
-        let age = clock().timeIntervalSince(proof)
-        return age >= 0 && age <= Double(reuseSeconds)
+        let age = clock.now() - proof
+        return age >= .zero && age <= .seconds(reuseSeconds)
     }
 
     private func requirePresence(for key: CredentialKey, reuseSeconds: Int) async throws(CredentialError) {
@@ -150,7 +155,8 @@ public actor CredentialVault {
                 return
             }
         }
-        // The task is isolated to this actor, so the proof is recorded before any waiter sees the outcome.
+        // The task is isolated to this actor, so the proof is recorded before any waiter sees the outcome. A proof
+        // for a window of 0 was asked for this one read only: it is not recorded, so it serves no other item.
         let verification = Task<Result<Void, CredentialError>, Never> {
             defer { self.pendingVerification = nil }
             do throws(CredentialError) {
@@ -158,7 +164,7 @@ public actor CredentialVault {
             } catch {
                 return .failure(error)
             }
-            self.lastPresence = self.clock()
+            if reuseSeconds > 0 { self.lastPresence = self.clock.now() }
             return .success(())
         }
         pendingVerification = verification

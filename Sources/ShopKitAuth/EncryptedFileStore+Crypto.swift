@@ -42,6 +42,7 @@ final class FileStoreEngine: @unchecked Sendable {
     func credential(_ key: CredentialKey, in items: [TokenItem], dataKey: SecureBytes)
         throws(CredentialError) -> StoredCredential?
     {
+        // CredentialKey compares UTF-8 bytes: NFC and NFD spellings are two items, as in the keyring.
         guard let item = items.first(where: { $0.key == key }) else { return nil }
         guard let policy = item.policy else { throw .corrupt("item \(key) has an unknown access policy") }
         if !item.thisDeviceOnly {
@@ -102,7 +103,8 @@ final class FileStoreEngine: @unchecked Sendable {
 
     private func newFile() throws(CredentialError) -> (TokenFile, SecureBytes) {
         if let problem = TokenFile.rangeProblem(newFileKDF) {
-            throw .io("Configuration.kdf is out of range (\(problem)); use EncryptedFileStore.ScryptParameters.default")
+            throw .invalidConfiguration(
+                "Configuration.kdf is out of range (\(problem)); use EncryptedFileStore.ScryptParameters.default")
         }
         return try crypto { () throws(OpenSSLError) in
             var file = TokenFile(

@@ -1,46 +1,43 @@
 import Foundation
 
-/// The POSIX side of the file store: permission checks, the advisory lock, and the atomic replace.
+/// The POSIX side of the file store: reading, the advisory lock, and the atomic replace (the checks are in
+/// `EncryptedFileStore+Checks.swift`).
 ///
 /// Everything here blocks; it runs only on the store's serial dispatch queue, never on the cooperative pool.
 enum TokenFileIO {
     /// Creates `directory` (and missing parents) with mode 0700, then checks it.
-    static func ensureDirectory(_ directory: String) throws(CredentialError) {
+    ///
+    /// Each directory it creates is made durable: `syncParent` (an `fsync` of the parent directory; injectable for
+    /// tests) runs after its `mkdir`, so a crash cannot lose the new directory and with it the file renamed into it.
+    static func ensureDirectory(
+        _ directory: String,
+        syncParent: (String) throws(CredentialError) -> Void = { (path) throws(CredentialError) in
+            try syncDirectory(path)
+        }
+    ) throws(CredentialError) {
         var missing: [String] = []
         var current = directory
         while !current.isEmpty, current != "/", !exists(current) {
             missing.append(current)
             current = (current as NSString).deletingLastPathComponent
         }
-        for path in missing.reversed() where mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw .io("cannot create directory \(path): \(errorText()); create it with mode 0700")
+        for path in missing.reversed() {
+            if mkdir(path, 0o700) != 0 {
+                guard errno == EEXIST else {
+                    throw .io("cannot create directory \(path): \(errorText()); create it with mode 0700")
+                }
+                continue  // another process created it (and syncs its parent)
+            }
+            try syncParent((path as NSString).deletingLastPathComponent)
         }
         _ = try checkDirectory(directory)
     }
 
-    /// Whether `directory` exists; throws when it is not a directory we own with mode 0700 or stricter.
-    static func checkDirectory(_ directory: String) throws(CredentialError) -> Bool {
-        var info = stat()
-        guard lstat(directory, &info) == 0 else {
-            if errno == ENOENT { return false }
-            throw .io("cannot stat \(directory): \(errorText())")
-        }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw .io("\(directory) is not a directory; remove it or configure another store path")
-        }
-        guard info.st_uid == geteuid() else {
-            throw .insecurePermissions("directory \(directory) belongs to another user; run: chown \(geteuid()) \(directory)")
-        }
-        guard info.st_mode & 0o077 == 0 else {
-            throw .insecurePermissions(
-                "directory \(directory) is accessible by group or others; run: chmod 700 \(directory)")
-        }
-        return true
-    }
-
-    /// Reads the store file, or `nil` when there is none. Refuses symlinks, other owners and modes beyond 0600.
+    /// Reads the store file, or `nil` when there is none. Refuses symlinks, special files (a FIFO must not hang
+    /// the store), hard-linked files, other owners and modes beyond 0600.
     static func read(_ path: String) throws(CredentialError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the type check runs.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
             if errno == ELOOP { throw .io("\(path) is a symbolic link; the token file must be a regular file") }
@@ -49,13 +46,8 @@ enum TokenFileIO {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw .io("cannot stat \(path): \(errorText())") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .io("\(path) is not a regular file") }
-        guard info.st_uid == geteuid() else {
-            throw .insecurePermissions("\(path) belongs to another user; run: chown \(geteuid()) \(path)")
-        }
-        guard info.st_mode & 0o077 == 0 else {
-            throw .insecurePermissions("\(path) is readable or writable by group or others; run: chmod 600 \(path)")
-        }
+        try checkStoreFile(path, info)
+        try clearNonBlocking(fd, path)
         guard Int(info.st_size) <= TokenFile.maximumSize else { throw .corrupt("file is larger than 16 MiB") }
         var bytes = [UInt8]()
         bytes.reserveCapacity(Int(info.st_size))
@@ -80,9 +72,15 @@ enum TokenFileIO {
     static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws(CredentialError) -> T)
         throws(CredentialError) -> T
     {
-        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
         guard fd >= 0 else { throw .io("cannot open lock file \(lockPath): \(errorText())") }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw .io("cannot stat \(lockPath): \(errorText())") }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw .unsafeFile("the lock file \(lockPath) is \(fileKind(info.st_mode)), not a regular file; remove it")
+        }
+        try clearNonBlocking(fd, lockPath)
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else { throw .io("cannot lock \(lockPath): \(errorText())") }
         }
@@ -95,8 +93,7 @@ enum TokenFileIO {
     /// file, removed by the next write).
     static func atomicReplace(_ path: String, with bytes: [UInt8]) throws(CredentialError) {
         let directory = (path as NSString).deletingLastPathComponent
-        let suffix = (0..<8).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
-        let temp = path + tempMarker + "\(getpid())-\(suffix)"
+        let temp = path + tempMarker + String((0..<tempSuffixLength).map { _ in tempAlphabet.randomElement()! })
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .io("cannot create \(temp): \(errorText())") }
         var renamed = false
@@ -127,13 +124,27 @@ enum TokenFileIO {
     }
 
     /// Removes temp files left by writers that died mid-write. Call only while holding the lock.
+    ///
+    /// Only names the writer makes (the store's name, `.tmp-`, then exactly ``tempSuffixLength`` characters of
+    /// ``tempAlphabet``, compared byte for byte) and only regular files: never another store whose name merely
+    /// starts the same way (`tokens.skt.tmp-backup`), its lock, a symlink or a directory.
     static func removeStaleTempFiles(for path: String) {
         let directory = (path as NSString).deletingLastPathComponent
         let prefix = (path as NSString).lastPathComponent + tempMarker
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
-        for name in names where name.hasPrefix(prefix) {
-            unlink((directory as NSString).appendingPathComponent(name))
+        for name in names where isTempName(name, prefix: prefix) {
+            let candidate = (directory as NSString).appendingPathComponent(name)
+            var info = stat()
+            guard lstat(candidate, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+            unlink(candidate)
         }
+    }
+
+    /// Whether `name` is `prefix` followed by a temp suffix the writer could have made.
+    static func isTempName(_ name: String, prefix: String) -> Bool {
+        let name = Array(name.utf8), prefix = Array(prefix.utf8)
+        guard name.count == prefix.count + tempSuffixLength, name.starts(with: prefix) else { return false }
+        return name[prefix.count...].allSatisfy { tempAlphabetBytes.contains($0) }
     }
 
     /// Deletes the store file (and syncs the directory); a missing file is fine.
@@ -143,17 +154,16 @@ enum TokenFileIO {
     }
 
     static let tempMarker = ".tmp-"
+    /// Temp names end in this many random characters from ``tempAlphabet``.
+    static let tempSuffixLength = 16
+    static let tempAlphabet = Array("0123456789abcdef")
+    private static let tempAlphabetBytes = Set("0123456789abcdef".utf8)
 
-    private static func syncDirectory(_ directory: String) throws(CredentialError) {
+    static func syncDirectory(_ directory: String) throws(CredentialError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw .io("cannot open directory \(directory): \(errorText())") }
         defer { close(fd) }
         guard fsync(fd) == 0 else { throw .io("cannot fsync directory \(directory): \(errorText())") }
-    }
-
-    private static func exists(_ path: String) -> Bool {
-        var info = stat()
-        return lstat(path, &info) == 0
     }
 
     static func errorText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }

@@ -35,8 +35,10 @@ public final class EncryptedFileStore: CredentialBackend {
 
     /// scrypt cost parameters: N = 2^logN, block size r, parallelism p.
     ///
-    /// Accepted ranges (for new files and for files read): logN 10…20, r 1…32, p 1…16, 128·r·N ≤ 256 MiB,
-    /// N·r·p ≤ 2^23. Anything else in a file is reported as `.corrupt` before any derivation.
+    /// Accepted ranges (for new files and for files read): logN 10…20, r 1…32, p 1…16, RFC 7914's N < 2^(16·r)
+    /// (so r = 1 allows logN ≤ 15), 128·r·N ≤ 256 MiB, N·r·p ≤ 2^23. Anything else in a file is reported as
+    /// `.corrupt` before any derivation; in ``Configuration/kdf`` it is `.invalidConfiguration` on the first write
+    /// (check up front with ``problem``).
     public struct ScryptParameters: Sendable, Hashable {
         /// log2 of the CPU/memory cost N.
         public var logN: UInt8
@@ -52,6 +54,8 @@ public final class EncryptedFileStore: CredentialBackend {
         }
         /// N=2^17, r=8, p=1 (128 MiB, a fraction of a second on a current CPU).
         public static let `default` = ScryptParameters(logN: 17, r: 8, p: 1)
+        /// Why these parameters would be refused (outside the accepted ranges or RFC 7914), or `nil`.
+        public var problem: String? { TokenFile.rangeProblem(self) }
     }
 
     /// `file`.
@@ -135,7 +139,7 @@ public final class EncryptedFileStore: CredentialBackend {
     /// The keys of every stored item, sorted; empty when there is no file.
     public func keys() async throws(CredentialError) -> [CredentialKey] {
         try await run { engine throws(CredentialError) in
-            (try engine.load()?.items.map(\.key) ?? []).sorted { ($0.service, $0.account) < ($1.service, $1.account) }
+            (try engine.load()?.items.map(\.key) ?? []).sorted { $0.precedes($1) }
         }
     }
 

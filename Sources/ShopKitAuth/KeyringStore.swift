@@ -40,23 +40,27 @@ public final class KeyringStore: CredentialBackend {
 
     private let worker: LibSecretThread
     private let deviceID: String?
+    /// Fires each call's timeout (injectable for tests).
+    private let timer: any JobTimer
 
     /// Creates a store on the process's D-Bus session bus.
     ///
     /// - Parameters:
     ///   - timeout: the longest one call may take; past it the D-Bus call is cancelled and the operation fails with
-    ///     ``CredentialError/unavailable(_:)``.
+    ///     ``CredentialError/unavailable(_:)`` (``CredentialError/outcomeUnknown(_:)`` for a write or delete that
+    ///     had started).
     ///   - allowUnlockPrompt: when false (the default) a locked collection is reported as
     ///     ``CredentialError/locked(_:)`` without prompting.
     public convenience init(timeout: Duration = .seconds(5), allowUnlockPrompt: Bool = false) {
         self.init(timeout: timeout, allowUnlockPrompt: allowUnlockPrompt, deviceID: currentMachineID())
     }
 
-    /// Creates a store with an explicit device id (tests use it to play another machine).
-    init(timeout: Duration, allowUnlockPrompt: Bool, deviceID: String?) {
+    /// Creates a store with an explicit device id (tests use it to play another machine) and timer.
+    init(timeout: Duration, allowUnlockPrompt: Bool, deviceID: String?, timer: any JobTimer = DispatchJobTimer()) {
         self.timeout = timeout
         self.allowUnlockPrompt = allowUnlockPrompt
         self.deviceID = deviceID
+        self.timer = timer
         self.worker = LibSecretThread.shared
     }
 
@@ -70,7 +74,7 @@ public final class KeyringStore: CredentialBackend {
     /// is there, or no answer within ``timeout``, is ``KeyringProbe/failing(_:)``.
     public func probe() async -> KeyringProbe {
         do throws(CredentialError) {
-            return try await worker.run(timeout: timeout) { session, cancellable in
+            return try await worker.run(timeout: timeout, timer: timer) { session, cancellable in
                 Self.probe(session: session, cancellable: cancellable)
             }
         } catch {
@@ -82,7 +86,7 @@ public final class KeyringStore: CredentialBackend {
     /// Whether the D-Bus connection under the store's Secret Service proxy would end the process when the bus
     /// goes away (it must never: a vanished bus is reported as unavailable). For tests and diagnostics.
     func connectionExitsOnClose() async throws(CredentialError) -> Bool {
-        try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+        try await worker.run(timeout: timeout, timer: timer) { session, cancellable throws(CredentialError) in
             try session.withReconnect { () throws(CredentialError) in
                 try session.serviceConnectionExitsOnClose(cancellable)
             }
@@ -98,7 +102,7 @@ public final class KeyringStore: CredentialBackend {
     public func read(_ key: CredentialKey) async throws(CredentialError) -> StoredCredential? {
         let unlock = allowUnlockPrompt
         let device = deviceID
-        return try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+        return try await worker.run(timeout: timeout, timer: timer) { session, cancellable throws(CredentialError) in
             try session.withReconnect { () throws(CredentialError) in
                 try Self.read(key, unlock: unlock, device: device, session: session, cancellable: cancellable)
             }
@@ -106,6 +110,9 @@ public final class KeyringStore: CredentialBackend {
     }
 
     /// Stores `credential` for `key`, replacing any earlier item for the same service and account.
+    ///
+    /// A write that times out before it starts is ``CredentialError/unavailable(_:)``; one that times out while it
+    /// runs is ``CredentialError/outcomeUnknown(_:)`` (the item may or may not have been stored).
     ///
     /// A `thisDeviceOnly` credential is bound to this machine's id; with no machine id it is refused
     /// (``CredentialError/policyUnsupported(_:)``).
@@ -119,7 +126,9 @@ public final class KeyringStore: CredentialBackend {
         }
         let body = KeyringItemBody(credential, device: device)
         let unlock = allowUnlockPrompt
-        try await worker.run(timeout: timeout) { [device] session, cancellable throws(CredentialError) in
+        let effect = JobEffect.changes("storing the item for \(key)")
+        try await worker.run(timeout: timeout, effect: effect, timer: timer) {
+            [device] session, cancellable throws(CredentialError) in
             try session.withReconnect { () throws(CredentialError) in
                 try Self.write(body, for: key, device: device, unlock: unlock, session: session, cancellable: cancellable)
             }
@@ -128,12 +137,16 @@ public final class KeyringStore: CredentialBackend {
 
     /// Deletes every item for `key` (on any device); deleting a missing item succeeds.
     ///
+    /// Like a write, a delete interrupted by its timeout is ``CredentialError/outcomeUnknown(_:)``.
+    ///
     /// Never reports success while the item stays: a matching item that is locked (and, with `allowUnlockPrompt`,
     /// was not unlocked), or a locked default collection that may hide one, is ``CredentialError/locked(_:)``, and
     /// nothing is deleted.
     public func delete(_ key: CredentialKey) async throws(CredentialError) {
         let unlock = allowUnlockPrompt
-        try await worker.run(timeout: timeout) { session, cancellable throws(CredentialError) in
+        let effect = JobEffect.changes("deleting the items for \(key)")
+        try await worker.run(timeout: timeout, effect: effect, timer: timer) {
+            session, cancellable throws(CredentialError) in
             try session.withReconnect { () throws(CredentialError) in
                 try Self.delete(key, unlock: unlock, session: session, cancellable: cancellable)
             }

@@ -43,11 +43,13 @@ struct TokenFile: Equatable {
     var ciphertext: [UInt8]
     var payloadTag: [UInt8]
 
-    /// Checks scrypt parameters against the accepted ranges; returns why they are refused, or `nil`.
+    /// Checks scrypt parameters against the accepted ranges, RFC 7914's own bounds (N < 2^(16·r) among them)
+    /// and the memory OpenSSL will be allowed; returns why they are refused, or `nil`.
     static func rangeProblem(_ kdf: EncryptedFileStore.ScryptParameters) -> String? {
         guard logNRange.contains(kdf.logN) else { return "scrypt logN \(kdf.logN) outside \(logNRange)" }
         guard rRange.contains(kdf.r) else { return "scrypt r \(kdf.r) outside \(rRange)" }
         guard pRange.contains(kdf.p) else { return "scrypt p \(kdf.p) outside \(pRange)" }
+        if let problem = Scrypt.parameterProblem(logN: kdf.logN, r: kdf.r, p: kdf.p) { return problem }
         let n = UInt64(1) << UInt64(kdf.logN)
         if 128 * UInt64(kdf.r) * n > maximumMemory { return "scrypt memory 128·r·N exceeds 256 MiB" }
         if n * UInt64(kdf.r) * UInt64(kdf.p) > maximumWork { return "scrypt work N·r·p exceeds 2^23" }

@@ -29,12 +29,12 @@ struct Exit: Error {
         let code: Code
         switch error {
         case .locked: code = .locked
-        case .unavailable: code = .unavailable
+        case .unavailable, .outcomeUnknown: code = .unavailable
         case .wrongPassphrase: code = .wrongPassphrase
         case .corrupt: code = .corrupt
         case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied
         case .insecurePermissions: code = .insecurePermissions
-        case .io, .tooLarge: code = .io
+        case .io, .tooLarge, .unsafeFile, .invalidConfiguration: code = .io
         }
         self.init(code, error.description)
     }

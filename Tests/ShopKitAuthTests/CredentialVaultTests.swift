@@ -10,7 +10,7 @@ import Testing
     private func vault(
         _ dir: TempDirectory, verifier: (any PresenceVerifier)?, clock: TestClock = TestClock()
     ) -> CredentialVault {
-        CredentialVault(backend: makeStore(dir.storeURL), presenceVerifier: verifier, clock: { clock.read() })
+        CredentialVault(backend: makeStore(dir.storeURL), presenceVerifier: verifier, clock: clock)
     }
 
     private func counting(_ counter: PromptCounter, answer: Bool = true, canVerify: Bool = true) -> ClosurePresenceVerifier {
@@ -63,6 +63,51 @@ import Testing
             for _ in 0..<3 { _ = try await vault.read(aliceKey) }
             #expect(prompts.count == 3)
         }
+    }
+
+    /// A proof given for a window-0 item is for that read only: it never makes a window-3600 item readable, and a
+    /// window-0 read always prompts. A proof for a reusable item serves each item as far as that item's own
+    /// window allows, measured from the proof's time.
+    @Test func proofsServeOnlyWhatTheirWindowsAllow() async throws {
+        try await withTempDirectory { dir in
+            let clock = TestClock(), prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts), clock: clock)
+            let everyTime = AccessPolicy(access: .userPresence(reuseSeconds: 0))
+            let hourly = AccessPolicy(access: .userPresence(reuseSeconds: 3600))
+            try await vault.write(aliceTokens, for: aliceKey, policy: everyTime)
+            try await vault.write(bobTokens, for: bobKey, policy: hourly)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 1)
+            #expect(try await vault.read(bobKey) == bobTokens)
+            #expect(prompts.count == 2, "a proof for a window-0 item must not open a window-3600 item")
+            clock.advance(60)
+            #expect(try await vault.read(bobKey) == bobTokens)  // its own proof, 60 s old
+            #expect(try await vault.read(aliceKey) == aliceTokens)  // window 0: asks again
+            #expect(prompts.count == 3)
+            // Alice's proof did not refresh Bob's: his window runs from his own proof.
+            clock.advance(3541)
+            #expect(try await vault.read(bobKey) == bobTokens)
+            #expect(prompts.count == 4)
+        }
+    }
+
+    /// The default clock is CLOCK_BOOTTIME, which the wall clock cannot step back.
+    @Test func defaultClockIsBootTime() async throws {
+        try await withTempDirectory { dir in
+            let vault = CredentialVault(backend: makeStore(dir.storeURL))
+            #expect(vault.clock is BootTimeClock)
+        }
+        func boottime() -> Duration {
+            var time = timespec()
+            clock_gettime(CLOCK_BOOTTIME, &time)
+            return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
+        }
+        let before = boottime()
+        let now = BootTimeClock().now()
+        let after = boottime()
+        #expect(before <= now && now <= after)
+        // Not the wall clock: seconds since boot, decades away from seconds since 1970.
+        #expect(abs(Date().timeIntervalSince1970 - Double(now.components.seconds)) > 365 * 86_400)
     }
 
     @Test func refusingVerifierDeniesTheRead() async throws {

@@ -193,9 +193,9 @@ import Testing
     @Test func outOfRangeConfigurationIsRefusedForNewFiles() async throws {
         try await withTempDirectory { dir in
             let store = makeStore(dir.storeURL, kdf: .init(logN: 22, r: 8, p: 1))
-            guard case .io(let why) = await caughtError({ () async throws(CredentialError) in
+            guard case .invalidConfiguration(let why) = await caughtError({ () async throws(CredentialError) in
                 try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
-            }) else { Issue.record("expected an io error"); return }
+            }) else { Issue.record("expected an invalid-configuration error"); return }
             #expect(why.contains("logN 22"))
             #expect(await store.derivationCount == 0)
         }

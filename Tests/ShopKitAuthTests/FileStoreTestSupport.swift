@@ -60,14 +60,14 @@ func mode(_ path: String) -> mode_t {
     return info.st_mode & 0o777
 }
 
-/// An injectable clock for policy tests.
-final class TestClock: @unchecked Sendable {
-    // @unchecked Sendable is safe: `now` is only touched under `lock`.
+/// An injectable presence clock for policy tests: time moves only when the test says so.
+final class TestClock: PresenceClock, @unchecked Sendable {
+    // @unchecked Sendable is safe: `time` is only touched under `lock`.
     private let lock = NSLock()
-    private var now = Date(timeIntervalSinceReferenceDate: 700_000_000)
+    private var time = Duration.seconds(700_000_000)
 
-    func read() -> Date { lock.withLock { now } }
-    func advance(_ seconds: TimeInterval) { lock.withLock { now += seconds } }
+    func now() -> Duration { lock.withLock { time } }
+    func advance(_ seconds: Int) { lock.withLock { time += .seconds(seconds) } }
 }
 
 /// Counts presence prompts and answers them with a fixed verdict.

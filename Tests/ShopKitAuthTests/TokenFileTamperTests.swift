@@ -65,6 +65,8 @@ import Testing
     @Test(arguments: [
         (UInt8(30), UInt32(8), UInt32(1)), (20, 32, 1), (9, 8, 1), (10, 0, 1), (10, 8, 0), (10, 8, 17),
         (20, 8, 16), (255, 255, 255), (18, 16, 1),
+        // RFC 7914's N < 2^(16·r): within every range above, refused by OpenSSL only after derivation began.
+        (20, 1, 1), (16, 1, 1), (17, 1, 2),
     ])
     func hostileKDFParametersAreCorruptWithoutDeriving(logN: UInt8, r: UInt32, p: UInt32) async throws {
         try await withTempDirectory { dir in
@@ -76,6 +78,35 @@ import Testing
             else { Issue.record("expected corrupt"); return }
             #expect(why.contains("KDF parameters"))
             #expect(await store.derivationCount == 0)
+        }
+    }
+
+    /// The largest N that RFC 7914 allows for r = 1 (2^15 < 2^16) is accepted, in a file and in a configuration.
+    @Test func rfcBoundaryParametersOpen() async throws {
+        try await withTempDirectory { dir in
+            let kdf = EncryptedFileStore.ScryptParameters(logN: 15, r: 1, p: 1)
+            #expect(kdf.problem == nil)
+            try await makeStore(dir.storeURL, kdf: kdf).write(
+                StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
+            #expect(try TokenFile.parse(try fileBytes(dir.storeURL)).kdf == kdf)
+            #expect(try await makeStore(dir.storeURL).read(aliceKey)?.tokens == aliceTokens)
+        }
+    }
+
+    /// The same parameters through the configuration API: a typed invalid-configuration error before any
+    /// derivation, not OpenSSL's "memory limit exceeded" as an I/O failure.
+    @Test(arguments: [(UInt8(20), UInt32(1), UInt32(1)), (16, 1, 1)])
+    func configurationOutsideRFC7914IsInvalid(logN: UInt8, r: UInt32, p: UInt32) async throws {
+        try await withTempDirectory { dir in
+            let kdf = EncryptedFileStore.ScryptParameters(logN: logN, r: r, p: p)
+            #expect(kdf.problem?.contains("N < 2^(16·r)") == true)
+            let store = makeStore(dir.storeURL, kdf: kdf)
+            guard case .invalidConfiguration(let why) = await caughtError({ () async throws(CredentialError) in
+                try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
+            }) else { Issue.record("expected invalidConfiguration"); return }
+            #expect(why.contains("RFC 7914") && why.contains("Configuration.kdf"), "\(why)")
+            #expect(await store.derivationCount == 0)
+            #expect(!FileManager.default.fileExists(atPath: dir.storeURL.path))
         }
     }
 

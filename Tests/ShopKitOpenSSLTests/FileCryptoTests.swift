@@ -95,6 +95,27 @@ private func bytes(_ secure: SecureBytes) -> [UInt8] { secure.withUnsafeBytes { 
             """))
     }
 
+    /// RFC 7914's bounds are checked before OpenSSL runs: N < 2^(16·r) and p ≤ (2^32−1)·32/(128·r).
+    @Test func rfc7914BoundsAreCheckedUpFront() throws {
+        #expect(Scrypt.parameterProblem(logN: 15, r: 1, p: 1) == nil)
+        #expect(Scrypt.parameterProblem(logN: 17, r: 8, p: 1) == nil)
+        #expect(Scrypt.parameterProblem(logN: 31, r: 2, p: 1) == nil)
+        #expect(Scrypt.parameterProblem(logN: 16, r: 1, p: 1)?.contains("N < 2^(16·r)") == true)
+        #expect(Scrypt.parameterProblem(logN: 20, r: 1, p: 1)?.contains("N < 2^(16·r)") == true)
+        #expect(Scrypt.parameterProblem(logN: 32, r: 2, p: 1)?.contains("N < 2^(16·r)") == true)
+        #expect(Scrypt.parameterProblem(logN: 10, r: 1, p: 1 << 30)?.contains("p ≤") == true)
+        #expect(Scrypt.parameterProblem(logN: 10, r: 0, p: 1) != nil)
+        #expect(Scrypt.parameterProblem(logN: 60, r: .max, p: .max)?.contains("p ≤") == true)
+        #expect(Scrypt.parameterProblem(logN: 0, r: 8, p: 1) != nil)
+        // deriveKey refuses them with that reason, not with OpenSSL's "memory limit exceeded".
+        let error = #expect(throws: OpenSSLError.self) {
+            try Array("password".utf8).withUnsafeBytes { password in
+                try Scrypt.deriveKey(password: password, salt: [1], logN: 20, r: 1, p: 1, length: 32)
+            }
+        }
+        #expect(error?.queue.first?.contains("RFC 7914 requires N < 2^(16·r)") == true, "\(String(describing: error))")
+    }
+
     @Test func memoryRequirement() {
         // ShopKit's default, N=2^17 r=8 p=1: 128·8·(2^17+2) + 128·8 bytes, just over 128 MiB.
         let expected: UInt64 = 128 * 8 * (131_072 + 2) + 128 * 8
