@@ -23,7 +23,7 @@ package enum Scrypt {
     /// memory, 128·r·(N+2) + 128·r·p bytes, must be countable. OpenSSL enforces the same bound on N, but only
     /// after the caller has committed to the parameters, as "memory limit exceeded"; checking first turns it into
     /// a clear, typed refusal.
-    public static func parameterProblem(logN: UInt8, r: UInt32, p: UInt32) -> String? {
+    package static func parameterProblem(logN: UInt8, r: UInt32, p: UInt32) -> String? {
         guard r >= 1 else { return "scrypt r must be at least 1" }
         guard p >= 1 else { return "scrypt p must be at least 1" }
         guard logN >= 1 else { return "scrypt N must be greater than 1 (logN at least 1)" }

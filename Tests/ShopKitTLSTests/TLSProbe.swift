@@ -25,8 +25,10 @@ enum Probe {
         let sets = pins.isEmpty
             ? []
             : [try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin), reportOnly: reportOnly)]
+        // The probe speaks HTTP/1.1 and says so in ALPN (TLSClientConfiguration offers nothing by default).
         return TLSClientConfiguration(
-            trustRoots: testTrust, pinning: PinningPolicy(pinSets: sets), pinFailureReporter: reporter)
+            trustRoots: testTrust, pinning: PinningPolicy(pinSets: sets), pinFailureReporter: reporter,
+            applicationProtocols: ["http/1.1"])
     }
 
     /// Connects to 127.0.0.1:`port`, verifying the certificate for `host`, sends `GET /` (written before the
