@@ -20,6 +20,7 @@ final class BodyStream: @unchecked Sendable {
     private var cancelHandler: (@Sendable () -> Void)?
     private var demandHandler: (@Sendable () -> Void)?
     private var endHandler: (@Sendable () -> Void)?
+    private var abandonHandler: (@Sendable () -> Void)?
     /// The stream was ended by the reading task's cancellation (not by the producer).
     private var endedByCancellation = false
     /// Bytes yielded and not yet read.
@@ -58,6 +59,13 @@ final class BodyStream: @unchecked Sendable {
             }
             if ended { newValue?() }
         }
+    }
+
+    /// Called once (outside the lock) when the body is dropped unread (``abandon()``), before the rest is
+    /// discarded: an HTTP/2 exchange resets its stream instead of reading the rest.
+    var onAbandon: (@Sendable () -> Void)? {
+        get { lock.withLock { abandonHandler } }
+        set { lock.withLock { abandonHandler = newValue } }
     }
 
     /// Whether the stream was ended because the reading task was cancelled: what it delivered is not the
@@ -178,14 +186,17 @@ final class BodyStream: @unchecked Sendable {
     /// The reader dropped the body without reading it to the end: the rest is discarded as it arrives (so the
     /// exchange still completes and the connection can be reused), and a paused producer goes on.
     func abandon() {
-        let demand: (@Sendable () -> Void)? = lock.withLock {
-            abandoned = true
+        let (demand, abandoned): ((@Sendable () -> Void)?, (@Sendable () -> Void)?) = lock.withLock {
+            self.abandoned = true
             chunks = []
             nextChunk = 0
             bufferedBytes = 0
+            let abandoned = end == nil ? abandonHandler : nil
+            abandonHandler = nil
             defer { producerPaused = false }
-            return producerPaused ? demandHandler : nil
+            return (producerPaused ? demandHandler : nil, abandoned)
         }
+        abandoned?()
         demand?()
     }
 

@@ -18,11 +18,11 @@ final class ConnectionPool: @unchecked Sendable {
     typealias ConnectionID = Machine.ConnectionID
     typealias WaiterID = Machine.WaiterID
 
-    /// A connection lent to one request.
+    /// A connection lent to one request (an HTTP/2 connection: one of its streams).
     struct Lease: Sendable {
         let id: ConnectionID
         let target: RequestTarget
-        let connection: HTTPClientConnection
+        let connection: PooledConnection
         /// The connection served an earlier request (so it may have gone stale while idle).
         let reused: Bool
     }
@@ -34,7 +34,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     private struct Locked {
         var machine: Machine
-        var connections: [ConnectionID: HTTPClientConnection] = [:]
+        var connections: [ConnectionID: PooledConnection] = [:]
         var idleTimers: [ConnectionID: Scheduled<Void>] = [:]
         var waiters: [WaiterID: Waiter] = [:]
         var waiterTimers: [WaiterID: Scheduled<Void>] = [:]
@@ -45,20 +45,20 @@ final class ConnectionPool: @unchecked Sendable {
     private enum Effect {
         case resume(CheckedContinuation<Lease, any Error>, Result<Lease, any Error>)
         case cancelTimer(Scheduled<Void>)
-        case close(HTTPClientConnection)
+        case close(PooledConnection)
         case create(ConnectionID, WaiterID, RequestTarget)
-        case park(ConnectionID, HTTPClientConnection, RequestTarget)
+        case park(ConnectionID, PooledConnection, RequestTarget)
         case log(String, Logger.Metadata)
     }
 
     private let lock = NSLock()
     private var locked: Locked
-    private let factory: HTTPClientConnection.Factory
+    private let factory: ConnectionFactory
     private let idleTimeout: TimeAmount
     private let logger: Logger
 
-    init(factory: HTTPClientConnection.Factory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
-        self.locked = Locked(machine: Machine(maxPerKey: maxPerHost))
+    init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
+        self.locked = Locked(machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only))
         self.factory = factory
         self.idleTimeout = idleTimeout
         self.logger = logger
@@ -124,9 +124,14 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Returns a leased connection: reused when `reusable`, else closed. Safe to call from any thread,
-    /// including the connection's event loop; runs no user code under the lock.
-    func release(_ lease: Lease, reusable: Bool) {
-        let reusable = reusable && lease.connection.channel.isActive
+    /// including the connection's event loop; runs no user code under the lock. For an HTTP/2 lease the stream
+    /// is given back; the connection stays while it takes new streams (whatever the exchange's outcome).
+    func release(_ lease: Lease, reusable exchangeReusable: Bool) {
+        let reusable: Bool
+        switch lease.connection {
+        case .http1(let connection): reusable = exchangeReusable && connection.channel.isActive
+        case .http2(let connection): reusable = connection.isAcceptingStreams
+        }
         perform(withLock { Self.plan($0.machine.release(lease.target, lease.id, reusable: reusable), lease.target, &$0) })
     }
 
@@ -174,6 +179,14 @@ final class ConnectionPool: @unchecked Sendable {
             return fail(waiter, HTTPSTransportError.connectionClosed, &state)
         case .shutDown(let closing, let failing):
             return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.connectionClosed, &state) }
+        case .createEach(let ids, let waiters):
+            guard let target else { return [] }
+            return zip(ids, waiters).map { .create($0, $1, target) }
+        case .handOverStreams(let id, let waiters):
+            guard let connection = state.connections[id], let target else { return [] }
+            return waiters.flatMap {
+                resume($0, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
+            }
         }
     }
 
@@ -234,7 +247,15 @@ final class ConnectionPool: @unchecked Sendable {
     private func create(_ id: ConnectionID, for waiter: WaiterID, target: RequestTarget) {
         logger.debug("opening connection", metadata: ["host": "\(target.host)", "port": "\(target.port)", "connection": "\(id)"])
         // Completes on the new connection's event loop: the requester is resumed from there, no task needed.
-        factory.connect(to: target).whenComplete { [self] result in
+        let events = HTTP2Connection.Events(
+            capacityChanged: { [self] capacity in
+                perform(withLock { Self.plan($0.machine.streamCapacityChanged(target, id, to: capacity), target, &$0) })
+            },
+            goAway: { [self] in
+                logger.debug("the server sent GOAWAY: no new streams", metadata: ["host": "\(target.host)", "connection": "\(id)"])
+                perform(withLock { Self.plan($0.machine.goAway(target, id), target, &$0) })
+            })
+        factory.connect(to: target, events: { events }).whenComplete { [self] result in
             switch result {
             case .success(let connection): created(id, connection, for: waiter, target: target)
             case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
@@ -242,10 +263,15 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func created(_ id: ConnectionID, _ connection: HTTPClientConnection, for waiter: WaiterID, target: RequestTarget) {
+    private func created(_ id: ConnectionID, _ connection: PooledConnection, for waiter: WaiterID, target: RequestTarget) {
         let effects = withLock { state -> [Effect] in
             state.connections[id] = connection
+            let capacity: Int?
+            if case .http2(let http2) = connection { capacity = http2.streamCapacity } else { capacity = nil }
+            let established = Self.plan(state.machine.established(target, id, streamCapacity: capacity), target, &state)
+                + Self.plan(state.machine.openForWaiters(target), target, &state)
             return Self.resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: false), &state)
+                + established
         }
         connection.channel.closeFuture.whenComplete { [self] _ in connectionClosed(id, target) }
         perform(effects)

@@ -7,8 +7,9 @@ import NIOPosix
 import OpenAPIRuntime
 import ShopKitTLS
 
-/// One verified HTTP/1.1 connection: a channel whose pipeline is security handlers, the HTTP codec, and
-/// ``HTTPClientConnectionHandler``. Runs one exchange at a time; the pool decides who uses it.
+/// One verified HTTP/1.1 connection (a channel whose pipeline is security handlers, the HTTP codec, and
+/// ``HTTPClientConnectionHandler``), or one HTTP/2 stream (a stream channel with swift-nio-http2's codec and
+/// the same handler). Runs one exchange at a time; the pool decides who uses it.
 final class HTTPClientConnection: Sendable {
     typealias ExchangeID = HTTP1ExchangeStateMachine.ExchangeID
 
@@ -22,6 +23,16 @@ final class HTTPClientConnection: Sendable {
     private init(channel: any Channel, handler: HTTPClientConnectionHandler) {
         self.channel = channel
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
+    }
+
+    /// One HTTP/2 stream, set up by ``HTTP2Connection/openStream()``: it runs exactly one exchange.
+    convenience init(stream: any Channel, handler: HTTPClientConnectionHandler) {
+        self.init(channel: stream, handler: handler)
+    }
+
+    /// An HTTP/1.1 connection, set up by ``ConnectionFactory``.
+    convenience init(http1 channel: any Channel, handler: HTTPClientConnectionHandler) {
+        self.init(channel: channel, handler: handler)
     }
 
     /// What sending a request produced: the head, the streamed body, and the exchange's id.
@@ -182,65 +193,5 @@ final class HTTPClientConnection: Sendable {
         // `end` completes on the event loop when the end is written, ordered with the response's events.
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: end)
         try await end.futureResult.get()
-    }
-}
-
-extension HTTPClientConnection {
-    /// How connections are opened.
-    struct Factory: Sendable {
-        let group: any EventLoopGroup
-        let security: any ConnectionSecurity
-        let connectTimeout: TimeAmount
-        let handshakeTimeout: TimeAmount
-        /// Lowercased URL host → address to connect to (``HTTPSTransport/Configuration/connectAddresses``).
-        var connectAddresses: [String: String] = [:]
-        let logger: Logger
-
-        /// Connects, secures and prepares a connection to `target`, all on the connection's event loop. The
-        /// future fails with ``HTTPSTransportError/connectFailed(host:port:reason:)`` or
-        /// ``HTTPSTransportError/timeout(_:)`` (`.connect`) for the TCP connection, with the security layer's
-        /// `TLSError` (its handshake deadline included) for TLS, and with
-        /// ``HTTPSTransportError/connectionClosed`` if the pipeline cannot be set up after the handshake.
-        ///
-        /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
-        /// and race address families for every new connection, a thread round trip per handshake.
-        func connect(to target: RequestTarget) -> EventLoopFuture<HTTPClientConnection> {
-            let bootstrap = ClientBootstrap(group: group)
-                .connectTimeout(connectTimeout)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            let connected: EventLoopFuture<any Channel>
-            let host = connectAddresses[target.host] ?? target.host
-            if let address = try? SocketAddress(ipAddress: host, port: target.port) {
-                connected = bootstrap.connect(to: address)
-            } else {
-                connected = bootstrap.connect(host: host, port: target.port)
-            }
-            let security = self.security
-            let handshakeTimeout = self.handshakeTimeout
-            return connected.flatMapErrorThrowing { error -> any Channel in
-                if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
-                throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
-            }.flatMap { channel in
-                security.addHandlers(
-                    to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
-                ).hop(to: channel.eventLoop).flatMapThrowing {
-                    let handler = HTTPClientConnectionHandler()
-                    let connection = HTTPClientConnection(channel: channel, handler: handler)
-                    let sync = channel.pipeline.syncOperations
-                    do {
-                        try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
-                        try sync.addHTTPClientHandlers()
-                        try sync.addHandler(handler)
-                    } catch {
-                        // After the handshake: not a TLS failure. The channel closed meanwhile.
-                        throw HTTPSTransportError.connectionClosed
-                    }
-                    return connection
-                }.flatMapErrorThrowing { error in
-                    channel.close(promise: nil)
-                    throw error
-                }
-            }
-        }
     }
 }

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import ShopKitTLS
 
 /// What the caller of one exchange waits on and how the connection goes back: owned by the handler while
@@ -25,6 +26,8 @@ struct ExchangeFailure: Error {
     let error: any Error
     /// No response byte was read before the failure.
     let noResponseBytes: Bool
+    /// The server said it did not process the request (an HTTP/2 stream above its GOAWAY's last stream id).
+    var refusedByServer = false
 }
 
 /// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.
@@ -129,6 +132,7 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         let failure: HTTP1ExchangeStateMachine.Failure
         switch error {
         case let error as TLSError: failure = .tls(error)
+        case let error as NIOHTTP2Errors.StreamClosed: failure = .transport(.streamReset(code: error.errorCode.name))
         case let error as HTTPParserError: failure = .transport(.malformedResponse("\(error)"))
         case is NIOTooManyBytesError: failure = .transport(.malformedResponse("response head too large"))
         default: failure = .transport(.connectionClosed)
@@ -187,5 +191,28 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         }
         if actions.close { context?.close(promise: nil) }
         if actions.read { context?.read() }
+    }
+}
+
+extension HTTP2ErrorCode {
+    /// The code's name as RFC 9113 §7 writes it (`REFUSED_STREAM`), or its number.
+    var name: String {
+        switch self {
+        case .noError: return "NO_ERROR"
+        case .protocolError: return "PROTOCOL_ERROR"
+        case .internalError: return "INTERNAL_ERROR"
+        case .flowControlError: return "FLOW_CONTROL_ERROR"
+        case .settingsTimeout: return "SETTINGS_TIMEOUT"
+        case .streamClosed: return "STREAM_CLOSED"
+        case .frameSizeError: return "FRAME_SIZE_ERROR"
+        case .refusedStream: return "REFUSED_STREAM"
+        case .cancel: return "CANCEL"
+        case .compressionError: return "COMPRESSION_ERROR"
+        case .connectError: return "CONNECT_ERROR"
+        case .enhanceYourCalm: return "ENHANCE_YOUR_CALM"
+        case .inadequateSecurity: return "INADEQUATE_SECURITY"
+        case .http11Required: return "HTTP_1_1_REQUIRED"
+        default: return "0x\(String(networkCode, radix: 16))"
+        }
     }
 }

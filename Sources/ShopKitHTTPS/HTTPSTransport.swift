@@ -34,13 +34,16 @@ public struct HTTPSTransport: ClientTransport {
         /// Only the socket's destination changes: SNI, hostname verification and the pin set are still those
         /// of the URL's host, so an override can never make a certificate for another name acceptable.
         public var connectAddresses: [String: String]
+        /// Which HTTP versions to use (default: HTTP/2 when the server chooses it in ALPN, else HTTP/1.1).
+        public var httpVersion: HTTPVersionPolicy
 
         /// A configuration; every parameter has a safe default.
         public init(
             tls: TLSClientConfiguration = TLSClientConfiguration(), timeouts: Timeouts = Timeouts(), pool: Pool = Pool(),
             maxResponseBodySize: Int = 16 * 1024 * 1024, eventLoopGroup: (any EventLoopGroup)? = nil,
-            connectAddresses: [String: String] = [:]
+            connectAddresses: [String: String] = [:], httpVersion: HTTPVersionPolicy = .automatic
         ) {
+            self.httpVersion = httpVersion
             self.tls = tls
             self.timeouts = timeouts
             self.pool = pool
@@ -75,9 +78,33 @@ public struct HTTPSTransport: ClientTransport {
         }
     }
 
+    /// Which HTTP versions a transport may speak; offered to the server in ALPN, which picks.
+    ///
+    /// Whatever is chosen, every connection is verified and pinned exactly the same way before any HTTP byte.
+    public enum HTTPVersionPolicy: Sendable, Hashable {
+        /// Offer `h2` and `http/1.1`; use what the server chose (the default). A host that chose HTTP/2 gets
+        /// one connection with many concurrent streams instead of one connection per request.
+        case automatic
+        /// Offer and speak HTTP/1.1 only.
+        case http1Only
+        /// Offer `h2` only; a server that does not choose it fails with
+        /// ``HTTPSTransportError/http2NotNegotiated(alpn:)``.
+        case http2Only
+
+        /// The ALPN protocols offered, most preferred first.
+        var applicationProtocols: [String] {
+            switch self {
+            case .automatic: return ["h2", "http/1.1"]
+            case .http1Only: return ["http/1.1"]
+            case .http2Only: return ["h2"]
+            }
+        }
+    }
+
     /// Keep-alive pool limits.
     public struct Pool: Sendable, Hashable {
         /// The most connections per host and port, idle and busy together (default 8); further requests wait.
+        /// An HTTP/2 connection counts once, however many streams it carries.
         public var maxConnectionsPerHost: Int
         /// How long an unused connection stays open (default 60 s).
         public var idleTimeout: Duration
@@ -97,24 +124,31 @@ public struct HTTPSTransport: ClientTransport {
     ///
     /// - Throws: when the TLS context cannot be built from the configuration (bad PEM anchors, for example).
     public init(configuration: Configuration) throws(TLSContextError) {
-        try self.init(configuration: configuration, security: Self.makeSecurity(for: configuration.tls))
+        try self.init(
+            configuration: configuration,
+            security: Self.makeSecurity(for: configuration.tls, httpVersion: configuration.httpVersion))
     }
 
     /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
-    /// (one `SSL_CTX`, one session cache) shared by every connection.
+    /// (one `SSL_CTX`, one session cache) shared by every connection, offering in ALPN what `httpVersion`
+    /// allows.
     ///
     /// - Throws: `TLSContextError` when the trust anchors or protocol settings cannot be loaded.
-    static func makeSecurity(for configuration: TLSClientConfiguration) throws(TLSContextError) -> any ConnectionSecurity {
-        try TLSClientContext(configuration: configuration).makeSecurity()
+    static func makeSecurity(
+        for configuration: TLSClientConfiguration, httpVersion: HTTPVersionPolicy = .automatic
+    ) throws(TLSContextError) -> any ConnectionSecurity {
+        var tls = configuration
+        tls.applicationProtocols = httpVersion.applicationProtocols
+        return try TLSClientContext(configuration: tls).makeSecurity()
     }
 
     /// A transport with an explicit security layer (the seam the OpenSSL handler plugs into, and tests).
     package init(configuration: Configuration, security: any ConnectionSecurity) {
         self.configuration = configuration
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
-        let factory = HTTPClientConnection.Factory(
+        let factory = ConnectionFactory(
             group: group, security: security, connectTimeout: TimeAmount(configuration.timeouts.connect),
-            handshakeTimeout: TimeAmount(configuration.timeouts.handshake),
+            handshakeTimeout: TimeAmount(configuration.timeouts.handshake), httpVersion: configuration.httpVersion,
             connectAddresses: Dictionary(
                 configuration.connectAddresses.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last }),
             logger: configuration.tls.logger)
@@ -155,13 +189,16 @@ public struct HTTPSTransport: ClientTransport {
             do {
                 return try await exchange(head, body: body, on: lease, deadline: deadline, isHead: request.method == .head)
             } catch let failure as ExchangeFailure {
+                // Not processed by the server: a pooled connection it had closed, or an HTTP/2 stream it
+                // refused (above the last stream id of its GOAWAY).
                 let stale =
-                    lease.reused && failure.noResponseBytes
-                    && (failure.error as? HTTPSTransportError) == .connectionClosed
+                    failure.noResponseBytes
+                    && ((lease.reused && (failure.error as? HTTPSTransportError) == .connectionClosed)
+                        || failure.refusedByServer)
                 guard stale, mayRetry, attempt == 1 else { throw failure.error }
                 configuration.tls.logger.debug(
-                    "retrying on a new connection: the pooled one was closed by the server",
-                    metadata: ["host": "\(target.host)", "method": "\(request.method)"])
+                    "retrying on a new connection: the server did not process the request",
+                    metadata: ["host": "\(target.host)", "method": "\(request.method)", "error": "\(failure.error)"])
                 attempt += 1
             }
         }
@@ -181,13 +218,32 @@ public struct HTTPSTransport: ClientTransport {
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
             maxBodySize: configuration.maxResponseBodySize)
         let pool = self.pool
-        let exchange = try await lease.connection.execute(
-            head: head, body: body, limits: limits, release: { pool.release(lease, reusable: $0) })
+        let connection: HTTPClientConnection
+        switch lease.connection {
+        case .http1(let http1):
+            connection = http1
+        case .http2(let http2):
+            do {
+                connection = try await http2.openStream().get()
+            } catch {
+                pool.release(lease, reusable: false)
+                throw ExchangeFailure(error: error, noResponseBytes: true)
+            }
+        }
+        let exchange: HTTPClientConnection.Exchange
+        do {
+            exchange = try await connection.execute(
+                head: head, body: body, limits: limits, release: { pool.release(lease, reusable: $0) })
+        } catch let failure as ExchangeFailure {
+            guard case .http2(let http2) = lease.connection, failure.noResponseBytes else { throw failure }
+            throw ExchangeFailure(
+                error: failure.error, noResponseBytes: true, refusedByServer: await http2.refused(connection.channel))
+        }
         let response: HTTPResponse
         do {
             response = try HTTPConversion.response(exchange.head)
         } catch {
-            lease.connection.cancel(exchange.id)
+            connection.cancel(exchange.id)
             throw error
         }
         if isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304 {
@@ -195,9 +251,12 @@ public struct HTTPSTransport: ClientTransport {
             while try await exchange.body.next() != nil {}
             return (response, nil)
         }
-        let connection = lease.connection
         let id = exchange.id
         exchange.body.onCancel = { connection.cancel(id) }
+        if case .http2 = lease.connection {
+            // A body dropped unread resets its stream (RST_STREAM) rather than being read to the end.
+            exchange.body.onAbandon = { connection.cancel(id) }
+        }
         let length = HTTPConversion.contentLength(exchange.head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
         return (response, HTTPBody(ResponseBodySequence(stream: exchange.body), length: length, iterationBehavior: .single))
     }

@@ -17,6 +17,11 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
     case malformedResponse(String)
     /// The connection closed (or was closed) before the response was complete.
     case connectionClosed
+    /// HTTP/2 is required (``HTTPSTransport/HTTPVersionPolicy/http2Only``) and the server chose `alpn` instead.
+    case http2NotNegotiated(alpn: String?)
+    /// The server reset this request's HTTP/2 stream (RST_STREAM, or GOAWAY before the stream was processed);
+    /// `code` is the HTTP/2 error code's name. Other streams on the connection go on.
+    case streamReset(code: String)
 
     /// Which of the transport's timers fired.
     public enum Timeout: String, Sendable, Equatable {
@@ -37,6 +42,9 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
             return "response body exceeds the \(limit)-byte limit; raise HTTPSTransport.Configuration.maxResponseBodySize if it is expected"
         case .malformedResponse(let why): return "malformed response: \(why)"
         case .connectionClosed: return "connection closed before the response was complete"
+        case .http2NotNegotiated(let alpn):
+            return "HTTP/2 is required but the server chose \(alpn.map { "'\($0)'" } ?? "no protocol") in ALPN"
+        case .streamReset(let code): return "the server reset the HTTP/2 stream (\(code))"
         }
     }
 }
@@ -49,8 +57,10 @@ extension HTTPSTransportError: RetryClassifiableError {
     /// Whether the same request might succeed on another attempt.
     public var isRetryable: Bool {
         switch self {
-        case .invalidURL, .responseBodyTooLarge, .malformedResponse: return false
+        case .invalidURL, .responseBodyTooLarge, .malformedResponse, .http2NotNegotiated: return false
         case .connectFailed, .timeout, .connectionClosed: return true
+        // A protocol or compression error means the peers disagree on the protocol: another try would too.
+        case .streamReset(let code): return !["PROTOCOL_ERROR", "COMPRESSION_ERROR", "FRAME_SIZE_ERROR"].contains(code)
         }
     }
 }

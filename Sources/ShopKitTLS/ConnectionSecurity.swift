@@ -4,16 +4,17 @@ import NIOCore
 ///
 /// An implementation is built once per ``TLSClientConfiguration`` (one OpenSSL context shared by every
 /// connection) and asked, for each new TCP connection, to add its handlers at the front of the pipeline.
-/// The returned future succeeds only once the connection is verified (chain, hostname and pins passed) and
-/// fails with a ``TLSError`` otherwise: ``TLSError/handshakeTimeout`` when that takes longer than
+/// The returned future succeeds only once the connection is verified (chain, hostname and pins passed), with
+/// the ALPN protocol the server chose (if any), and fails with a ``TLSError`` otherwise: ``TLSError/handshakeTimeout`` when that takes longer than
 /// `handshakeTimeout` (the deadline lives with what it races), ``TLSError/connectionClosed`` when the channel
 /// closes first. On failure the implementation closes the channel.
 package protocol ConnectionSecurity: Sendable {
     /// Adds the security handlers to `channel` (connected, on its event loop's terms) for `host`:`port`.
     ///
-    /// - Returns: a future that succeeds when the connection is verified and ready for application data.
+    /// - Returns: a future that succeeds when the connection is verified and ready for application data, with
+    ///   the negotiated ALPN protocol.
     func addHandlers(to channel: any Channel, host: String, port: Int, handshakeTimeout: TimeAmount)
-        -> EventLoopFuture<Void>
+        -> EventLoopFuture<String?>
 }
 
 /// No security at all: for the HTTP client's tests against a plain-HTTP loopback server only.
@@ -23,11 +24,11 @@ package struct PlaintextTestingSecurity: ConnectionSecurity {
     /// The plaintext test security.
     package init() {}
 
-    /// Adds nothing and succeeds at once.
+    /// Adds nothing and succeeds at once, with no ALPN protocol (so HTTP/1.1).
     package func addHandlers(to channel: any Channel, host: String, port: Int, handshakeTimeout: TimeAmount)
-        -> EventLoopFuture<Void>
+        -> EventLoopFuture<String?>
     {
-        channel.eventLoop.makeSucceededVoidFuture()
+        channel.eventLoop.makeSucceededFuture(nil)
     }
 }
 
@@ -37,7 +38,8 @@ extension TLSClientContext {
     package func makeSecurity() -> any ConnectionSecurity {
         HandlerSecurity(
             makeHandler: { host, port in self.makeHandler(host: host, port: port) },
-            isVerified: { $0 is TLSHandshakeCompleted })
+            isVerified: { $0 is TLSHandshakeCompleted },
+            negotiatedProtocol: { ($0 as? TLSHandshakeCompleted)?.info.alpnProtocol })
     }
 }
 
@@ -55,28 +57,35 @@ package struct HandlerSecurity: ConnectionSecurity {
     let makeHandler: @Sendable (_ host: String, _ port: Int) throws -> any ChannelHandler
     /// Whether a user inbound event is the handler's "verified" event.
     let isVerified: @Sendable (Any) -> Bool
+    /// The ALPN protocol a "verified" event carries.
+    let negotiatedProtocol: @Sendable (Any) -> String?
 
     /// A security from a handler factory and its "verified" event.
     package init(
         makeHandler: @escaping @Sendable (_ host: String, _ port: Int) throws -> any ChannelHandler,
-        isVerified: @escaping @Sendable (Any) -> Bool
+        isVerified: @escaping @Sendable (Any) -> Bool,
+        negotiatedProtocol: @escaping @Sendable (Any) -> String? = { _ in nil }
     ) {
         self.makeHandler = makeHandler
         self.isVerified = isVerified
+        self.negotiatedProtocol = negotiatedProtocol
     }
 
     package func addHandlers(to channel: any Channel, host: String, port: Int, handshakeTimeout: TimeAmount)
-        -> EventLoopFuture<Void>
+        -> EventLoopFuture<String?>
     {
         let loop = channel.eventLoop
         let makeHandler = self.makeHandler
         let isVerified = self.isVerified
+        let negotiatedProtocol = self.negotiatedProtocol
         return loop.flatSubmit {
-            let verified = loop.makePromise(of: Void.self)
+            let verified = loop.makePromise(of: String?.self)
             do {
                 let pipeline = channel.pipeline.syncOperations
                 try pipeline.addHandler(
-                    VerificationGate(promise: verified, isVerified: isVerified, timeout: handshakeTimeout),
+                    VerificationGate(
+                        promise: verified, isVerified: isVerified, negotiatedProtocol: negotiatedProtocol,
+                        timeout: handshakeTimeout),
                     position: .first)
                 try pipeline.addHandler(makeHandler(host, port), position: .first)
             } catch {
@@ -94,14 +103,19 @@ final class VerificationGate: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    private var promise: EventLoopPromise<Void>?
+    private var promise: EventLoopPromise<String?>?
     private let isVerified: @Sendable (Any) -> Bool
+    private let negotiatedProtocol: @Sendable (Any) -> String?
     private let timeout: TimeAmount
     private var timer: Scheduled<Void>?
 
-    init(promise: EventLoopPromise<Void>, isVerified: @escaping @Sendable (Any) -> Bool, timeout: TimeAmount) {
+    init(
+        promise: EventLoopPromise<String?>, isVerified: @escaping @Sendable (Any) -> Bool,
+        negotiatedProtocol: @escaping @Sendable (Any) -> String?, timeout: TimeAmount
+    ) {
         self.promise = promise
         self.isVerified = isVerified
+        self.negotiatedProtocol = negotiatedProtocol
         self.timeout = timeout
     }
 
@@ -120,7 +134,7 @@ final class VerificationGate: ChannelInboundHandler, RemovableChannelHandler {
             self.promise = nil
             cancelTimer()
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-            promise.succeed()
+            promise.succeed(negotiatedProtocol(event))
         }
         context.fireUserInboundEventTriggered(event)
     }

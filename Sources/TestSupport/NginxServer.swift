@@ -22,11 +22,14 @@ package final class NginxServer: Sendable {
         package var ciphers: String?
         /// Static files to serve under `/files/NAME`.
         package var files: [String: Data]
+        /// Whether nginx offers HTTP/2 (ALPN `h2`) besides HTTP/1.1.
+        package var http2: Bool
 
         package init(
             certificateChainPath: String, privateKeyPath: String, protocols: String = "TLSv1.2 TLSv1.3",
-            ciphers: String? = nil, files: [String: Data] = [:]
+            ciphers: String? = nil, files: [String: Data] = [:], http2: Bool = false
         ) {
+            self.http2 = http2
             self.certificateChainPath = certificateChainPath
             self.privateKeyPath = privateKeyPath
             self.protocols = protocols
@@ -110,7 +113,7 @@ package final class NginxServer: Sendable {
                 keepalive_requests 1000000;
                 keepalive_timeout 60s;
                 server {
-                    listen 127.0.0.1:\(port) ssl;
+                    listen 127.0.0.1:\(port) ssl\(configuration.http2 ? " http2" : "");
                     ssl_certificate \(configuration.certificateChainPath);
                     ssl_certificate_key \(configuration.privateKeyPath);
                     ssl_protocols \(configuration.protocols);
@@ -119,6 +122,7 @@ package final class NginxServer: Sendable {
                     location = /hello { default_type text/plain; return 200 "\(helloBody.replacingOccurrences(of: "\n", with: "\\n"))"; }
                     location = /json { default_type application/json; return 200 '\(jsonBody)'; }
                     location = /unauthorized { return 401; }
+                    location = /protocol { default_type text/plain; return 200 "$server_protocol"; }
                     location /files/ { alias \(directory)/files/; }
                 }
             }

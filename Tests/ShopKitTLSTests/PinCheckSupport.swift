@@ -214,7 +214,8 @@ enum TransportVerdict {
     static func verdict(of error: HTTPSTransportError) -> String {
         switch error {
         case .connectFailed, .timeout(.connect): return "connect-failed"
-        case .invalidURL, .timeout, .responseBodyTooLarge, .malformedResponse, .connectionClosed:
+        case .invalidURL, .timeout, .responseBodyTooLarge, .malformedResponse, .connectionClosed, .http2NotNegotiated,
+            .streamReset:
             return "unexpected: \(error)"
         }
     }

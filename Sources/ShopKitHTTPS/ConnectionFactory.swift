@@ -1,0 +1,101 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import ShopKitTLS
+
+/// A connection in the pool: HTTP/1.1 (one exchange at a time) or HTTP/2 (one exchange per stream).
+enum PooledConnection: Sendable {
+    case http1(HTTPClientConnection)
+    case http2(HTTP2Connection)
+
+    /// The TCP (TLS) channel.
+    var channel: any Channel {
+        switch self {
+        case .http1(let connection): return connection.channel
+        case .http2(let connection): return connection.channel
+        }
+    }
+
+    /// Closes the connection.
+    func close() {
+        channel.close(promise: nil)
+    }
+}
+
+/// How connections are opened: TCP, then the security layer (TLS with its checks and its handshake deadline),
+/// then HTTP/2 or HTTP/1.1 as ALPN decided.
+struct ConnectionFactory: Sendable {
+    let group: any EventLoopGroup
+    let security: any ConnectionSecurity
+    let connectTimeout: TimeAmount
+    let handshakeTimeout: TimeAmount
+    /// Which HTTP versions may be used.
+    let httpVersion: HTTPSTransport.HTTPVersionPolicy
+    /// Lowercased URL host → address to connect to (``HTTPSTransport/Configuration/connectAddresses``).
+    var connectAddresses: [String: String] = [:]
+    let logger: Logger
+
+    /// Connects, secures and prepares a connection to `target`, all on the connection's event loop. The
+    /// future fails with ``HTTPSTransportError/connectFailed(host:port:reason:)`` or
+    /// ``HTTPSTransportError/timeout(_:)`` (`.connect`) for the TCP connection, with the security layer's
+    /// `TLSError` (its handshake deadline included) for TLS, with
+    /// ``HTTPSTransportError/http2NotNegotiated(alpn:)`` when HTTP/2 is required and the server did not choose
+    /// it, and with ``HTTPSTransportError/connectionClosed`` if the connection closes while it is set up.
+    ///
+    /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
+    /// and race address families for every new connection, a thread round trip per handshake.
+    ///
+    /// - Parameter events: what an HTTP/2 connection reports to the pool (asked once it is set up).
+    func connect(
+        to target: RequestTarget, events: @escaping @Sendable () -> HTTP2Connection.Events
+    ) -> EventLoopFuture<PooledConnection> {
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        let connected: EventLoopFuture<any Channel>
+        let host = connectAddresses[target.host] ?? target.host
+        if let address = try? SocketAddress(ipAddress: host, port: target.port) {
+            connected = bootstrap.connect(to: address)
+        } else {
+            connected = bootstrap.connect(host: host, port: target.port)
+        }
+        let security = self.security
+        let handshakeTimeout = self.handshakeTimeout
+        let httpVersion = self.httpVersion
+        return connected.flatMapErrorThrowing { error -> any Channel in
+            if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
+            throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+        }.flatMap { channel in
+            security.addHandlers(
+                to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
+            ).hop(to: channel.eventLoop).flatMap { alpn -> EventLoopFuture<PooledConnection> in
+                if alpn == "h2" && httpVersion != .http1Only {
+                    return HTTP2Connection.start(on: channel, events: events).map { .http2($0) }
+                }
+                if httpVersion == .http2Only {
+                    return channel.eventLoop.makeFailedFuture(HTTPSTransportError.http2NotNegotiated(alpn: alpn))
+                }
+                return channel.eventLoop.makeCompletedFuture { try .http1(Self.http1(on: channel)) }
+            }.flatMapErrorThrowing { error in
+                channel.close(promise: nil)
+                throw error
+            }
+        }
+    }
+
+    /// Adds the HTTP/1.1 codec and the exchange handler behind the security handlers.
+    private static func http1(on channel: any Channel) throws -> HTTPClientConnection {
+        let handler = HTTPClientConnectionHandler()
+        let sync = channel.pipeline.syncOperations
+        do {
+            try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
+            try sync.addHTTPClientHandlers()
+            try sync.addHandler(handler)
+        } catch {
+            // After the handshake: not a TLS failure. The channel closed meanwhile.
+            throw HTTPSTransportError.connectionClosed
+        }
+        return HTTPClientConnection(http1: channel, handler: handler)
+    }
+}

@@ -1,0 +1,263 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import ShopKitDemoSupport
+import ShopKitTLS
+
+/// An in-process HTTPS server on 127.0.0.1 that speaks HTTP/2 (swift-nio-http2's server side) behind ShopKit's
+/// server-role TLS handler, with ALPN; for the transport's HTTP/2 tests. It can limit concurrent streams,
+/// hold responses until told, reset streams, and send GOAWAY; it counts connections, requests and the most
+/// streams open at once.
+package final class LoopbackHTTP2Server: Sendable {
+    /// One request as the server saw it.
+    package struct Request: Sendable {
+        /// The request's method and path.
+        package let method: String
+        package let path: String
+        /// The request's header fields (HTTP/1-style names after swift-nio-http2's translation).
+        package let headers: [(String, String)]
+        /// The request body.
+        package let body: [UInt8]
+        /// 1 for the first request the server saw, and so on.
+        package let index: Int
+    }
+
+    /// What to do with a request.
+    package enum Action: Sendable {
+        /// Answer with this status and body (and a `trailer-check` trailer when `trailers`).
+        case respond(status: Int = 200, body: [UInt8], trailers: Bool = false)
+        /// Reset the stream with this error code.
+        case reset(HTTP2ErrorCode)
+        /// Answer only when ``releaseHeld(body:)`` is called.
+        case hold
+    }
+
+    /// Decides each request's fate.
+    package typealias Script = @Sendable (Request) -> Action
+
+    /// Counts kept by the server.
+    package struct Counts: Sendable {
+        package var connections = 0
+        package var requests = 0
+        package var openStreams = 0
+        package var maxOpenStreams = 0
+        package var held = 0
+    }
+
+    fileprivate struct Held {
+        let respond: @Sendable ([UInt8]) -> Void
+        let streamID: HTTP2StreamID
+        let connection: any Channel
+    }
+
+    fileprivate struct State {
+        var counts = Counts()
+        var held: [Held] = []
+        var heldWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
+    }
+
+    /// The bound port.
+    package let port: Int
+    /// The server's TLS context (its `statistics` count handshakes).
+    package let tlsContext: TLSServerContext
+    private let channel: any Channel
+    private let state: NIOLockedValueBox<State>
+
+    /// What the server counted so far.
+    package var counts: Counts { state.withLockedValue { $0.counts } }
+
+    private init(port: Int, tlsContext: TLSServerContext, channel: any Channel, state: NIOLockedValueBox<State>) {
+        self.port = port
+        self.tlsContext = tlsContext
+        self.channel = channel
+        self.state = state
+    }
+
+    /// Starts a server with the standard TestCerts chain for `127.0.0.1`/`localhost`.
+    ///
+    /// - Parameter maxConcurrentStreams: the `SETTINGS_MAX_CONCURRENT_STREAMS` announced.
+    /// - Parameter applicationProtocols: ALPN served, most preferred first (`["h2"]`: HTTP/2 only).
+    package static func start(
+        maxConcurrentStreams: Int = 100, applicationProtocols: [String] = ["h2"],
+        script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
+    ) async throws -> LoopbackHTTP2Server {
+        let tlsContext = try TLSServerContext(
+            certificateChainPEM: TestCertificates.standardChain(),
+            privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"),
+            applicationProtocols: applicationProtocols)
+        let state = NIOLockedValueBox(State())
+        let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { connection in
+                state.withLockedValue { $0.counts.connections += 1 }
+                return connection.eventLoop.makeCompletedFuture {
+                    try connection.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
+                }.flatMap {
+                    connection.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            let sync = stream.pipeline.syncOperations
+                            let resetter = StreamResetter()
+                            try sync.addHandler(resetter)
+                            try sync.addHandler(HTTP2FramePayloadToHTTP1ServerCodec())
+                            try sync.addHandler(
+                                StreamResponder(state: state, connection: connection, resetter: resetter, script: script))
+                        }
+                    }.map { _ in }
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        guard let port = channel.localAddress?.port else { throw TLSContextError(message: "server has no port") }
+        return LoopbackHTTP2Server(port: port, tlsContext: tlsContext, channel: channel, state: state)
+    }
+
+    /// Returns once at least `count` requests are being held.
+    package func waitUntilHeld(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready: Bool = state.withLockedValue { state in
+                if state.counts.held >= count { return true }
+                state.heldWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// Answers every held request with 200 and `body`.
+    package func releaseHeld(body: [UInt8] = Array("released".utf8)) {
+        let held = state.withLockedValue { state -> [Held] in
+            defer { state.held = [] }
+            return state.held
+        }
+        for entry in held { entry.respond(body) }
+    }
+
+    /// Sends GOAWAY on the connections of the held requests, naming as the last processed stream the
+    /// `processed`-th lowest held stream id; answers the held requests up to it and drops the others unanswered
+    /// (the client must not expect them to be processed).
+    package func goAway(processing processed: Int, body: [UInt8] = Array("before goaway".utf8)) {
+        let held = state.withLockedValue { state -> [Held] in
+            defer { state.held = [] }
+            return state.held.sorted { $0.streamID < $1.streamID }
+        }
+        guard let connection = held.first?.connection else { return }
+        let lastProcessed = held.prefix(processed).last?.streamID ?? .rootStream
+        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastProcessed, errorCode: .noError, opaqueData: nil))
+        connection.eventLoop.execute {
+            for entry in held.prefix(processed) { entry.respond(body) }
+            connection.writeAndFlush(frame, promise: nil)
+        }
+    }
+
+    /// Stops listening.
+    package func shutdown() async throws {
+        try await channel.close()
+    }
+
+    fileprivate static func note(_ state: NIOLockedValueBox<State>, held entry: Held) {
+        let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+            state.held.append(entry)
+            state.counts.held += 1
+            let count = state.counts.held
+            let ready = state.heldWaiters.filter { $0.0 <= count }.map(\.1)
+            state.heldWaiters.removeAll { $0.0 <= count }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
+    }
+
+    /// Answers one request on one stream.
+    private final class StreamResponder: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        private let state: NIOLockedValueBox<State>
+        private let connection: any Channel
+        private let script: Script
+        private let resetter: StreamResetter
+        private var head: HTTPRequestHead?
+        private var body: [UInt8] = []
+
+        init(state: NIOLockedValueBox<State>, connection: any Channel, resetter: StreamResetter, script: @escaping Script) {
+            self.state = state
+            self.connection = connection
+            self.resetter = resetter
+            self.script = script
+        }
+
+        func channelActive(context: ChannelHandlerContext) {
+            state.withLockedValue {
+                $0.counts.openStreams += 1
+                $0.counts.maxOpenStreams = max($0.counts.maxOpenStreams, $0.counts.openStreams)
+            }
+            context.fireChannelActive()
+        }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            if context.channel.isActive { channelActive(context: context) }
+        }
+
+        func channelInactive(context: ChannelHandlerContext) {
+            state.withLockedValue { $0.counts.openStreams -= 1 }
+            context.fireChannelInactive()
+        }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case .head(let requestHead):
+                head = requestHead
+            case .body(let buffer):
+                body.append(contentsOf: buffer.readableBytesView)
+            case .end:
+                guard let head else { return }
+                let index = state.withLockedValue { state -> Int in
+                    state.counts.requests += 1
+                    return state.counts.requests
+                }
+                let request = Request(
+                    method: head.method.rawValue, path: head.uri, headers: head.headers.map { ($0.name, $0.value) },
+                    body: body, index: index)
+                let loop = context.eventLoop
+                let loopBound = NIOLoopBound(context, eventLoop: loop)
+                let respond: @Sendable (Int, [UInt8], Bool) -> Void = { status, bytes, trailers in
+                    loop.execute { Self.respond(loopBound.value, status: status, body: bytes, trailers: trailers) }
+                }
+                switch script(request) {
+                case .respond(let status, let bytes, let trailers):
+                    Self.respond(context, status: status, body: bytes, trailers: trailers)
+                case .reset(let code):
+                    resetter.reset(code)
+                case .hold:
+                    let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID))
+                        ?? .rootStream
+                    LoopbackHTTP2Server.note(
+                        state, held: Held(respond: { respond(200, $0, false) }, streamID: streamID, connection: connection))
+                }
+            }
+        }
+
+        private static func respond(_ context: ChannelHandlerContext, status: Int, body: [UInt8], trailers: Bool) {
+            var headers = HTTPHeaders()
+            headers.add(name: "content-length", value: "\(body.count)")
+            let head = HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers)
+            context.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+            context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+            context.writeAndFlush(NIOAny(HTTPServerResponsePart.end(trailers ? ["trailer-check": "yes"] : nil)), promise: nil)
+        }
+    }
+
+    /// Sits in front of the stream's codec so it can write a raw RST_STREAM frame.
+    private final class StreamResetter: ChannelOutboundHandler {
+        typealias OutboundIn = HTTP2Frame.FramePayload
+        typealias OutboundOut = HTTP2Frame.FramePayload
+        private var context: ChannelHandlerContext?
+
+        func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+        func reset(_ code: HTTP2ErrorCode) {
+            context?.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)
+        }
+    }
+}
