@@ -71,8 +71,13 @@ public struct APIClient: Sendable {
         let response: HTTPResponse
         let bytes: [UInt8]
         do {
-            let (received, responseBody) = try await transport.send(
-                httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
+            // `requiresAuth` reaches the auth middleware as a task-local value, never as a header.
+            let (received, responseBody) = try await AuthenticationRequirement.$skipsCurrentRequest.withValue(
+                !request.requiresAuth
+            ) {
+                try await transport.send(
+                    httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
+            }
             response = received
             if received.status.kind == .successful {
                 bytes = try await responseBody?.collectBounded(limit: maxResponseBodyBytes) ?? []
@@ -94,7 +99,7 @@ public struct APIClient: Sendable {
         return try decode(Request.Response.self, from: bytes)
     }
 
-    /// Builds the `HTTPRequest` for `request`: path with encoded query, `Accept`, `Content-Type`, skip-auth marker.
+    /// Builds the `HTTPRequest` for `request`: path with encoded query, `Accept`, `Content-Type`.
     func makeHTTPRequest<Request: APIRequest>(for request: Request) -> HTTPRequest {
         var components = URLComponents()
         components.percentEncodedPath = Self.encodePath(request.path)
@@ -107,8 +112,6 @@ public struct APIClient: Sendable {
         var fields = request.headerFields
         if fields[.accept] == nil { fields[.accept] = "application/json" }
         if request.body != nil, fields[.contentType] == nil { fields[.contentType] = "application/json" }
-        fields[.shopKitSkipAuth] = nil
-        if !request.requiresAuth { fields[.shopKitSkipAuth] = "1" }
         let path = components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
         return HTTPRequest(method: request.method, scheme: nil, authority: nil, path: path, headerFields: fields)
     }

@@ -1,8 +1,8 @@
 import Foundation
 import ShopKitAPI
 
-/// A ``TokenStore`` in memory, counting saves and clears.
-public actor InMemoryTokenStore: TokenStore {
+/// A ``TokenStore`` in memory, counting saves and clears (ShopKitAPI's `InMemoryTokenStore` with counters).
+public actor CountingTokenStore: TokenStore {
     /// The stored tokens.
     public private(set) var tokens: AuthTokens?
     /// How many times tokens were saved.
