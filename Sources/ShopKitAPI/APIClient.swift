@@ -125,10 +125,19 @@ public struct APIClient: Sendable {
     }
 
     /// Decodes `type` from `bytes`; ``NoContent`` ignores the body, whatever it holds.
+    ///
+    /// The decoder reads `bytes` in place (a `Data` that borrows them for the call), so a body is not copied
+    /// again on its way from the transport (or the dedup decorator's shared buffer) to the decoder.
     func decode<Response: Decodable>(_ type: Response.Type, from bytes: [UInt8]) throws(APIError) -> Response {
         if let empty = NoContent() as? Response { return empty }
         do {
-            return try decoder.decode(Response.self, from: Data(bytes))
+            return try bytes.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, raw.count > 0 else { return try decoder.decode(Response.self, from: Data()) }
+                // Borrowed, never written or freed: `deallocator: .none`, and the Data does not outlive this closure.
+                let borrowed = Data(
+                    bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: raw.count, deallocator: .none)
+                return try decoder.decode(Response.self, from: borrowed)
+            }
         } catch {
             throw .decoding(DecodingFailure(decoding: Response.self, error: error))
         }
