@@ -31,7 +31,9 @@ import OpenAPIRuntime
 /// rotated refresh token is always saved even if every caller went away.
 ///
 /// A 401 for a request whose body can be iterated only once is returned without recovery (it cannot be replayed);
-/// ``APIClient`` maps it to ``APIError/unauthorized``.
+/// ``APIClient`` maps it to ``APIError/unauthorized``, a generated client returns it as the operation's 401 output.
+/// In a generated client, the ``APIError/unauthorized`` this middleware throws arrives as OpenAPIRuntime's
+/// `ClientError`, with the ``APIError`` as its `underlyingError`.
 ///
 /// - Warning: Tokens are held in memory only while a call needs them, and never logged or put in an error.
 public actor AuthenticationMiddleware: ClientMiddleware {
