@@ -1,39 +1,64 @@
 import Foundation
 import ShopKitAPI
 
-/// Everything the composition root needs to build an API client: backend, retry, credentials, limits.
+/// How ShopKit's decorator chain behaves: retry, deduplication and, when ``auth`` is set, authentication.
+///
+/// It holds no base URL: the chain does not need one (each request carries its own), so the URL goes where it
+/// is used, to ``ShopKitFactory/makeAPIClient(baseURL:configuration:transport:)`` or to a generated client's
+/// `Client(serverURL:transport:middlewares:)`. Retry and dedup alone need no credentials:
+///
+/// ```swift
+/// let anonymous = ShopKitConfiguration()  // retry → dedup
+/// let signedIn = ShopKitConfiguration(auth: .init(tokenStore: store, tokenRefresher: refresher))
+/// ```
 public struct ShopKitConfiguration: Sendable {
-    /// The backend's base URL, e.g. `https://shop.example/api`.
-    public var baseURL: URL
+    /// The auth decorator's credentials and rules.
+    public struct Auth: Sendable {
+        /// Where the user's tokens live (ShopKitAuth's keyring or encrypted-file store in production,
+        /// ``InMemoryTokenStore`` for tests, demos and short-lived processes).
+        public var tokenStore: any TokenStore
+        /// Trades rejected tokens for fresh ones.
+        public var tokenRefresher: any TokenRefresher
+        /// Told when the auth decorator signs the user out.
+        public var signOutObserver: (any SignOutObserver)?
+        /// Which operations carry the token. Default: every one (``APIClient`` requests with
+        /// `requiresAuth == false` never do).
+        public var requirement: AuthenticationRequirement
+
+        /// Creates the auth settings; only the store and the refresher are required.
+        public init(
+            tokenStore: any TokenStore, tokenRefresher: any TokenRefresher,
+            signOutObserver: (any SignOutObserver)? = nil, requirement: AuthenticationRequirement = .everyOperation
+        ) {
+            self.tokenStore = tokenStore
+            self.tokenRefresher = tokenRefresher
+            self.signOutObserver = signOutObserver
+            self.requirement = requirement
+        }
+    }
+
     /// When and how often to retry. Default: `RetryPolicy.default`.
     public var retryPolicy: RetryPolicy
-    /// Where the user's tokens live (ShopKitAuth's keyring or encrypted-file store in production).
-    public var tokenStore: any TokenStore
-    /// Trades rejected tokens for fresh ones.
-    public var tokenRefresher: any TokenRefresher
-    /// Told when the auth decorator signs the user out.
-    public var signOutObserver: (any SignOutObserver)?
-    /// The largest response body buffered, by the client and by the dedup decorator. Default 10 MiB.
+    /// The auth decorator's settings; `nil` (the default) builds the chain without auth, and no request carries
+    /// a token.
+    public var auth: Auth?
+    /// The largest 2xx response body buffered, by the client and by the dedup decorator. Default 10 MiB.
     public var maxResponseBodyBytes: Int
     /// Waits between retries. Default: `Task.sleep`.
     public var sleeper: any Sleeper
     /// Draws retry jitter. Default: the system generator.
     public var randomSource: any RandomSource
-    /// Decodes response bodies.
+    /// Decodes response bodies (used by ``ShopKitFactory``'s `makeAPIClient` only).
     public var decoder: JSONDecoder
 
-    /// Creates a configuration; only the backend and the credentials are required.
+    /// Creates a configuration; every parameter has a default, and without `auth` nothing needs credentials.
     public init(
-        baseURL: URL, retryPolicy: RetryPolicy = .default, tokenStore: any TokenStore,
-        tokenRefresher: any TokenRefresher, signOutObserver: (any SignOutObserver)? = nil,
+        retryPolicy: RetryPolicy = .default, auth: Auth? = nil,
         maxResponseBodyBytes: Int = APIClient.defaultMaxResponseBodyBytes, sleeper: any Sleeper = TaskSleeper(),
         randomSource: any RandomSource = SystemRandomSource(), decoder: JSONDecoder = JSONDecoder()
     ) {
-        self.baseURL = baseURL
         self.retryPolicy = retryPolicy
-        self.tokenStore = tokenStore
-        self.tokenRefresher = tokenRefresher
-        self.signOutObserver = signOutObserver
+        self.auth = auth
         self.maxResponseBodyBytes = maxResponseBodyBytes
         self.sleeper = sleeper
         self.randomSource = randomSource

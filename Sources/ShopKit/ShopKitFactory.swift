@@ -4,42 +4,74 @@ import Foundation
 @_exported import OpenAPIRuntime
 import ShopKitAPI
 
-/// The one composition root: builds the decorator chain and the API client from a ``ShopKitConfiguration``.
+/// The one composition root: builds the decorator chain, as transports or as middlewares, and the API client
+/// from a ``ShopKitConfiguration``.
 ///
 /// The chain, outermost first, and why in this order:
 ///
-///     APIClient
-///       → RetryingTransport        retries transient failures; each retry goes through auth again
-///       → AuthenticatingTransport  attaches the bearer token; one shared refresh and one replay on 401
-///       → DeduplicatingTransport   merges identical in-flight GETs; under auth, so Authorization is in its key
-///       → base transport           the pinned HTTPS transport (ShopKitTLS) or a stub in tests
+///     APIClient or a generated Client
+///       → retry   RetryingTransport / RetryMiddleware: retries transient failures; each retry goes through auth again
+///       → auth    AuthenticatingTransport / AuthenticationMiddleware: attaches the bearer token; one shared
+///                 refresh and one replay on 401 (left out when the configuration has no `auth`)
+///       → dedup   DeduplicatingTransport / DeduplicationMiddleware: merges identical in-flight GETs; under auth,
+///                 so Authorization is in its key
+///       → base transport   the pinned HTTPS transport (ShopKitTLS) or a stub in tests
 ///
 /// Retry sits above auth so a retried attempt picks up a refreshed token, and a 401 (a final
 /// `APIError.unauthorized` from auth) is never retried. Dedup sits below auth so two users' requests can
-/// never share a response.
+/// never share a response. ``makeMiddlewares(_:)`` returns the same order as an array for
+/// `Client(serverURL:transport:middlewares:)`, whose first middleware is the outermost.
 public enum ShopKitFactory {
-    /// The decorator chain over `base`, outermost first: retry → auth → dedup → `base`.
+    /// The decorators as swift-openapi-runtime middlewares, outermost first: `[retry, auth, dedup]`, or
+    /// `[retry, dedup]` without ``ShopKitConfiguration/auth``. Pass them to a generated client as they are:
+    ///
+    /// ```swift
+    /// let client = Client(serverURL: url, transport: https, middlewares: ShopKitFactory.makeMiddlewares(configuration))
+    /// ```
+    ///
+    /// Each call makes new middlewares; share one array between clients that should share token refreshes and
+    /// in-flight requests.
+    public static func makeMiddlewares(_ configuration: ShopKitConfiguration) -> [any ClientMiddleware] {
+        var middlewares: [any ClientMiddleware] = [
+            RetryMiddleware(
+                policy: configuration.retryPolicy, sleeper: configuration.sleeper, random: configuration.randomSource)
+        ]
+        if let auth = configuration.auth {
+            middlewares.append(
+                AuthenticationMiddleware(
+                    store: auth.tokenStore, refresher: auth.tokenRefresher, observer: auth.signOutObserver,
+                    requirement: auth.requirement))
+        }
+        middlewares.append(DeduplicationMiddleware(maxBodyBytes: configuration.maxResponseBodyBytes))
+        return middlewares
+    }
+
+    /// The decorator chain over `base`, outermost first: retry → auth → dedup → `base` (no auth without
+    /// ``ShopKitConfiguration/auth``).
     public static func makeTransport(
         _ configuration: ShopKitConfiguration, base: any ClientTransport
     ) -> any ClientTransport {
-        let dedup = DeduplicatingTransport(wrapping: base, maxBodyBytes: configuration.maxResponseBodyBytes)
-        let auth = AuthenticatingTransport(
-            wrapping: dedup, store: configuration.tokenStore, refresher: configuration.tokenRefresher,
-            observer: configuration.signOutObserver)
+        var chain: any ClientTransport = DeduplicatingTransport(
+            wrapping: base, maxBodyBytes: configuration.maxResponseBodyBytes)
+        if let auth = configuration.auth {
+            chain = AuthenticatingTransport(
+                wrapping: chain, store: auth.tokenStore, refresher: auth.tokenRefresher,
+                observer: auth.signOutObserver, requirement: auth.requirement)
+        }
         return RetryingTransport(
-            wrapping: auth, policy: configuration.retryPolicy, sleeper: configuration.sleeper,
+            wrapping: chain, policy: configuration.retryPolicy, sleeper: configuration.sleeper,
             random: configuration.randomSource)
     }
 
-    /// An `APIClient` for `configuration.baseURL` over the full chain on top of `transport`.
+    /// An `APIClient` for `baseURL` over the chain on top of `transport`.
     ///
     /// - Warning: `transport` is what carries the bearer token. In production pass the pinned HTTPS transport;
     ///   a transport without TLS would send tokens in clear text.
     public static func makeAPIClient(
-        _ configuration: ShopKitConfiguration, transport: any ClientTransport
+        baseURL: URL, configuration: ShopKitConfiguration = ShopKitConfiguration(), transport: any ClientTransport
     ) -> APIClient {
         APIClient(
-            baseURL: configuration.baseURL, transport: makeTransport(configuration, base: transport),
+            baseURL: baseURL, transport: makeTransport(configuration, base: transport),
             decoder: configuration.decoder, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
     }
 }
@@ -50,9 +82,10 @@ extension ShopKitFactory {
     ///
     /// - Throws: `TLSContextError` (ShopKitTLS) when the TLS configuration cannot be loaded (e.g. unreadable anchors).
     public static func makeAPIClient(
-        _ configuration: ShopKitConfiguration, https: HTTPSTransport.Configuration
+        baseURL: URL, configuration: ShopKitConfiguration = ShopKitConfiguration(),
+        https: HTTPSTransport.Configuration
     ) throws -> (client: APIClient, transport: HTTPSTransport) {
         let transport = try HTTPSTransport(configuration: https)
-        return (makeAPIClient(configuration, transport: transport), transport)
+        return (makeAPIClient(baseURL: baseURL, configuration: configuration, transport: transport), transport)
     }
 }

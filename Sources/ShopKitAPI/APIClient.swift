@@ -71,8 +71,13 @@ public struct APIClient: Sendable {
         let response: HTTPResponse
         let bytes: [UInt8]
         do {
-            let (received, responseBody) = try await transport.send(
-                httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
+            // `requiresAuth` reaches the auth middleware as a task-local value, never as a header.
+            let (received, responseBody) = try await AuthenticationRequirement.$skipsCurrentRequest.withValue(
+                !request.requiresAuth
+            ) {
+                try await transport.send(
+                    httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
+            }
             response = received
             if received.status.kind == .successful {
                 bytes = try await responseBody?.collectBounded(limit: maxResponseBodyBytes) ?? []
@@ -94,7 +99,7 @@ public struct APIClient: Sendable {
         return try decode(Request.Response.self, from: bytes)
     }
 
-    /// Builds the `HTTPRequest` for `request`: path with encoded query, `Accept`, `Content-Type`, skip-auth marker.
+    /// Builds the `HTTPRequest` for `request`: path with encoded query, `Accept`, `Content-Type`.
     func makeHTTPRequest<Request: APIRequest>(for request: Request) -> HTTPRequest {
         var components = URLComponents()
         components.percentEncodedPath = Self.encodePath(request.path)
@@ -107,8 +112,6 @@ public struct APIClient: Sendable {
         var fields = request.headerFields
         if fields[.accept] == nil { fields[.accept] = "application/json" }
         if request.body != nil, fields[.contentType] == nil { fields[.contentType] = "application/json" }
-        fields[.shopKitSkipAuth] = nil
-        if !request.requiresAuth { fields[.shopKitSkipAuth] = "1" }
         let path = components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
         return HTTPRequest(method: request.method, scheme: nil, authority: nil, path: path, headerFields: fields)
     }
@@ -122,10 +125,19 @@ public struct APIClient: Sendable {
     }
 
     /// Decodes `type` from `bytes`; ``NoContent`` ignores the body, whatever it holds.
+    ///
+    /// The decoder reads `bytes` in place (a `Data` that borrows them for the call), so a body is not copied
+    /// again on its way from the transport (or the dedup decorator's shared buffer) to the decoder.
     func decode<Response: Decodable>(_ type: Response.Type, from bytes: [UInt8]) throws(APIError) -> Response {
         if let empty = NoContent() as? Response { return empty }
         do {
-            return try decoder.decode(Response.self, from: Data(bytes))
+            return try bytes.withUnsafeBytes { raw in
+                guard let base = raw.baseAddress, raw.count > 0 else { return try decoder.decode(Response.self, from: Data()) }
+                // Borrowed, never written or freed: `deallocator: .none`, and the Data does not outlive this closure.
+                let borrowed = Data(
+                    bytesNoCopy: UnsafeMutableRawPointer(mutating: base), count: raw.count, deallocator: .none)
+                return try decoder.decode(Response.self, from: borrowed)
+            }
         } catch {
             throw .decoding(DecodingFailure(decoding: Response.self, error: error))
         }

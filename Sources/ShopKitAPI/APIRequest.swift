@@ -32,8 +32,9 @@ public protocol APIRequest: Sendable {
     var body: Data? { get }
     /// Whether the auth decorator attaches the user's bearer token. Defaults to `true`.
     ///
-    /// Set `false` for endpoints that must work signed out (sign-in, public catalog). The flag travels to the
-    /// auth decorator as the `HTTPField.Name.shopKitSkipAuth` header, which that decorator strips.
+    /// Set `false` for endpoints that must work signed out (sign-in, public catalog). The flag reaches the auth
+    /// middleware as a task-local value set by ``APIClient`` for the duration of the call, never as a header, so
+    /// nothing of it reaches the wire and no header can switch auth off.
     var requiresAuth: Bool { get }
 }
 
@@ -59,12 +60,6 @@ public struct NoContent: Decodable, Sendable, Equatable {
 }
 
 extension HTTPField.Name {
-    /// Marks a request that must go out without `Authorization` (``APIRequest/requiresAuth`` is `false`).
-    ///
-    /// ``APIClient`` sets it, ``AuthenticatingTransport`` removes it before the request leaves, so the server never
-    /// sees it when the chain holds the auth decorator. Without that decorator nothing attaches a token anyway.
-    public static let shopKitSkipAuth = HTTPField.Name("X-ShopKit-Skip-Auth")!
-
     /// `Idempotency-Key`: a request carrying it may be retried even when its method is not idempotent.
     public static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
 }

@@ -22,7 +22,8 @@ public struct ResponseBodyTooLargeError: Error, Sendable, Equatable, CustomStrin
 extension HTTPBody {
     /// Reads the whole body into memory, throwing ``ResponseBodyTooLargeError`` as soon as it passes `limit`.
     ///
-    /// A declared `Content-Length` over the limit fails before a single byte is read.
+    /// A declared `Content-Length` over the limit fails before a single byte is read. A body of one chunk (the
+    /// dedup decorator's shared buffer) is returned without a copy: the array shares the chunk's storage.
     func collectBounded(limit: Int) async throws -> [UInt8] {
         if case .known(let declared) = length, declared > Int64(limit) {
             throw ResponseBodyTooLargeError(limit: limit)
@@ -30,7 +31,7 @@ extension HTTPBody {
         var bytes: [UInt8] = []
         for try await chunk in self {
             guard chunk.count <= limit - bytes.count else { throw ResponseBodyTooLargeError(limit: limit) }
-            bytes.append(contentsOf: chunk)
+            if bytes.isEmpty { bytes = Array(chunk) } else { bytes.append(contentsOf: chunk) }
         }
         return bytes
     }

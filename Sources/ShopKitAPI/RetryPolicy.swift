@@ -1,26 +1,29 @@
-/// When and how often ``RetryingTransport`` retries, and how long it waits in between.
+/// When and how often ``RetryingTransport`` (and ``RetryMiddleware``) retries, and how long it waits in between.
 ///
-/// The wait before retry *n* (n = 1 for the second attempt) is a pure function of *n*:
-/// `min(maxDelay, baseDelay × 2^(n−1) × jitter)`, with `jitter` drawn from ``jitter``. With the defaults
-/// (base 200 ms, max 10 s, jitter 0.8…1.2) the wait before jitter is:
+/// The wait before retry *n* (n = 1 for the second attempt) is a pure function of *n* and the jitter factor:
+/// first the backoff `backoff(n) = min(maxDelay, baseDelay × 2^(n−1))` (``backoff(beforeRetry:)``), then the
+/// wait `min(maxDelay, backoff(n) × jitter)` (``delay(beforeRetry:jitterFactor:)``), with `jitter` drawn from
+/// ``jitter``. With the defaults (base 200 ms, max 10 s, jitter 0.8…1.2):
 ///
-/// | retry n | attempt | backoff | with jitter   |
-/// |---------|---------|---------|---------------|
-/// | 1       | 2nd     | 0.2 s   | 0.16–0.24 s   |
-/// | 2       | 3rd     | 0.4 s   | 0.32–0.48 s   |
-/// | 3       | 4th     | 0.8 s   | 0.64–0.96 s   |
-/// | 4       | 5th     | 1.6 s   | 1.28–1.92 s   |
-/// | 5       | 6th     | 3.2 s   | 2.56–3.84 s   |
-/// | 6       | 7th     | 6.4 s   | 5.12–7.68 s   |
-/// | 7+      | 8th+    | 10 s    | 10 s (capped) |
+/// | retry n | attempt | backoff (before jitter) | wait (after jitter) |
+/// |---------|---------|-------------------------|---------------------|
+/// | 1       | 2nd     | 0.2 s                   | 0.16–0.24 s         |
+/// | 2       | 3rd     | 0.4 s                   | 0.32–0.48 s         |
+/// | 3       | 4th     | 0.8 s                   | 0.64–0.96 s         |
+/// | 4       | 5th     | 1.6 s                   | 1.28–1.92 s         |
+/// | 5       | 6th     | 3.2 s                   | 2.56–3.84 s         |
+/// | 6       | 7th     | 6.4 s                   | 5.12–7.68 s         |
+/// | 7+      | 8th+    | 10 s (capped)           | 8–10 s              |
 ///
-/// A `Retry-After` header replaces the backoff for that wait, still capped by ``maxDelay``.
+/// The backoff is capped before jitter, so from retry 7 on jitter can only shorten the wait. The default
+/// ``maxAttempts`` of 3 uses retries 1 and 2 only. A `Retry-After` header replaces the backoff and jitter for
+/// that wait, still capped by ``maxDelay``.
 public struct RetryPolicy: Sendable, Equatable {
     /// Attempts in total, including the first; `1` disables retries.
     public var maxAttempts: Int
     /// The wait before the first retry, before jitter.
     public var baseDelay: Duration
-    /// The longest wait, after jitter and for `Retry-After`.
+    /// The longest wait: caps the backoff before jitter, the wait after jitter, and `Retry-After`.
     public var maxDelay: Duration
     /// Response statuses that are retried (for idempotent requests).
     public var retryableStatuses: Set<Int>

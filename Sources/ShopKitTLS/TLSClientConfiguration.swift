@@ -5,7 +5,7 @@ import ShopKitPinning
 /// How a ShopKit client verifies servers: trust anchors, protocol floor and pins.
 ///
 /// Built once and shared: every connection made with one configuration shares one OpenSSL `SSL_CTX`.
-/// (Named `TLSClientConfiguration`, not `TLSConfiguration`, so that it never collides with swift-nio-ssl's type
+/// (Named `TLSClientConfiguration`, not `TLSClientConfiguration`, so that it never collides with swift-nio-ssl's type
 /// in a file that imports both.)
 ///
 /// Pins usually come from a pins file (``PinsFile`` in ShopKitPinning, the format `pin-check --print-config`

@@ -1,8 +1,8 @@
 import Foundation
 import ShopKitAPI
 
-/// A ``TokenStore`` in memory, counting saves and clears.
-package actor InMemoryTokenStore: TokenStore {
+/// A ``TokenStore`` in memory, counting saves and clears (ShopKitAPI's `InMemoryTokenStore` with counters).
+package actor CountingTokenStore: TokenStore {
     /// The stored tokens.
     package private(set) var tokens: AuthTokens?
     /// How many times tokens were saved.

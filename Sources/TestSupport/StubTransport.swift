@@ -26,6 +26,9 @@ package struct StubReply: Sendable {
     package var error: (any Error)?
     /// Set to serve the body as a stream that can be iterated once (as real network bodies are).
     package var streamed: Bool
+    /// When set, the body is a single-iteration stream that yields ``body`` and then throws this error (a
+    /// connection that broke off mid-body).
+    package var bodyFailure: (any Error)?
 
     /// A response with `status`, `headers` and `body`.
     package static func status(
@@ -34,6 +37,13 @@ package struct StubReply: Sendable {
         StubReply(
             response: HTTPResponse(status: .init(code: status), headerFields: headers), body: body, error: nil,
             streamed: streamed)
+    }
+
+    /// A response with `status` whose body yields `body` and then fails with `failure` (it breaks off).
+    package static func broken(_ status: Int, body: Data, failure: any Error) -> StubReply {
+        StubReply(
+            response: HTTPResponse(status: .init(code: status)), body: body, error: nil, streamed: true,
+            bodyFailure: failure)
     }
 
     /// A 200 response with a JSON body built from `json`.
@@ -97,6 +107,13 @@ package final class StubTransport: ClientTransport {
         if let error = reply.error { throw error }
         let response = reply.response ?? HTTPResponse(status: .internalServerError)
         guard let data = reply.body else { return (response, nil) }
+        if let failure = reply.bodyFailure {
+            let stream = AsyncThrowingStream<HTTPBody.ByteChunk, any Error> { continuation in
+                continuation.yield(ArraySlice(data))
+                continuation.finish(throwing: failure)
+            }
+            return (response, HTTPBody(stream, length: .unknown, iterationBehavior: .single))
+        }
         if reply.streamed {
             let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
                 continuation.yield(ArraySlice(data))

@@ -28,11 +28,12 @@ struct Demo {
         let store = DemoTokenStore(AuthTokens(accessToken: "expired-token", refreshToken: "refresh-1"))
         let refresher = DemoRefresher()
         let configuration = ShopKitConfiguration(
-            baseURL: URL(string: "https://shop.example/api")!,
             retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(20)),
-            tokenStore: store, tokenRefresher: refresher,
-            signOutObserver: SignOutHandler { reason in print("  signed out: \(reason)") })
-        let client = ShopKitFactory.makeAPIClient(configuration, transport: backend.transport)
+            auth: .init(
+                tokenStore: store, tokenRefresher: refresher,
+                signOutObserver: SignOutHandler { reason in print("  signed out: \(reason)") }))
+        let client = ShopKitFactory.makeAPIClient(
+            baseURL: URL(string: "https://shop.example/api")!, configuration: configuration, transport: backend.transport)
 
         try await showTypedDecode(client)
         try await showRefreshAndReplay(client, backend: backend)

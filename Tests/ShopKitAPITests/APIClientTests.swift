@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 import Testing
 import TestSupport
 
@@ -16,7 +17,7 @@ import TestSupport
         #expect(sent.request.path == "/products/42")
         #expect(sent.baseURL == baseURL)
         #expect(sent.request.headerFields[.accept] == "application/json")
-        #expect(sent.request.headerFields[.shopKitSkipAuth] == nil)
+        #expect(sent.request.headerFields.map(\.name) == [.accept])  // nothing ShopKit-internal
     }
 
     @Test func encodesQueryItemsAndBody() async throws {
@@ -32,22 +33,42 @@ import TestSupport
         #expect(sent[1].request.headerFields[.contentType] == "application/json")
     }
 
+    /// A transport that records whether the client asked for the current request to skip auth.
+    final class SkipRecorder: ClientTransport {
+        let skips = EventCounter()
+        let sends = EventCounter()
+        func send(
+            _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
+        ) async throws -> (HTTPResponse, HTTPBody?) {
+            await sends.increment()
+            if AuthenticationRequirement.skipsCurrentRequest { await skips.increment() }
+            return (HTTPResponse(status: .ok), HTTPBody(#"{"items":[]}"#))
+        }
+    }
+
     @Test func marksRequestsThatMustNotCarryTokens() async throws {
         let stub = StubTransport(replies: [.json(#"{"items":[]}"#)])
         _ = try await APIClient(baseURL: baseURL, transport: stub).send(PublicCatalog())
-        #expect(await stub.requests.first?.request.headerFields[.shopKitSkipAuth] == "1")
+        // The mark is task-local, not a header: the request on the wire is only what the client always sets.
+        #expect(await stub.requests.first?.request.headerFields.map(\.name) == [.accept])
+        let recorder = SkipRecorder()
+        _ = try await APIClient(baseURL: baseURL, transport: recorder).send(PublicCatalog())
+        _ = try await APIClient(baseURL: baseURL, transport: recorder).send(CreateOrder())
+        #expect(await recorder.sends.count == 2)
+        #expect(await recorder.skips.count == 1)
+        #expect(!AuthenticationRequirement.skipsCurrentRequest)  // scoped to the call
     }
 
     struct SneakyRequest: APIRequest {
         typealias Response = NoContent
         var path: String { "/me" }
-        var headerFields: HTTPFields { [.shopKitSkipAuth: "1"] }
+        var headerFields: HTTPFields { [HTTPField.Name("X-ShopKit-Skip-Auth")!: "1"] }
     }
 
     @Test func requestsCannotOptOutOfAuthThroughHeaders() async throws {
-        let stub = StubTransport(replies: [.status(200, body: Data("OK".utf8))])
-        #expect(try await APIClient(baseURL: baseURL, transport: stub).send(SneakyRequest()) == NoContent())
-        #expect(await stub.requests.first?.request.headerFields[.shopKitSkipAuth] == nil)
+        let recorder = SkipRecorder()
+        #expect(try await APIClient(baseURL: baseURL, transport: recorder).send(SneakyRequest()) == NoContent())
+        #expect(await recorder.skips.count == 0)
     }
 
     static let statusCases: [(Int, APIError)] = [

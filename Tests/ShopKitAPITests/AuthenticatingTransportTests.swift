@@ -28,15 +28,33 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         #expect(await stub.requests.first?.authorization == "Bearer old-access")
     }
 
-    @Test func requestsMarkedSkipAuthPassThroughWithoutTokenOrMarker() async throws {
+    /// What `APIClient` does for a request with `requiresAuth == false`: the task-local skip, never a header.
+    @Test func requestsSkippedByTheClientPassThroughWithoutTokenOrMarker() async throws {
         let stub = StubTransport(replies: [.status(401)])
         let refresher = CountingRefresher(returning: newTokens)
         let auth = AuthenticatingTransport(wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
-        #expect(try await get(auth, headers: [.shopKitSkipAuth: "1"]).status.code == 401)
+        let status = try await AuthenticationRequirement.$skipsCurrentRequest.withValue(true) {
+            try await get(auth, headers: [.accept: "application/json"]).status.code
+        }
+        #expect(status == 401)
         let sent = try #require(await stub.requests.first)
         #expect(sent.authorization == nil)
-        #expect(sent.request.headerFields[.shopKitSkipAuth] == nil)
+        #expect(sent.request.headerFields.map(\.name) == [.accept])  // nothing ShopKit-internal was added
         #expect(await refresher.count == 0)
+    }
+
+    /// The old side channel is gone: a header named like the old marker is just a header, and auth still applies.
+    @Test func aHeaderNamedLikeTheOldSkipMarkerDoesNotSkipAuth() async throws {
+        let stub = StubTransport(replies: [.status(200)])
+        let auth = AuthenticatingTransport(
+            wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: CountingRefresher(returning: newTokens))
+        let marker = HTTPField.Name("X-ShopKit-Skip-Auth")!
+        #expect(try await get(auth, headers: [marker: "1"]).status.code == 200)
+        #expect(await stub.requests.first?.authorization == "Bearer old-access")
+        let signedOut = AuthenticatingTransport(
+            wrapping: stub, store: InMemoryTokenStore(nil), refresher: CountingRefresher(returning: newTokens))
+        await #expect(throws: APIError.unauthorized) { try await get(signedOut, headers: [marker: "1"]) }
+        #expect(await stub.requests.count == 1)
     }
 
     @Test func signedOutUserSendsNothing() async throws {
@@ -56,7 +74,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
             await arrivals.wait(until: callers)  // every caller holds the old token before any 401 goes out
             return .status(401)
         }
-        let store = InMemoryTokenStore(oldTokens)
+        let store = CountingTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens)
         let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher)
 
@@ -97,7 +115,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
 
     @Test func refreshThatDoesNotHelpSignsOutAfterExactlyOneReplay() async throws {
         let stub = StubTransport(replies: [.status(401)])
-        let store = InMemoryTokenStore(oldTokens)
+        let store = CountingTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens)
         let observer = RecordingSignOutObserver()
         let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)

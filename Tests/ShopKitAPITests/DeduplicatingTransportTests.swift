@@ -178,3 +178,50 @@ import TestSupport
         #expect(await stub.requests.count == 1)
     }
 }
+
+extension DeduplicatingTransportTests {
+    /// Issue 16 item 14: a non-2xx body is not held to the 2xx limit; each waiter gets the status and the page.
+    @Test func oversizeErrorPageDeliversTheStatusToEveryWaiter() async throws {
+        let gate = Gate()
+        let page = String(repeating: "x", count: 100)
+        let stub = StubTransport { _ in
+            try await gate.wait()
+            return .status(503, body: Data(page.utf8), streamed: true)
+        }
+        let dedup = DeduplicatingTransport(wrapping: stub, maxBodyBytes: 10)
+        let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
+        await Self.waitForWaiters(dedup, 3)
+        await gate.open()
+        for task in tasks {
+            let (status, body) = try await task.value
+            #expect(status == 503)
+            #expect(body == Data(page.utf8))
+        }
+        #expect(await stub.requests.count == 1)
+    }
+
+    /// Only the first 64 KiB of an error page are kept, as `APIClient` reads them.
+    @Test func errorPageIsCutAt64KiB() async throws {
+        let stub = StubTransport(replies: [.status(500, body: Data(count: 100_000), streamed: true)])
+        let dedup = DeduplicatingTransport(wrapping: stub, maxBodyBytes: 10)
+        let (status, body) = try await Self.fetch(dedup, Self.request())
+        #expect(status == 500)
+        #expect(body.count == 64 * 1024)
+    }
+
+    /// An error body that breaks off still delivers its status (with no body) instead of the body's error.
+    @Test func brokenErrorBodyDeliversTheStatus() async throws {
+        let stub = StubTransport(replies: [.broken(404, body: Data("not fo".utf8), failure: TransientFailure())])
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        let (status, body) = try await Self.fetch(dedup, Self.request())
+        #expect(status == 404)
+        #expect(body.isEmpty)
+    }
+
+    /// A broken 2xx body is still the transport's error: it cannot be decoded.
+    @Test func broken2xxBodyFailsWithTheBodysError() async throws {
+        let stub = StubTransport(replies: [.broken(200, body: Data("{".utf8), failure: TransientFailure())])
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        await #expect(throws: TransientFailure()) { try await Self.fetch(dedup, Self.request()) }
+    }
+}

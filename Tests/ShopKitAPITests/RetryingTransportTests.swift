@@ -21,6 +21,16 @@ import TestSupport
         #expect(policy.delay(beforeRetry: 7, jitterFactor: factor) <= policy.maxDelay)
     }
 
+    // The "wait (after jitter)" column of RetryPolicy's doc table: the ends of each range, in milliseconds.
+    @Test(arguments: zip(1...8, [(160, 240), (320, 480), (640, 960), (1280, 1920), (2560, 3840), (5120, 7680), (8000, 10_000), (8000, 10_000)]))
+    func waitAfterJitterMatchesTheDocTable(retry: Int, range: (low: Int, high: Int)) {
+        let policy = RetryPolicy.default
+        let low = policy.delay(beforeRetry: retry, jitterFactor: 0.8)
+        let high = policy.delay(beforeRetry: retry, jitterFactor: 1.2)
+        #expect(abs((low - .milliseconds(range.low)).inSeconds) < 1e-9)
+        #expect(abs((high - .milliseconds(range.high)).inSeconds) < 1e-9)
+    }
+
     @Test func hugeAttemptNumbersDoNotOverflow() {
         #expect(RetryPolicy.default.backoff(beforeRetry: 10_000) == .seconds(10))
         #expect(RetryPolicy.default.backoff(beforeRetry: Int.max) == .seconds(10))

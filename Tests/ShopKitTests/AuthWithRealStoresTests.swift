@@ -27,9 +27,9 @@ import Testing
         -> APIClient
     {
         ShopKitFactory.makeAPIClient(
-            ShopKitConfiguration(
-                baseURL: URL(string: "https://shop.test")!, tokenStore: store, tokenRefresher: refresher,
-                signOutObserver: observer),
+            baseURL: URL(string: "https://shop.test")!,
+            configuration: ShopKitConfiguration(
+                auth: .init(tokenStore: store, tokenRefresher: refresher, signOutObserver: observer)),
             transport: backend)
     }
 

@@ -38,17 +38,17 @@ import Testing
         return HTTPSTransport.Configuration(tls: tls)
     }
 
-    private static func configuration(port: Int) -> ShopKitConfiguration {
-        ShopKitConfiguration(
-            baseURL: URL(string: "https://localhost:\(port)")!,
-            tokenStore: InMemoryTokenStore(), tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "unused")))
-    }
+    private static let configuration = ShopKitConfiguration(
+        auth: .init(
+            tokenStore: InMemoryTokenStore(), tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "unused"))))
+
+    private static func baseURL(port: Int) -> URL { URL(string: "https://localhost:\(port)")! }
 
     @Test func apiClientDecodesThroughPinnedTransport() async throws {
         let nginx = try Self.startNginx()
         defer { nginx.stop() }
         let (client, transport) = try ShopKitFactory.makeAPIClient(
-            Self.configuration(port: nginx.port), https: Self.https(pins: ["leaf-localhost-ecdsa", "backup-intermediate"]))
+            baseURL: Self.baseURL(port: nginx.port), configuration: Self.configuration, https: Self.https(pins: ["leaf-localhost-ecdsa", "backup-intermediate"]))
         let widget = try await client.send(GetWidget())
         #expect(widget == Widget(id: 42, name: "ShopKit", tags: ["tls", "pinning"]))
         await transport.shutdown()
@@ -58,7 +58,7 @@ import Testing
         let nginx = try Self.startNginx()
         defer { nginx.stop() }
         let (client, transport) = try ShopKitFactory.makeAPIClient(
-            Self.configuration(port: nginx.port), https: Self.https(pins: ["other-root", "other-intermediate"]))
+            baseURL: Self.baseURL(port: nginx.port), configuration: Self.configuration, https: Self.https(pins: ["other-root", "other-intermediate"]))
         await #expect {
             _ = try await client.send(GetWidget())
         } throws: { error in

@@ -18,11 +18,12 @@ func productTitle(id: String, transport: any ClientTransport, store: any TokenSt
     async -> String
 {
     let configuration = ShopKitConfiguration(
-        baseURL: URL(string: "https://shop.example/api")!,
-        tokenStore: store,
-        tokenRefresher: refresher,
-        signOutObserver: SignOutHandler { reason in print("Signed out: \(reason)") })
-    let client = ShopKitFactory.makeAPIClient(configuration, transport: transport)
+        auth: .init(
+            tokenStore: store,
+            tokenRefresher: refresher,
+            signOutObserver: SignOutHandler { reason in print("Signed out: \(reason)") }))
+    let client = ShopKitFactory.makeAPIClient(
+        baseURL: URL(string: "https://shop.example/api")!, configuration: configuration, transport: transport)
     do throws(APIError) {
         let product = try await client.send(GetProduct(id: id))
         return product.name
@@ -42,16 +43,9 @@ import TestSupport
 
 @Suite struct READMEExampleTests {
     @Test func exampleIsTheREADMEsExample() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
-        let begin = try #require(source.range(of: "README-BEGIN"))
-        let afterBeginLine = try #require(source[begin.upperBound...].firstIndex(of: "\n"))
-        let end = try #require(source.range(of: "// README-END"))
-        let example = String(source[source.index(after: afterBeginLine)..<end.lowerBound])
+        let example = try #require(try READMESnippets.example(inFile: #filePath))
         #expect(example.count > 500)
-        #expect(readme.contains("```swift\n" + example + "```\n"), "README.md's API client example differs from this file")
+        #expect(try READMESnippets.readmeShows(example), "README.md's API client example differs from this file")
     }
 
     @Test func exampleRunsThroughRefreshAndReplay() async {

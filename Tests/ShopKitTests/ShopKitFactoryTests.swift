@@ -5,13 +5,20 @@ import TestSupport
 @testable import ShopKit
 
 @Suite struct ShopKitFactoryTests {
+    static let baseURL = URL(string: "https://shop.example/api")!
+
     static func configuration(
         store: any TokenStore, refresher: any TokenRefresher = CountingRefresher(returning: AuthTokens(accessToken: "new")),
         sleeper: RecordingSleeper, observer: RecordingSignOutObserver? = nil
     ) -> ShopKitConfiguration {
         ShopKitConfiguration(
-            baseURL: URL(string: "https://shop.example/api")!, tokenStore: store, tokenRefresher: refresher,
-            signOutObserver: observer, sleeper: sleeper, randomSource: FixedRandomSource())
+            auth: .init(tokenStore: store, tokenRefresher: refresher, signOutObserver: observer), sleeper: sleeper,
+            randomSource: FixedRandomSource())
+    }
+
+    /// `makeAPIClient` with the test base URL.
+    static func client(_ configuration: ShopKitConfiguration, transport: any ClientTransport) -> APIClient {
+        ShopKitFactory.makeAPIClient(baseURL: baseURL, configuration: configuration, transport: transport)
     }
 
     struct Me: APIRequest {
@@ -24,7 +31,7 @@ import TestSupport
         let store = InMemoryTokenStore(AuthTokens(accessToken: "old"))
         let refresher = CountingRefresher(returning: AuthTokens(accessToken: "new"))
         let sleeper = RecordingSleeper()
-        let client = ShopKitFactory.makeAPIClient(
+        let client = Self.client(
             Self.configuration(store: store, refresher: refresher, sleeper: sleeper), transport: stub)
 
         #expect(try await client.send(Me()) == NoContent())
@@ -52,7 +59,7 @@ import TestSupport
             return .status(204)
         }
         let store = InMemoryTokenStore(AuthTokens(accessToken: "first"))
-        let client = ShopKitFactory.makeAPIClient(
+        let client = Self.client(
             Self.configuration(
                 store: store, refresher: CountingRefresher(returning: AuthTokens(accessToken: "n")),
                 sleeper: RecordingSleeper()),
@@ -73,7 +80,7 @@ import TestSupport
         let refresher = CountingRefresher(returning: AuthTokens(accessToken: "new"))
         let sleeper = RecordingSleeper()
         let observer = RecordingSignOutObserver()
-        let client = ShopKitFactory.makeAPIClient(
+        let client = Self.client(
             Self.configuration(store: store, refresher: refresher, sleeper: sleeper, observer: observer), transport: stub)
 
         await #expect(throws: APIError.unauthorized) { try await client.send(Me()) }
@@ -118,7 +125,7 @@ import TestSupport
         let stub = StubTransport(replies: [.status(204)])
         let store = FailingTokenStore(failure)
         let sleeper = RecordingSleeper()
-        let client = ShopKitFactory.makeAPIClient(Self.configuration(store: store, sleeper: sleeper), transport: stub)
+        let client = Self.client(Self.configuration(store: store, sleeper: sleeper), transport: stub)
 
         #expect(await Self.storeFailure { try await client.send(Me()) } == failure)
         #expect(await store.loads == 1)
@@ -130,7 +137,7 @@ import TestSupport
     @Test func anUnavailableStoreIsRetried() async throws {
         let store = FailingTokenStore(.unavailable("timed out"))
         let sleeper = RecordingSleeper()
-        let client = ShopKitFactory.makeAPIClient(
+        let client = Self.client(
             Self.configuration(store: store, sleeper: sleeper), transport: StubTransport(replies: [.status(204)]))
 
         #expect(await Self.storeFailure { try await client.send(Me()) } == .unavailable("timed out"))
@@ -146,7 +153,7 @@ import TestSupport
 
     @Test func publicEndpointsGoOutWithoutTokenOrMarker() async throws {
         let stub = StubTransport(replies: [.status(204)])
-        let client = ShopKitFactory.makeAPIClient(
+        let client = Self.client(
             Self.configuration(
                 store: InMemoryTokenStore(AuthTokens(accessToken: "t")),
                 refresher: CountingRefresher(returning: AuthTokens(accessToken: "u")), sleeper: RecordingSleeper()),
@@ -154,6 +161,57 @@ import TestSupport
         _ = try await client.send(Catalog())
         let sent = try #require(await stub.requests.first)
         #expect(sent.authorization == nil)
-        #expect(sent.request.headerFields[.shopKitSkipAuth] == nil)
+        // Nothing ShopKit-internal reaches the wire: the request carries only what the client always sets.
+        #expect(sent.request.headerFields.map(\.name) == [.accept])
+    }
+
+    struct SneakyMe: APIRequest {
+        typealias Response = NoContent
+        var path: String { "/me" }
+        var headerFields: HTTPFields { [HTTPField.Name("X-ShopKit-Skip-Auth")!: "1"] }
+    }
+
+    /// A header named like the removed skip marker is an ordinary header: the request is still authenticated,
+    /// and a signed-out user's request is still refused before anything is sent.
+    @Test func aHeaderNamedLikeTheOldSkipMarkerIsNotASkipRequest() async throws {
+        let stub = StubTransport(replies: [.status(204)])
+        let client = Self.client(
+            Self.configuration(store: InMemoryTokenStore(AuthTokens(accessToken: "t")), sleeper: RecordingSleeper()),
+            transport: stub)
+        _ = try await client.send(SneakyMe())
+        #expect(await stub.requests.first?.authorization == "Bearer t")
+
+        let signedOut = Self.client(
+            Self.configuration(store: InMemoryTokenStore(), sleeper: RecordingSleeper()), transport: stub)
+        await #expect(throws: APIError.unauthorized) { try await signedOut.send(SneakyMe()) }
+        #expect(await stub.requests.count == 1)
+    }
+
+    /// Retry and dedup alone need no credentials: no auth decorator, no token, and a 503 is still retried.
+    @Test func chainWithoutAuthIsRetryThenDedup() async throws {
+        let stub = StubTransport(replies: [.status(503), .status(204)])
+        let sleeper = RecordingSleeper()
+        let configuration = ShopKitConfiguration(sleeper: sleeper, randomSource: FixedRandomSource())
+        let retry = try #require(ShopKitFactory.makeTransport(configuration, base: stub) as? RetryingTransport)
+        let dedup = try #require(retry.upstream as? DeduplicatingTransport)
+        #expect(dedup.upstream as? StubTransport === stub)
+
+        let client = Self.client(configuration, transport: stub)
+        #expect(try await client.send(Me()) == NoContent())
+        #expect(await stub.requests.map(\.authorization) == [nil, nil])
+        #expect(await sleeper.durations == [.milliseconds(200)])
+    }
+
+    @Test func middlewaresAreRetryThenAuthThenDedup() {
+        let withAuth = ShopKitFactory.makeMiddlewares(
+            Self.configuration(store: InMemoryTokenStore(), sleeper: RecordingSleeper()))
+        #expect(withAuth.count == 3)
+        #expect(withAuth[0] is RetryMiddleware)
+        #expect(withAuth[1] is AuthenticationMiddleware)
+        #expect(withAuth[2] is DeduplicationMiddleware)
+        let withoutAuth = ShopKitFactory.makeMiddlewares(ShopKitConfiguration())
+        #expect(withoutAuth.count == 2)
+        #expect(withoutAuth[0] is RetryMiddleware)
+        #expect(withoutAuth[1] is DeduplicationMiddleware)
     }
 }

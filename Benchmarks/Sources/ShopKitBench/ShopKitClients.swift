@@ -101,8 +101,8 @@ final class ShopKitAPIBenchClient: BenchClient {
     init(transport: HTTPSTransport, baseURL: URL) {
         self.transport = transport
         let configuration = ShopKitConfiguration(
-            baseURL: baseURL, tokenStore: MemoryTokenStore(), tokenRefresher: FixedRefresher())
-        self.client = ShopKitFactory.makeAPIClient(configuration, transport: transport)
+            auth: .init(tokenStore: MemoryTokenStore(), tokenRefresher: FixedRefresher()))
+        self.client = ShopKitFactory.makeAPIClient(baseURL: baseURL, configuration: configuration, transport: transport)
     }
 
     func get(_ path: String, closeConnection: Bool) async throws -> Int {

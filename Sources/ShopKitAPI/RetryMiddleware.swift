@@ -1,0 +1,95 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import ShopKitCore
+
+/// Retries failed requests that are safe to send again, with exponential backoff and jitter.
+///
+/// This is the retry logic itself, as a swift-openapi-runtime `ClientMiddleware`: give it to a generated
+/// client's `Client(serverURL:transport:middlewares:)` first in the array (outermost), or use it through
+/// ``RetryingTransport``, which runs this same middleware over a fixed upstream transport.
+///
+/// A request is retried only when all of these hold:
+/// - its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, TRACE: RFC 9110 §9.2.2, the one list the
+///   transport's stale-connection resend uses too) or it carries an `Idempotency-Key` header;
+/// - its body is absent or can be iterated more than once (`HTTPBody.iterationBehavior == .multiple`);
+/// - the attempt failed with an error that is not ``RetryClassifiableError`` saying no (and not cancellation),
+///   or with a status in ``RetryPolicy/retryableStatuses``; other 4xx are never retried, and decoding errors
+///   never reach this layer. An error that a generated client wrapped in OpenAPIRuntime's `ClientError` (as it
+///   wraps whatever an inner middleware or the transport throws) is judged by its `underlyingError`;
+/// - attempts remain.
+///
+/// The wait is ``RetryPolicy``'s backoff, or the response's `Retry-After` (seconds or HTTP-date, resolved with
+/// the injected clock), both capped by ``RetryPolicy/maxDelay``. Cancellation is checked before every attempt and
+/// every sleep. Sits on top of the chain so a retry goes through auth again.
+public struct RetryMiddleware: ClientMiddleware {
+    /// When and how long to retry.
+    public let policy: RetryPolicy
+    /// Waits between attempts.
+    public let sleeper: any Sleeper
+    /// Draws the jitter factor.
+    public let random: any RandomSource
+    /// The current time, for `Retry-After` HTTP-dates.
+    public let now: @Sendable () -> Date
+
+    /// Creates the middleware.
+    public init(
+        policy: RetryPolicy = .default, sleeper: any Sleeper = TaskSleeper(),
+        random: any RandomSource = SystemRandomSource(), now: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        self.policy = policy
+        self.sleeper = sleeper
+        self.random = random
+        self.now = now
+    }
+
+    /// Sends `request` through `next`, retrying as described on the type; returns the last response or throws
+    /// the last error.
+    public func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        let retriable = Self.mayRetry(request, body: body)
+        var attempt = 1
+        while true {
+            try Task.checkCancellation()
+            let wait: Duration
+            do {
+                let (response, responseBody) = try await next(request, body, baseURL)
+                guard retriable, attempt < policy.maxAttempts,
+                    policy.retryableStatuses.contains(response.status.code)
+                else { return (response, responseBody) }
+                wait = delay(beforeRetry: attempt, response: response)
+                // The body of a response we are not going to return is dropped unread.
+            } catch {
+                guard retriable, attempt < policy.maxAttempts, Self.isRetryable(error) else { throw error }
+                wait = policy.delay(beforeRetry: attempt, jitterFactor: random.jitterFactor(in: policy.jitter))
+            }
+            try Task.checkCancellation()
+            try await sleeper.sleep(for: wait)
+            attempt += 1
+        }
+    }
+
+    /// Whether `request` may be sent more than once at all (method or `Idempotency-Key`, replayable body).
+    static func mayRetry(_ request: HTTPRequest, body: HTTPBody?) -> Bool {
+        guard body.isReplayable else { return false }
+        return request.method.isIdempotent || request.headerFields[.idempotencyKey] != nil
+    }
+
+    /// Whether a thrown error is worth another attempt; a `ClientError` is judged by its `underlyingError`.
+    static func isRetryable(_ error: any Error) -> Bool {
+        let cause = (error as? ClientError)?.underlyingError ?? error
+        if cause is CancellationError || Task.isCancelled { return false }
+        if let classified = cause as? any RetryClassifiableError { return classified.isRetryable }
+        return true
+    }
+
+    /// `Retry-After` (capped) when the response has a valid one, else the jittered backoff.
+    func delay(beforeRetry retry: Int, response: HTTPResponse) -> Duration {
+        if let value = response.headerFields[.retryAfter], let requested = RetryAfter.delay(from: value, now: now()) {
+            return policy.delay(retryAfter: requested)
+        }
+        return policy.delay(beforeRetry: retry, jitterFactor: random.jitterFactor(in: policy.jitter))
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import Testing
+import TestSupport
+
+@testable import ShopKitAPI
+
+/// The decorators as `ClientMiddleware`s: the same logic as the transports, driven through `intercept`.
+@Suite(.timeLimit(.minutes(1))) struct MiddlewareTests {
+    static let get = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/products", headerFields: [:])
+
+    /// A generated client wraps whatever an inner middleware or the transport throws in `ClientError`.
+    static func wrapped(_ error: any Error) -> ClientError {
+        ClientError(operationID: "getPet", operationInput: "", causeDescription: "wrapped", underlyingError: error)
+    }
+
+    /// Runs `middleware` over `next`, which answers from `stub`.
+    static func intercept(_ middleware: some ClientMiddleware, _ request: HTTPRequest = get, stub: StubTransport)
+        async throws -> HTTPResponse
+    {
+        try await middleware.intercept(request, body: nil, baseURL: baseURL, operationID: "op") {
+            try await stub.send($0, body: $1, baseURL: $2, operationID: "op")
+        }.0
+    }
+
+    @Test func retryMiddlewareRetriesAStatus() async throws {
+        let stub = StubTransport(replies: [.status(503), .status(200)])
+        let sleeper = RecordingSleeper()
+        let retry = RetryMiddleware(sleeper: sleeper, random: FixedRandomSource())
+        #expect(try await Self.intercept(retry, stub: stub).status.code == 200)
+        #expect(await sleeper.durations == [.milliseconds(200)])
+    }
+
+    /// A generated client hands the retry middleware errors wrapped in `ClientError`: they are judged by their
+    /// cause, so a final error from below (auth's `unauthorized`, a pin mismatch) is not retried.
+    @Test func retryMiddlewareJudgesClientErrorsByTheirCause() async throws {
+        let permanent = StubTransport(replies: [.failure(Self.wrapped(PermanentFailure()))])
+        let sleeper = RecordingSleeper()
+        let retry = RetryMiddleware(sleeper: sleeper, random: FixedRandomSource())
+        await #expect(throws: ClientError.self) { try await Self.intercept(retry, stub: permanent) }
+        #expect(await permanent.requests.count == 1)
+
+        let unauthorized = StubTransport(replies: [.failure(Self.wrapped(APIError.unauthorized))])
+        await #expect(throws: ClientError.self) { try await Self.intercept(retry, stub: unauthorized) }
+        #expect(await unauthorized.requests.count == 1)
+        #expect(await sleeper.durations.isEmpty)
+
+        let transient = StubTransport(replies: [.failure(Self.wrapped(TransientFailure())), .status(200)])
+        #expect(try await Self.intercept(retry, stub: transient).status.code == 200)
+        #expect(await transient.requests.count == 2)
+        #expect(!RetryMiddleware.isRetryable(Self.wrapped(CancellationError())))
+    }
+
+    @Test func dedupMiddlewareSharesOneUpstreamRequest() async throws {
+        let gate = Gate()
+        let stub = StubTransport { _ in
+            try await gate.wait()
+            return .json(productJSON)
+        }
+        let dedup = DeduplicationMiddleware()
+        let tasks = (0..<4).map { _ in
+            Task {
+                let (response, body) = try await dedup.intercept(
+                    Self.get, body: nil, baseURL: baseURL, operationID: "op"
+                ) { try await stub.send($0, body: $1, baseURL: $2, operationID: "op") }
+                return (response.status.code, try await [UInt8](collecting: body!, upTo: 1 << 20))
+            }
+        }
+        while await dedup.waiterCount < 4 { await Task.yield() }
+        #expect(await dedup.inFlightCount == 1)
+        await gate.open()
+        for task in tasks {
+            let (status, bytes) = try await task.value
+            #expect(status == 200)
+            #expect(bytes == Array(productJSON.utf8))
+        }
+        #expect(await stub.requests.count == 1)
+        #expect(await dedup.inFlightCount == 0)
+    }
+
+    /// The middleware's `next` may not outlive the call: a cancelled caller that started the shared request
+    /// returns once that request ended, and the others still get the response.
+    @Test func dedupMiddlewareCancelledStarterLeavesTheOthersTheirResponse() async throws {
+        let gate = Gate()
+        let stub = StubTransport { _ in
+            try await gate.wait()
+            return .json(productJSON)
+        }
+        let dedup = DeduplicationMiddleware()
+        @Sendable func call() async throws -> Int {
+            try await dedup.intercept(Self.get, body: nil, baseURL: baseURL, operationID: "op") {
+                try await stub.send($0, body: $1, baseURL: $2, operationID: "op")
+            }.0.status.code
+        }
+        let starter = Task { try await call() }
+        await stub.arrivals.wait(until: 1)  // the starter's request is upstream
+        let other = Task { try await call() }
+        while await dedup.waiterCount < 2 { await Task.yield() }
+        starter.cancel()
+        while await dedup.waiterCount > 1 { await Task.yield() }  // the starter left the flight
+        await gate.open()
+        await #expect(throws: CancellationError.self) { try await starter.value }
+        #expect(try await other.value == 200)
+        #expect(await stub.cancellations.count == 0)
+        #expect(await stub.requests.count == 1)
+    }
+
+    @Test func dedupMiddlewarePassesBodiesAndOtherMethodsThrough() async throws {
+        let stub = StubTransport(replies: [.status(201)])
+        let post = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/orders", headerFields: [:])
+        #expect(try await Self.intercept(DeduplicationMiddleware(), post, stub: stub).status.code == 201)
+    }
+}
