@@ -22,7 +22,7 @@ import OpenAPIRuntime
 /// Signing out clears the store (only if it still holds the rejected token, so a new session is never wiped),
 /// tells the ``SignOutObserver`` once per rejected token, and makes every affected caller throw
 /// ``APIError/unauthorized``. A refresher that throws signs out too, unless its error is a
-/// ``RetryClassifiableError`` with `isRetryable == true` (offline, server down): then the session is kept and
+/// `RetryClassifiableError` with `isRetryable == true` (offline, server down): then the session is kept and
 /// the error is thrown to the caller. Refreshed tokens the store fails to save are still used for the replay and
 /// kept for the next recovery of the same token, so a rotated refresh token is never lost. At most two requests
 /// go upstream per call, so no path can loop.

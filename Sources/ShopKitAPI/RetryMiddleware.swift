@@ -13,7 +13,7 @@ import ShopKitCore
 /// - its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, TRACE: RFC 9110 §9.2.2, the one list the
 ///   transport's stale-connection resend uses too) or it carries an `Idempotency-Key` header;
 /// - its body is absent or can be iterated more than once (`HTTPBody.iterationBehavior == .multiple`);
-/// - the attempt failed with an error that is not ``RetryClassifiableError`` saying no (and not cancellation),
+/// - the attempt failed with an error that is not `RetryClassifiableError` saying no (and not cancellation),
 ///   or with a status in ``RetryPolicy/retryableStatuses``; other 4xx are never retried, and decoding errors
 ///   never reach this layer. An error that a generated client wrapped in OpenAPIRuntime's `ClientError` (as it
 ///   wraps whatever an inner middleware or the transport throws) is judged by its `underlyingError`;

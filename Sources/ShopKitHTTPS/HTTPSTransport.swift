@@ -10,7 +10,7 @@ import ShopKitTLS
 /// An OpenAPI `ClientTransport` that speaks HTTP/1.1 over pinned TLS (system OpenSSL), with a keep-alive pool.
 ///
 /// Every connection is verified by OpenSSL (chain and hostname) and then checked against the pins of
-/// ``TLSClientConfiguration/pinning`` before a request byte is sent. Only `https` base URLs are accepted. Redirects
+/// `TLSClientConfiguration.pinning` before a request byte is sent. Only `https` base URLs are accepted. Redirects
 /// are returned to the caller, never followed.
 ///
 /// - Warning: There is no plaintext mode: the transport refuses non-https URLs.

@@ -8,8 +8,8 @@ import ShopKitPinning
 /// (Named `TLSClientConfiguration`, not `TLSClientConfiguration`, so that it never collides with swift-nio-ssl's type
 /// in a file that imports both.)
 ///
-/// Pins usually come from a pins file (``PinsFile`` in ShopKitPinning, the format `pin-check --print-config`
-/// writes) or from ``PinSet`` values in code.
+/// Pins come from `PinSet` values in code (`pin-check --print-config` prints them for a server) or from a pins
+/// file read with ShopKitPinning's `PinsFile` (the format `pin-check --pins-file` reads).
 public struct TLSClientConfiguration: Sendable {
     /// Where trust anchors come from.
     public enum TrustRoots: Sendable, Hashable {
