@@ -44,7 +44,7 @@ let package = Package(
         // The only Swift module that imports COpenSSL.
         .target(
             name: "ShopKitOpenSSL",
-            dependencies: ["COpenSSL", "ShopKitPinning"]),
+            dependencies: ["COpenSSL", "ShopKitCore", "ShopKitPinning"]),
         // Retry classification (RetryClassifiableError) and the idempotent-method list: below every error type.
         .target(
             name: "ShopKitCore",
@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "ShopKitAuth",
             dependencies: [
-                "ShopKitAPI", "ShopKitOpenSSL", "CLibSecret",
+                "ShopKitCore", "ShopKitAPI", "ShopKitOpenSSL", "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Umbrella and composition root.
@@ -149,6 +149,7 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ]),
 
+        .testTarget(name: "ShopKitCoreTests", dependencies: ["ShopKitCore"]),
         .testTarget(name: "ShopKitPinningTests", dependencies: ["ShopKitPinning"]),
         .testTarget(name: "ShopKitOpenSSLTests", dependencies: ["ShopKitOpenSSL", "TestSupport"]),
         .testTarget(

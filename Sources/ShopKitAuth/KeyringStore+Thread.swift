@@ -1,6 +1,7 @@
 import CLibSecret
 import Dispatch
 import Foundation
+import ShopKitCore
 
 /// Runs every libsecret call of the process on one dedicated serial thread.
 ///
@@ -157,30 +158,32 @@ struct JobRace {
 
 /// One job's ``JobRace`` and the caller's continuation, resumed exactly once.
 private final class JobAnswer<T: Sendable>: Sendable {
-    // Safe to share: `race` and `continuation` are read and written only while `lock` is held.
-    private nonisolated(unsafe) var race = JobRace()
-    private nonisolated(unsafe) var continuation: CheckedContinuation<Result<T, CredentialError>, Never>?
-    private let lock = NSLock()
-
-    init(_ continuation: CheckedContinuation<Result<T, CredentialError>, Never>) {
-        self.continuation = continuation
+    private struct State {
+        var race = JobRace()
+        var continuation: CheckedContinuation<Result<T, CredentialError>, Never>?
     }
 
-    func start() -> Bool { lock.withLock { race.start() } }
+    private let state: LockedBox<State>
+
+    init(_ continuation: CheckedContinuation<Result<T, CredentialError>, Never>) {
+        state = LockedBox(State(continuation: continuation))
+    }
+
+    func start() -> Bool { state.withLock { $0.race.start() } }
 
     func finish(_ result: Result<T, CredentialError>) {
-        let pending = lock.withLock { () -> CheckedContinuation<Result<T, CredentialError>, Never>? in
-            guard race.finish() else { return nil }
-            defer { continuation = nil }
-            return continuation
+        let pending = state.withLock { state -> CheckedContinuation<Result<T, CredentialError>, Never>? in
+            guard state.race.finish() else { return nil }
+            defer { state.continuation = nil }
+            return state.continuation
         }
         pending?.resume(returning: result)
     }
 
     func timeout(_ error: (JobRace.Timeout) -> CredentialError) {
-        let answered = lock.withLock { () -> (CheckedContinuation<Result<T, CredentialError>, Never>, JobRace.Timeout)? in
-            guard let verdict = race.timeout(), let pending = continuation else { return nil }
-            continuation = nil
+        let answered = state.withLock { state -> (CheckedContinuation<Result<T, CredentialError>, Never>, JobRace.Timeout)? in
+            guard let verdict = state.race.timeout(), let pending = state.continuation else { return nil }
+            state.continuation = nil
             return (pending, verdict)
         }
         if let (pending, verdict) = answered { pending.resume(returning: .failure(error(verdict))) }

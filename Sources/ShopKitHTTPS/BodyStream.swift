@@ -1,4 +1,4 @@
-import Foundation
+import NIOConcurrencyHelpers
 
 /// The body chunks of one response: fed on the connection's event loop, read by one task.
 ///
@@ -8,27 +8,74 @@ import Foundation
 /// transport needs: buffering with watermarks (the producer pauses above ``highWatermark`` unread bytes and is
 /// asked to go on through ``onDemand``), one reader, an error thrown once, cancellation of the reading task
 /// ending the stream and reporting it through ``onCancel``, and ``abandon()`` for a body dropped unread.
-final class BodyStream: @unchecked Sendable {
-    // @unchecked Sendable: every mutable stored property is only read or written while `lock` is held;
-    // continuations are resumed and `onCancel` is called after the lock is released.
-    private let lock = NSLock()
-    private var chunks: [ArraySlice<UInt8>] = []
-    private var nextChunk = 0
-    /// nil while open; `.success` once finished (or cancelled); `.failure` until the error has been thrown once.
-    private var end: Result<Void, any Error>?
-    private var waiting: CheckedContinuation<ArraySlice<UInt8>?, any Error>?
-    private var cancelHandler: (@Sendable () -> Void)?
-    private var demandHandler: (@Sendable () -> Void)?
-    private var endHandler: (@Sendable () -> Void)?
-    private var abandonHandler: (@Sendable () -> Void)?
-    /// The stream was ended by the reading task's cancellation (not by the producer).
-    private var endedByCancellation = false
-    /// Bytes yielded and not yet read.
-    private var bufferedBytes = 0
-    /// The producer was told to stop (``yield(_:)`` returned false) and has not been asked to go on yet.
-    private var producerPaused = false
-    /// Nobody will read any more (the body was dropped): chunks are discarded, the producer never pauses.
-    private var abandoned = false
+final class BodyStream: Sendable {
+    private typealias Reader = CheckedContinuation<ArraySlice<UInt8>?, any Error>
+    private typealias Callback = @Sendable () -> Void
+
+    /// Everything mutable, behind one lock; continuations are resumed and callbacks called after it is released.
+    private struct State: Sendable {
+        var chunks: [ArraySlice<UInt8>] = []
+        var nextChunk = 0
+        /// nil while open; `.success` once finished (or cancelled); `.failure` until the error has been thrown once.
+        var end: Result<Void, any Error>?
+        var waiting: Reader?
+        var cancelHandler: Callback?
+        var demandHandler: Callback?
+        var endHandler: Callback?
+        var abandonHandler: Callback?
+        /// The stream was ended by the reading task's cancellation (not by the producer).
+        var endedByCancellation = false
+        /// Bytes yielded and not yet read.
+        var bufferedBytes = 0
+        /// The producer was told to stop (``yield(_:)`` returned false) and has not been asked to go on yet.
+        var producerPaused = false
+        /// Nobody will read any more (the body was dropped): chunks are discarded, the producer never pauses.
+        var abandoned = false
+
+        /// Takes what the reader gets next.
+        mutating func take() -> Taken {
+            if nextChunk < chunks.count {
+                let chunk = chunks[nextChunk]
+                nextChunk += 1
+                bufferedBytes -= chunk.count
+                if nextChunk == chunks.count {
+                    chunks.removeAll(keepingCapacity: chunks.count <= 16)
+                    nextChunk = 0
+                }
+                return .chunk(chunk)
+            }
+            switch end {
+            case nil: return .wait
+            case .success: return .end
+            case .failure(let error):
+                end = .success(())
+                return .error(error)
+            }
+        }
+
+        /// The demand callback to call if a paused producer should go on now.
+        mutating func takeDemand() -> Callback? {
+            guard producerPaused, bufferedBytes <= BodyStream.lowWatermark else { return nil }
+            producerPaused = false
+            return demandHandler
+        }
+
+        /// Drops what is buffered.
+        mutating func discardBuffered() {
+            chunks = []
+            nextChunk = 0
+            bufferedBytes = 0
+        }
+    }
+
+    private enum Taken {
+        case chunk(ArraySlice<UInt8>)
+        case end
+        case error(any Error)
+        case wait
+    }
+
+    private let state = NIOLockedValueBox(State())
 
     /// Above this many unread bytes the producer is asked to pause.
     static let highWatermark = 64 * 1024
@@ -37,24 +84,24 @@ final class BodyStream: @unchecked Sendable {
 
     /// Called once if the reading task is cancelled before the stream ended (not after a normal end).
     var onCancel: (@Sendable () -> Void)? {
-        get { lock.withLock { cancelHandler } }
-        set { lock.withLock { cancelHandler = newValue } }
+        get { state.withLockedValue { $0.cancelHandler } }
+        set { state.withLockedValue { $0.cancelHandler = newValue } }
     }
 
     /// Called (outside the lock, on the reader's thread) when a paused producer should go on.
     var onDemand: (@Sendable () -> Void)? {
-        get { lock.withLock { demandHandler } }
-        set { lock.withLock { demandHandler = newValue } }
+        get { state.withLockedValue { $0.demandHandler } }
+        set { state.withLockedValue { $0.demandHandler = newValue } }
     }
 
     /// Called once (outside the lock, on the producer's thread) when the producer ends the stream, normally or
     /// with an error; called at once if it has ended already.
     var onEnd: (@Sendable () -> Void)? {
-        get { lock.withLock { endHandler } }
+        get { state.withLockedValue { $0.endHandler } }
         set {
-            let ended: Bool = lock.withLock {
-                guard end == nil || endedByCancellation else { return true }
-                endHandler = newValue
+            let ended: Bool = state.withLockedValue { state in
+                guard state.end == nil || state.endedByCancellation else { return true }
+                state.endHandler = newValue
                 return false
             }
             if ended { newValue?() }
@@ -64,13 +111,13 @@ final class BodyStream: @unchecked Sendable {
     /// Called once (outside the lock) when the body is dropped unread (``abandon()``), before the rest is
     /// discarded: an HTTP/2 exchange resets its stream instead of reading the rest.
     var onAbandon: (@Sendable () -> Void)? {
-        get { lock.withLock { abandonHandler } }
-        set { lock.withLock { abandonHandler = newValue } }
+        get { state.withLockedValue { $0.abandonHandler } }
+        set { state.withLockedValue { $0.abandonHandler = newValue } }
     }
 
     /// Whether the stream was ended because the reading task was cancelled: what it delivered is not the
     /// whole body.
-    var wasCancelled: Bool { lock.withLock { endedByCancellation } }
+    var wasCancelled: Bool { state.withLockedValue { $0.endedByCancellation } }
 
     // MARK: Producer (the connection's event loop)
 
@@ -78,16 +125,16 @@ final class BodyStream: @unchecked Sendable {
     /// (more than ``highWatermark`` bytes unread): the producer should pause until ``onDemand`` is called.
     @discardableResult
     func yield(_ chunk: ArraySlice<UInt8>) -> Bool {
-        let (reader, goOn): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, Bool) = lock.withLock {
-            guard end == nil, !abandoned else { return (nil, true) }
-            if let reader = waiting {
-                waiting = nil
+        let (reader, goOn): (Reader?, Bool) = state.withLockedValue { state in
+            guard state.end == nil, !state.abandoned else { return (nil, true) }
+            if let reader = state.waiting {
+                state.waiting = nil
                 return (reader, true)
             }
-            chunks.append(chunk)
-            bufferedBytes += chunk.count
-            if bufferedBytes > Self.highWatermark { producerPaused = true }
-            return (nil, !producerPaused)
+            state.chunks.append(chunk)
+            state.bufferedBytes += chunk.count
+            if state.bufferedBytes > Self.highWatermark { state.producerPaused = true }
+            return (nil, !state.producerPaused)
         }
         reader?.resume(returning: chunk)
         return goOn
@@ -104,18 +151,17 @@ final class BodyStream: @unchecked Sendable {
     }
 
     private func finish(with result: Result<Void, any Error>) {
-        let (reader, ended): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, (@Sendable () -> Void)?) =
-            lock.withLock {
-                let ended = endHandler
-                endHandler = nil
-                guard end == nil else { return (nil, ended) }
-                end = result
-                // A waiting reader means nothing is buffered: it gets the end now (the error is then consumed).
-                guard let reader = waiting else { return (nil, ended) }
-                waiting = nil
-                if case .failure = result { end = .success(()) }
-                return (reader, ended)
-            }
+        let (reader, ended): (Reader?, Callback?) = state.withLockedValue { state in
+            let ended = state.endHandler
+            state.endHandler = nil
+            guard state.end == nil else { return (nil, ended) }
+            state.end = result
+            // A waiting reader means nothing is buffered: it gets the end now (the error is then consumed).
+            guard let reader = state.waiting else { return (nil, ended) }
+            state.waiting = nil
+            if case .failure = result { state.end = .success(()) }
+            return (reader, ended)
+        }
         ended?()
         switch result {
         case .success: reader?.resume(returning: nil)
@@ -127,7 +173,7 @@ final class BodyStream: @unchecked Sendable {
 
     /// The next chunk, or nil at the end; throws the stream's error once. Returns nil if the task is cancelled.
     func next() async throws -> ArraySlice<UInt8>? {
-        let (taken, demand) = lock.withLock { (take(), takeDemand()) }
+        let (taken, demand) = state.withLockedValue { ($0.take(), $0.takeDemand()) }
         demand?()
         switch taken {
         case .chunk(let chunk): return chunk
@@ -136,11 +182,11 @@ final class BodyStream: @unchecked Sendable {
         case .wait: break
         }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (reader: CheckedContinuation<ArraySlice<UInt8>?, any Error>) in
-                let (ready, demand): (Taken, (@Sendable () -> Void)?) = lock.withLock {
-                    let taken = take()
-                    if case .wait = taken { waiting = reader }
-                    return (taken, takeDemand())
+            try await withCheckedThrowingContinuation { (reader: Reader) in
+                let (ready, demand): (Taken, Callback?) = state.withLockedValue { state in
+                    let taken = state.take()
+                    if case .wait = taken { state.waiting = reader }
+                    return (taken, state.takeDemand())
                 }
                 demand?()
                 switch ready {
@@ -155,75 +201,35 @@ final class BodyStream: @unchecked Sendable {
         }
     }
 
-    private enum Taken {
-        case chunk(ArraySlice<UInt8>)
-        case end
-        case error(any Error)
-        case wait
-    }
-
-    /// Takes what the reader gets next. Runs under the lock.
-    private func take() -> Taken {
-        if nextChunk < chunks.count {
-            let chunk = chunks[nextChunk]
-            nextChunk += 1
-            bufferedBytes -= chunk.count
-            if nextChunk == chunks.count {
-                chunks.removeAll(keepingCapacity: chunks.count <= 16)
-                nextChunk = 0
-            }
-            return .chunk(chunk)
-        }
-        switch end {
-        case nil: return .wait
-        case .success: return .end
-        case .failure(let error):
-            end = .success(())
-            return .error(error)
-        }
-    }
-
     /// The reader dropped the body without reading it to the end: the rest is discarded as it arrives (so the
     /// exchange still completes and the connection can be reused), and a paused producer goes on.
     func abandon() {
-        let (demand, abandoned): ((@Sendable () -> Void)?, (@Sendable () -> Void)?) = lock.withLock {
-            self.abandoned = true
-            chunks = []
-            nextChunk = 0
-            bufferedBytes = 0
-            let abandoned = end == nil ? abandonHandler : nil
-            abandonHandler = nil
-            defer { producerPaused = false }
-            return (producerPaused ? demandHandler : nil, abandoned)
+        let (demand, abandoned): (Callback?, Callback?) = state.withLockedValue { state in
+            state.abandoned = true
+            state.discardBuffered()
+            let abandoned = state.end == nil ? state.abandonHandler : nil
+            state.abandonHandler = nil
+            defer { state.producerPaused = false }
+            return (state.producerPaused ? state.demandHandler : nil, abandoned)
         }
         abandoned?()
         demand?()
     }
 
-    /// The demand callback to call if a paused producer should go on now. Runs under the lock.
-    private func takeDemand() -> (@Sendable () -> Void)? {
-        guard producerPaused, bufferedBytes <= Self.lowWatermark else { return nil }
-        producerPaused = false
-        return demandHandler
-    }
-
     /// The reading task was cancelled: end the stream (the reader gets nil) and report it.
     private func cancel() {
-        let (reader, handler): (CheckedContinuation<ArraySlice<UInt8>?, any Error>?, (@Sendable () -> Void)?) =
-            lock.withLock {
-                guard end == nil else { return (nil, nil) }
-                end = .success(())
-                endedByCancellation = true
-                chunks = []
-                nextChunk = 0
-                bufferedBytes = 0
-                producerPaused = false
-                let reader = waiting
-                waiting = nil
-                let handler = cancelHandler
-                cancelHandler = nil
-                return (reader, handler)
-            }
+        let (reader, handler): (Reader?, Callback?) = state.withLockedValue { state in
+            guard state.end == nil else { return (nil, nil) }
+            state.end = .success(())
+            state.endedByCancellation = true
+            state.discardBuffered()
+            state.producerPaused = false
+            let reader = state.waiting
+            state.waiting = nil
+            let handler = state.cancelHandler
+            state.cancelHandler = nil
+            return (reader, handler)
+        }
         reader?.resume(returning: nil)
         handler?()
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 
 /// The keep-alive pool of one transport: carries out ``ConnectionPoolStateMachine``'s actions.
@@ -11,9 +12,7 @@ import NIOCore
 /// synchronously on its event loop the moment its exchange ends, with no task or actor hop per request (those
 /// hops were a large share of a keep-alive request's cost). Continuations, timers and connection closes are
 /// only ever touched *outside* the lock, so no callback can re-enter it.
-final class ConnectionPool: @unchecked Sendable {
-    // @unchecked Sendable: every mutable stored property lives in `locked`, which is only read or written while
-    // `lock` is held (see `withLock`); the other properties are immutable and Sendable.
+final class ConnectionPool: Sendable {
     typealias Machine = ConnectionPoolStateMachine<RequestTarget>
     typealias ConnectionID = Machine.ConnectionID
     typealias WaiterID = Machine.WaiterID
@@ -51,23 +50,21 @@ final class ConnectionPool: @unchecked Sendable {
         case log(String, Logger.Metadata)
     }
 
-    private let lock = NSLock()
-    private var locked: Locked
+    private let locked: NIOLockedValueBox<Locked>
     private let factory: ConnectionFactory
     private let idleTimeout: TimeAmount
     private let logger: Logger
 
     init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
-        self.locked = Locked(machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only))
+        self.locked = NIOLockedValueBox(
+            Locked(machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only)))
         self.factory = factory
         self.idleTimeout = idleTimeout
         self.logger = logger
     }
 
     private func withLock<T>(_ body: (inout Locked) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&locked)
+        locked.withLockedValue(body)
     }
 
     /// A connection to `target`, reused when one is idle (without suspending), else new (or the next freed one

@@ -1,36 +1,31 @@
 import COpenSSL
 import Foundation
+import ShopKitCore
 import ShopKitPinning
 
 /// Computes each certificate's `CertificateInfo` (SPKI pin, names, dates, key) once and caches it.
 ///
 /// The key is the SHA-256 of the certificate's DER encoding, never a pointer (pointers are reused after a
 /// free) and never SHA-1 (a colliding certificate must not inherit another one's pin). The cache is bounded:
-/// when full it is emptied, which costs only a recomputation.
-final class CertificateInfoCache: @unchecked Sendable {
-    // @unchecked Sendable: `entries` is only touched while `lock` is held.
+/// when full the oldest entry goes, which costs only a recomputation.
+final class CertificateInfoCache: Sendable {
     static let shared = CertificateInfoCache(capacity: 512)
 
-    private let lock = NSLock()
-    private var entries: [[UInt8]: CertificateInfo] = [:]
-    private let capacity: Int
+    private let entries: LockedBox<BoundedCache<[UInt8], CertificateInfo>>
 
-    init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int) { entries = LockedBox(BoundedCache(capacity: capacity)) }
 
     /// The cached info for `certificate`, computing it on first sight.
     func info(for certificate: OpenSSLCertificate) throws(OpenSSLError) -> CertificateInfo {
         let key = try sha256(certificate.derBytes)
-        if let hit = lock.withLock({ entries[key] }) { return hit }
+        if let hit = entries.withLock({ $0[key] }) { return hit }
         let info = try certificate.withX509 { x509 throws(OpenSSLError) in try Self.makeInfo(x509) }
-        lock.withLock {
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = info
-        }
+        entries.withLock { $0.insert(info, for: key) }
         return info
     }
 
     /// How many certificates are cached (for tests).
-    var count: Int { lock.withLock { entries.count } }
+    var count: Int { entries.withLock { $0.count } }
 
     static func makeInfo(_ x509: OpaquePointer) throws(OpenSSLError) -> CertificateInfo {
         guard let key = X509_get0_pubkey(x509) else { throw OpenSSLError.drain("X509_get0_pubkey") }

@@ -73,19 +73,20 @@ public final class TLSClientContext: Sendable {
 }
 
 /// Remembers hosts (case-insensitively), so that something is done once per host: `firstTime` is true only
-/// on a host's first call. Holds at most `capacity` hosts; past that, new hosts always count as first.
+/// on a host's first call. Holds at most `capacity` hosts; past that the oldest is forgotten (and would count
+/// as new again).
 final class OncePerHost: Sendable {
-    private let hosts = NIOLockedValueBox(Set<String>())
-    private let capacity: Int
+    private let hosts: NIOLockedValueBox<BoundedCache<String, Void>>
 
-    init(capacity: Int = 1_024) { self.capacity = capacity }
+    init(capacity: Int = 1_024) { hosts = NIOLockedValueBox(BoundedCache(capacity: capacity)) }
 
     /// Whether this is the first call for `host`.
     func firstTime(_ host: String) -> Bool {
-        let capacity = self.capacity
+        let key = host.lowercased()
         return hosts.withLockedValue { hosts in
-            guard hosts.count < capacity else { return !hosts.contains(host.lowercased()) }
-            return hosts.insert(host.lowercased()).inserted
+            guard hosts[key] == nil else { return false }
+            hosts.insert((), for: key)
+            return true
         }
     }
 }

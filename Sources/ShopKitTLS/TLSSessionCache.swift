@@ -1,4 +1,6 @@
 import Foundation
+import NIOConcurrencyHelpers
+import ShopKitCore
 import ShopKitOpenSSL
 import ShopKitPinning
 
@@ -10,18 +12,15 @@ import ShopKitPinning
 /// key is kept, and the cache holds at most `capacity` keys (the oldest is dropped first).
 ///
 /// Share one cache between several `TLSClientContext`s to let connections of equal trust and pins resume.
-public final class TLSSessionCache: @unchecked Sendable {
-    // @unchecked Sendable: `entries` and `order` are only touched while `lock` is held; the stored values
-    // are Sendable.
-    private let lock = NSLock()
-    private var entries: [Key: Entry] = [:]
-    private var order: [Key] = []
+public final class TLSSessionCache: Sendable {
+    private let entries: NIOLockedValueBox<BoundedCache<Key, Entry>>
     /// The largest number of (host, port, trust, pins) keys kept.
     public let capacity: Int
 
     /// A cache of at most `capacity` sessions.
     public init(capacity: Int = 128) {
         self.capacity = max(1, capacity)
+        self.entries = NIOLockedValueBox(BoundedCache(capacity: capacity))
     }
 
     /// The identity a cached session is bound to.
@@ -42,31 +41,20 @@ public final class TLSSessionCache: @unchecked Sendable {
 
     /// Takes (removes) the session stored for `key`, if it can still be resumed.
     func take(_ key: Key) -> Entry? {
-        lock.withLock {
-            guard let entry = entries.removeValue(forKey: key) else { return nil }
-            order.removeAll { $0 == key }
-            return entry.session.isResumable ? entry : nil
-        }
+        guard let entry = entries.withLockedValue({ $0.removeValue(forKey: key) }) else { return nil }
+        return entry.session.isResumable ? entry : nil
     }
 
     /// Stores `entry` for `key`, replacing an older one.
     func store(_ entry: Entry, for key: Key) {
-        lock.withLock {
-            if entries.updateValue(entry, forKey: key) == nil {
-                order.append(key)
-                if order.count > capacity { entries.removeValue(forKey: order.removeFirst()) }
-            }
-        }
+        entries.withLockedValue { $0.insert(entry, for: key) }
     }
 
     /// How many sessions are cached.
-    public var count: Int { lock.withLock { entries.count } }
+    public var count: Int { entries.withLockedValue { $0.count } }
 
     /// Drops every cached session (e.g. after the pins changed at run time).
     public func removeAll() {
-        lock.withLock {
-            entries.removeAll()
-            order.removeAll()
-        }
+        entries.withLockedValue { $0.removeAll() }
     }
 }

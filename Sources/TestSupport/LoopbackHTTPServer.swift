@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -71,12 +72,12 @@ package final class LoopbackHTTPServer: Sendable {
     }
 
     private let channel: any Channel
-    private let state: LockedBox<State>
+    private let state: NIOLockedValueBox<State>
 
     /// The port the server listens on (127.0.0.1).
     package var port: Int { channel.localAddress!.port! }
 
-    private init(channel: any Channel, state: LockedBox<State>) {
+    private init(channel: any Channel, state: NIOLockedValueBox<State>) {
         self.channel = channel
         self.state = state
     }
@@ -86,7 +87,7 @@ package final class LoopbackHTTPServer: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, extraHandlers: ExtraHandlers? = nil,
         script: @escaping Script
     ) async throws -> LoopbackHTTPServer {
-        let state = LockedBox(State())
+        let state = NIOLockedValueBox(State())
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
@@ -145,7 +146,7 @@ package final class LoopbackHTTPServer: Sendable {
         for child in children { try? await child.close() }
     }
 
-    fileprivate static func notify(_ state: LockedBox<State>) {
+    fileprivate static func notify(_ state: NIOLockedValueBox<State>) {
         let ready = state.withLockedValue { state in
             let counts = state.counts
             let ready = state.waiters.filter { $0.predicate(counts) }.map(\.continuation)
@@ -155,7 +156,7 @@ package final class LoopbackHTTPServer: Sendable {
         ready.forEach { $0.resume() }
     }
 
-    fileprivate static func record(_ request: Request, busy: Bool, state: LockedBox<State>) {
+    fileprivate static func record(_ request: Request, busy: Bool, state: NIOLockedValueBox<State>) {
         state.withLockedValue { state in
             state.requests.append(request)
             state.counts.requests += 1
@@ -164,7 +165,7 @@ package final class LoopbackHTTPServer: Sendable {
         notify(state)
     }
 
-    fileprivate static func setBusy(_ connection: Int, _ busy: Bool, state: LockedBox<State>) {
+    fileprivate static func setBusy(_ connection: Int, _ busy: Bool, state: NIOLockedValueBox<State>) {
         state.withLockedValue { $0.children[connection]?.busy = busy }
     }
 
@@ -174,14 +175,14 @@ package final class LoopbackHTTPServer: Sendable {
         typealias OutboundOut = ByteBuffer
 
         private let connection: Int
-        private let state: LockedBox<State>
+        private let state: NIOLockedValueBox<State>
         private let script: Script
         private var head: HTTPRequestHead?
         private var body: [UInt8] = []
         private var index = 0
         private var silent = false
 
-        init(connection: Int, state: LockedBox<State>, script: @escaping Script) {
+        init(connection: Int, state: NIOLockedValueBox<State>, script: @escaping Script) {
             self.connection = connection
             self.state = state
             self.script = script
@@ -257,21 +258,5 @@ package final class LoopbackHTTPServer: Sendable {
                 LoopbackHTTPServer.setBusy(connection, false, state: state)
             }
         }
-    }
-}
-
-/// A value behind a lock (TestSupport has no NIOConcurrencyHelpers dependency).
-final class LockedBox<Value>: @unchecked Sendable {
-    // @unchecked Sendable is safe: `value` is only read or written inside `withLockedValue`, under `lock`.
-    private let lock = NSLock()
-    private var value: Value
-
-    init(_ value: Value) { self.value = value }
-
-    /// Runs `body` with exclusive access to the value.
-    func withLockedValue<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }
