@@ -1,10 +1,11 @@
 import Foundation
 
 extension ServerReport {
-    /// The report as one JSON object (sorted keys, ISO 8601 dates), as `pin-check --json` prints it.
-    package func json() -> String {
+    /// The report as one JSON object (sorted keys, ISO 8601 dates), as `pin-check --json` prints it; on one
+    /// line unless `pretty` (the fleet check prints one object per line).
+    package func json(pretty: Bool = true) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
         guard let data = try? encoder.encode(self) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
