@@ -145,6 +145,31 @@ struct PinCheckFleetTests {
         #expect(elapsed < .seconds(4), "took \(elapsed)")
     }
 
+    /// 1,000 real handshakes need no more memory than 10 (each report is printed and dropped): GNU time's
+    /// maximum resident set size of the child, 1,000 hosts against 10.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/time"), "needs GNU time"))
+    func aThousandHostsTakeTheMemoryOfAFew() async throws {
+        let fleet = try await Fleet.start(perKind: 1)
+        let ok = fleet.servers.filter { $0.kind == .ok || $0.kind == .pinMismatch }
+        func hosts(_ count: Int) -> String { (0..<count).map { "127.0.0.1:\(ok[$0 % ok.count].port)" }.joined(separator: "\n") }
+        var peaks: [Int] = []
+        for count in [10, 1_000] {
+            let hostsURL = try PinCheckBinary.temporaryFile(hosts(count), suffix: ".hosts")
+            let pinsURL = try PinCheckBinary.temporaryFile(fleet.pinsFile, suffix: ".pins")
+            defer { for url in [hostsURL, pinsURL] { try? FileManager.default.removeItem(at: url) } }
+            let outcome = try await BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/time")).run([
+                "-f", "maxrss=%M", PinCheckBinary.binary().url.path, "--hosts-file", hostsURL.path, "--pins-file",
+                pinsURL.path, "--ca-file", PinCheckCLITests.rootPEM, "--json",
+            ])
+            #expect(outcome.stdout.split(separator: "\n").count == count)
+            #expect(outcome.status == 1)  // the mismatching server's verdict
+            let line = outcome.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") } ?? ""
+            peaks.append(Int(line.dropFirst("maxrss=".count)) ?? .max)
+        }
+        await fleet.stop()
+        #expect(peaks[1] < peaks[0] + 8 * 1024, "max RSS: 10 hosts \(peaks[0]) KiB, 1000 hosts \(peaks[1]) KiB")
+    }
+
     @Test("fleet usage errors exit 64", arguments: [
         (["--concurrency", "0"], "--concurrency must be from 1 to 1024"),
         (["--pin", "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="], "--pin does not apply to --hosts-file"),
