@@ -96,31 +96,36 @@ package enum PinConfigFormat: String, Sendable, CaseIterable {
     /// reminder to add a backup pin. Nil when there is no verified chain to take pins from.
     package func render(_ report: ServerReport) -> String? {
         guard !report.verifiedChain.isEmpty else { return nil }
-        let pins = report.pinsToUse.map(\.pin)
-        let host = report.servername
-        let reminder = "add a backup pin: the pin of a key that is not in this chain yet (the next leaf or CA key)"
+        return render(
+            host: report.servername, pins: report.pinsToUse.map(\.pin), placeholder: "sha256/BACKUP…",
+            comment: "add a backup pin: the pin of a key that is not in this chain yet (the next leaf or CA key)")
+    }
+
+    /// `pins` for `host` in this format, with `comment` on top and, where the format has a list, a commented-out
+    /// `placeholder` entry for the pin still to add.
+    package func render(host: String, pins: [String], placeholder: String, comment: String) -> String {
         switch self {
         case .shopkit:
             let list = pins.map { "        \"\($0)\"," }.joined(separator: "\n")
             return """
-                // \(reminder)
+                // \(comment)
                 let pinSet = try PinSet(
                     host: "\(host)",
                     pins: [
                 \(list)
-                        // "sha256/BACKUP…",
+                        // "\(placeholder)",
                     ])
                 """
         case .okhttp:
             let adds = pins.map { "    .add(\"\(host)\", \"\($0)\")" }.joined(separator: "\n")
-            return "// \(reminder)\nval certificatePinner = CertificatePinner.Builder()\n\(adds)\n    .build()"
+            return "// \(comment)\nval certificatePinner = CertificatePinner.Builder()\n\(adds)\n    .build()"
         case .curl:
             let value = pins.map { $0.replacingOccurrences(of: "sha256/", with: "sha256//") }.joined(separator: ";")
-            return "# \(reminder)\n--pinnedpubkey '\(value)'"
+            return "# \(comment)\n--pinnedpubkey '\(value)'"
         case .android:
             let entries = pins.map { "        <pin digest=\"SHA-256\">\($0.dropFirst("sha256/".count))</pin>" }
             return """
-                <!-- \(reminder) -->
+                <!-- \(comment) -->
                 <network-security-config>
                     <domain-config>
                         <domain includeSubdomains="false">\(host)</domain>
