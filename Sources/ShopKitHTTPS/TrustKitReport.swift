@@ -36,10 +36,15 @@ public struct PinFailureReportApp: Sendable, Hashable {
 ///      "known-pins": ["pin-sha256=\"AbC…=\""], "validation-result": 1,
 ///      "date-time": "2026-11-24T14:00:00Z", …}
 public struct TrustKitReport: Sendable, Hashable, Codable {
+    /// `app-bundle-id` (``PinFailureReportApp/bundleID``).
     public var appBundleID: String
+    /// `app-version`.
     public var appVersion: String
+    /// `app-vendor-id`.
     public var appVendorID: String
+    /// `app-platform`.
     public var appPlatform: String
+    /// `app-platform-version`.
     public var appPlatformVersion: String
     /// The host connected to.
     public var hostname: String

@@ -35,7 +35,9 @@ package struct BackupKey: Sendable {
     package init(host: String, type: OpenSSLKey.GeneratedType = .ecdsaP256) throws(BackupKeyError) {
         let pattern: HostPattern
         do { pattern = try HostPattern(host) } catch { throw .invalidHost("\(host): \(error)") }
-        guard pattern.kind != .anyLabels else { throw .invalidHost("\(host): a certificate cannot name **. patterns; use *. or a name") }
+        guard pattern.kind != .anyLabels else {
+            throw .invalidHost("\(host): a certificate cannot name **. patterns; use *. or a name")
+        }
         self.host = pattern.pattern
         self.type = type
     }
@@ -104,7 +106,8 @@ package struct BackupKey: Sendable {
     private static func createExclusive(_ path: String, mode: mode_t) throws(BackupKeyError) -> Int32 {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode)
         guard descriptor >= 0 else {
-            let reason = errno == EEXIST ? "the file exists; pin-check never overwrites a key or CSR" : String(cString: strerror(errno))
+            let reason =
+                errno == EEXIST ? "the file exists; pin-check never overwrites a key or CSR" : String(cString: strerror(errno))
             throw .cannotCreate(path, reason)
         }
         guard fchmod(descriptor, mode) == 0 else {

@@ -41,7 +41,7 @@ package struct FleetInspector: Sendable {
     /// The inspector for the host at `index`, with its pins from the file.
     package func inspector(at index: Int) -> ServerInspector {
         let address = addresses[index]
-        let section = pins?.pins(host: address.host, port: address.port)
+        let section = pins?.section(host: address.host, port: address.port)
         return ServerInspector(
             address: address, pins: section?.pins ?? [], trustAnchorsPEM: trustAnchorsPEM, timeout: timeout, now: now)
     }

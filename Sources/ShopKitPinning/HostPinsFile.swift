@@ -53,7 +53,8 @@ public struct HostPinsFile: Sendable, Hashable {
                 throw .duplicateSection(line: open.line)
             }
             var seen = Set<SPKIPin>()
-            sections.append(Section(hostPattern: open.pattern, port: open.port, pins: pins.filter { seen.insert($0).inserted }, line: open.line))
+            let distinct = pins.filter { seen.insert($0).inserted }
+            sections.append(Section(hostPattern: open.pattern, port: open.port, pins: distinct, line: open.line))
         }
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)
         for (index, raw) in lines.enumerated() {
@@ -76,7 +77,7 @@ public struct HostPinsFile: Sendable, Hashable {
 
     /// The pins for `host` on `port`: the most specific section with that port, else the most specific
     /// section without a port; nil when no section covers the host.
-    public func pins(host: String, port: Int) -> Section? {
+    public func section(host: String, port: Int) -> Section? {
         for candidates in [sections.filter { $0.port == port }, sections.filter { $0.port == nil }] {
             var best: Section?
             for section in candidates where section.hostPattern.matches(host) {

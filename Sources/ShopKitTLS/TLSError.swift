@@ -27,7 +27,8 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         switch self {
         case .pinMismatch(let report): return report.description
         case .hostNotPinned(let host, let patterns):
-            let known = patterns.isEmpty ? "no pin sets are configured" : "the pin sets cover " + patterns.joined(separator: ", ")
+            let known =
+                patterns.isEmpty ? "no pin sets are configured" : "the pin sets cover " + patterns.joined(separator: ", ")
             return "no pin set covers \(host) and unpinned hosts are refused (\(known)): add a pin set for \(host) "
                 + "or fix the pattern that should cover it"
         case .untrustedChain(let reason, let code): return "server certificate chain is not trusted: \(reason) (\(code))"
@@ -41,9 +42,9 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Declared here, with the type, so that no product an app links (or leaves out) can change it.
 ///
-/// A pin mismatch, a host without pins under a strict policy, an untrusted chain or a hostname mismatch is the same on every attempt (and retrying an
-/// impostor only gives it more chances), so those are never retried; a failed or timed-out handshake and a
-/// dropped connection may be.
+/// A pin mismatch, a host without pins under a strict policy, an untrusted chain or a hostname mismatch is the
+/// same on every attempt (and retrying an impostor only gives it more chances), so those are never retried; a
+/// failed or timed-out handshake and a dropped connection may be.
 extension TLSError: RetryClassifiableError {
     /// Whether the same request might succeed on another attempt.
     public var isRetryable: Bool {

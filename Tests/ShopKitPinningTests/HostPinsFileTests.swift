@@ -20,12 +20,12 @@ import Testing
             \(a)
             """)
         #expect(file.sections.count == 4)
-        #expect(file.pins(host: "api.example.com", port: 443)?.pins == [Fixture.pin(1), Fixture.pin(2)])
-        #expect(file.pins(host: "api.example.com", port: 8443)?.pins == [Fixture.pin(2)])
-        #expect(file.pins(host: "www.example.com", port: 8443)?.pins == [Fixture.pin(3)])
-        #expect(file.pins(host: "::1", port: 443)?.pins == [Fixture.pin(1)])
-        #expect(file.pins(host: "::1", port: 444) == nil)
-        #expect(file.pins(host: "example.org", port: 443) == nil)
+        #expect(file.section(host: "api.example.com", port: 443)?.pins == [Fixture.pin(1), Fixture.pin(2)])
+        #expect(file.section(host: "api.example.com", port: 8443)?.pins == [Fixture.pin(2)])
+        #expect(file.section(host: "www.example.com", port: 8443)?.pins == [Fixture.pin(3)])
+        #expect(file.section(host: "::1", port: 443)?.pins == [Fixture.pin(1)])
+        #expect(file.section(host: "::1", port: 444) == nil)
+        #expect(file.section(host: "example.org", port: 443) == nil)
         #expect(file.sections[1].line == 6)
     }
 

@@ -147,14 +147,13 @@ struct PinCheckFleetTests {
 
     /// 1,000 real handshakes need no more memory than 10 (each report is printed and dropped): GNU time's
     /// maximum resident set size of the child (scripts/bootstrap installs `time`), 1,000 hosts against 10.
-    /// Under AddressSanitizer freed memory is quarantined, which would look like growth: the child runs
-    /// without a quarantine.
-    @Test func aThousandHostsTakeTheMemoryOfAFew() async throws {
+    /// Not in the AddressSanitizer pass (`ASAN_OPTIONS` set): ASan's allocator keeps and fragments freed memory,
+    /// so there the child's RSS measures ASan, not pin-check; the plain pass runs it.
+    @Test(.disabled(if: ProcessInfo.processInfo.environment["ASAN_OPTIONS"] != nil, "RSS under ASan measures its allocator"))
+    func aThousandHostsTakeTheMemoryOfAFew() async throws {
         let fleet = try await Fleet.start(perKind: 1)
         let ok = fleet.servers.filter { $0.kind == .ok || $0.kind == .pinMismatch }
         func hosts(_ count: Int) -> String { (0..<count).map { "127.0.0.1:\(ok[$0 % ok.count].port)" }.joined(separator: "\n") }
-        let inherited = ProcessInfo.processInfo.environment["ASAN_OPTIONS"].map { $0 + ":" } ?? ""
-        let asanOptions = inherited + "quarantine_size_mb=0"
         var peaks: [Int] = []
         for count in [10, 1_000] {
             let hostsURL = try PinCheckBinary.temporaryFile(hosts(count), suffix: ".hosts")
@@ -163,7 +162,7 @@ struct PinCheckFleetTests {
             let outcome = try await BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/time")).run([
                 "-f", "maxrss=%M", PinCheckBinary.binary().url.path, "--hosts-file", hostsURL.path, "--pins-file",
                 pinsURL.path, "--ca-file", PinCheckCLITests.rootPEM, "--json",
-            ], environment: ["ASAN_OPTIONS": asanOptions])
+            ])
             #expect(outcome.stdout.split(separator: "\n").count == count)
             #expect(outcome.status == 1)  // the mismatching server's verdict
             let line = outcome.stderr.split(separator: "\n").last { $0.hasPrefix("maxrss=") } ?? ""
