@@ -126,20 +126,19 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
             }
             Self.remember(key, at: now, interval: interval, in: &state)
             state.pending += 1
+            state.statistics.accepted += 1  // counted before the worker can finish it; undone if dropped
             return true
         }
         guard isNew else { return }
-        if case .enqueued = queue.yield(trustKit) {
-            state.withLockedValue { $0.statistics.accepted += 1 }
-        } else {
-            // Full (or shut down): dropped and counted, never waited for.
-            let waiters = state.withLockedValue { state in
-                state.statistics.dropped += 1
-                state.recent[key] = nil  // not sent: a later identical report may go
-                return Self.finishLocked(&state)
-            }
-            waiters.forEach { $0.resume() }
+        if case .enqueued = queue.yield(trustKit) { return }
+        // Full (or shut down): dropped and counted, never waited for.
+        let waiters = state.withLockedValue { state in
+            state.statistics.accepted -= 1
+            state.statistics.dropped += 1
+            state.recent[key] = nil  // not sent: a later identical report may go
+            return Self.finishLocked(&state)
         }
+        waiters.forEach { $0.resume() }
     }
 
     /// The counters so far.
