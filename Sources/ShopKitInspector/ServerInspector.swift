@@ -49,7 +49,7 @@ package struct ServerInspector: Sendable {
 
     /// The pin policy for the given pins: one report-only set for the checked name, so the handshake
     /// completes and the verdict (computed by `PinningPolicy` on the verified chain) can be shown.
-    func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
+    package func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
         guard !pins.isEmpty else { return PinningPolicy() }
         do {
             let set = try PinSet(
@@ -78,6 +78,16 @@ package struct ServerInspector: Sendable {
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         return report(for: outcome, policy: configuration.pinning)
+    }
+
+    /// Connects with a context shared by many checks (its trust anchors; its pins are not used), handshakes,
+    /// closes, and reports with this inspector's pins: the fleet check's step.
+    ///
+    /// Call ``pinningPolicy()`` first to learn whether the pins apply to the checked name; if they do not,
+    /// the report carries no pin verdict.
+    package func inspect(sharedContext context: TLSClientContext, group: any EventLoopGroup) async -> ServerReport {
+        let outcome = await handshake(context: context, group: group)
+        return report(for: outcome, policy: (try? pinningPolicy()) ?? PinningPolicy())
     }
 
     /// How the handshake ended.

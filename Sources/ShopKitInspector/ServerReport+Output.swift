@@ -1,10 +1,12 @@
 import Foundation
 
 extension ServerReport {
-    /// The report as one JSON object (sorted keys, ISO 8601 dates), as `pin-check --json` prints it.
-    package func json() -> String {
+    /// The report as one JSON object (sorted keys, ISO 8601 dates), as `pin-check --json` prints it; on one
+    /// line unless `pretty` (the fleet check prints one object per line).
+    package func json(pretty: Bool = true) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        if pretty { encoder.outputFormatting.insert(.prettyPrinted) }
         encoder.dateEncodingStrategy = .iso8601
         guard let data = try? encoder.encode(self) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
@@ -95,31 +97,36 @@ package enum PinConfigFormat: String, Sendable, CaseIterable {
     /// reminder to add a backup pin. Nil when there is no verified chain to take pins from.
     package func render(_ report: ServerReport) -> String? {
         guard !report.verifiedChain.isEmpty else { return nil }
-        let pins = report.pinsToUse.map(\.pin)
-        let host = report.servername
-        let reminder = "add a backup pin: the pin of a key that is not in this chain yet (the next leaf or CA key)"
+        return render(
+            host: report.servername, pins: report.pinsToUse.map(\.pin), placeholder: "sha256/BACKUP…",
+            comment: "add a backup pin: the pin of a key that is not in this chain yet (the next leaf or CA key)")
+    }
+
+    /// `pins` for `host` in this format, with `comment` on top and, where the format has a list, a commented-out
+    /// `placeholder` entry for the pin still to add.
+    package func render(host: String, pins: [String], placeholder: String, comment: String) -> String {
         switch self {
         case .shopkit:
             let list = pins.map { "        \"\($0)\"," }.joined(separator: "\n")
             return """
-                // \(reminder)
+                // \(comment)
                 let pinSet = try PinSet(
                     host: "\(host)",
                     pins: [
                 \(list)
-                        // "sha256/BACKUP…",
+                        // "\(placeholder)",
                     ])
                 """
         case .okhttp:
             let adds = pins.map { "    .add(\"\(host)\", \"\($0)\")" }.joined(separator: "\n")
-            return "// \(reminder)\nval certificatePinner = CertificatePinner.Builder()\n\(adds)\n    .build()"
+            return "// \(comment)\nval certificatePinner = CertificatePinner.Builder()\n\(adds)\n    .build()"
         case .curl:
             let value = pins.map { $0.replacingOccurrences(of: "sha256/", with: "sha256//") }.joined(separator: ";")
-            return "# \(reminder)\n--pinnedpubkey '\(value)'"
+            return "# \(comment)\n--pinnedpubkey '\(value)'"
         case .android:
             let entries = pins.map { "        <pin digest=\"SHA-256\">\($0.dropFirst("sha256/".count))</pin>" }
             return """
-                <!-- \(reminder) -->
+                <!-- \(comment) -->
                 <network-security-config>
                     <domain-config>
                         <domain includeSubdomains="false">\(host)</domain>

@@ -23,11 +23,19 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
     public let hostPattern: HostPattern?
     /// The expiration of the pin set that was applied, if it has one.
     public let expiration: Date?
+    /// Whether the set was enforced (the connection was refused): false for report-only and expired sets.
+    /// TrustKit's `enforce-pinning`.
+    public let enforced: Bool
+    /// The port connected to, when the TLS layer knows it.
+    public var port: Int?
+    /// The verified chain as PEM, leaf first, when the TLS layer had it (a resumed session carries none).
+    /// TrustKit's `validated-certificate-chain`; certificates are public.
+    public var validatedChainPEM: [String]
 
     /// A report for a check of `chain` against `configuredPins`.
     public init(
         host: String, chain: VerifiedChain, configuredPins: [SPKIPin], date: Date, hostPattern: HostPattern? = nil,
-        expiration: Date? = nil
+        expiration: Date? = nil, enforced: Bool = true, port: Int? = nil, validatedChainPEM: [String] = []
     ) {
         self.host = host
         self.chainPins = chain.certificates.map { ($0.spkiPin, $0.subject) }
@@ -35,6 +43,9 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
         self.date = date
         self.hostPattern = hostPattern
         self.expiration = expiration
+        self.enforced = enforced
+        self.port = port
+        self.validatedChainPEM = validatedChainPEM
     }
 
     /// Reports are equal when every field is (the chain compared pin by pin and subject by subject).
@@ -43,6 +54,7 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
             && lhs.chainPins.map(\.pin) == rhs.chainPins.map(\.pin)
             && lhs.chainPins.map(\.subject) == rhs.chainPins.map(\.subject)
             && lhs.hostPattern == rhs.hostPattern && lhs.expiration == rhs.expiration
+            && lhs.enforced == rhs.enforced && lhs.port == rhs.port && lhs.validatedChainPEM == rhs.validatedChainPEM
     }
 
     /// OkHttp-style message: the verified chain's pins beside the configured ones, ready to paste.
@@ -56,8 +68,15 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Receives the failure reports of report-only pin sets (and of expired ones), e.g. to send them to a backend.
+/// Receives pin failure reports, e.g. to send them to a backend (ShopKitHTTPS's `HTTPPinFailureReporter` POSTs
+/// them as TrustKit reports).
+///
+/// Called for every connection whose verified chain matched no pin of its host's set: enforced sets (the
+/// connection is refused, ``PinFailureReport/enforced`` is true), report-only and expired ones.
+///
+/// - Warning: Called on the connection's event loop: return at once and hand any work (a network send, a
+///   file write) to a task or queue of your own, or every connection on that loop stalls.
 public protocol PinFailureReporter: Sendable {
-    /// Called once per connection whose chain matched no pin of a report-only or expired set.
+    /// Called once per connection whose chain matched no pin of the host's pin set.
     func report(_ report: PinFailureReport)
 }

@@ -9,12 +9,37 @@ import Foundation
 /// - Warning: Pins are checked only after OpenSSL verified the chain and the hostname; they narrow
 ///   trust, never replace it.
 public struct PinningPolicy: Sendable {
+    /// What happens on a connection to a host that no pin set covers.
+    public enum UnpinnedHosts: Sendable, Hashable {
+        /// Connect with chain and hostname verification only (the default); ShopKit logs once per host, at
+        /// `notice`, that the host is not pinned.
+        case allow
+        /// Refuse the connection with `TLSError.hostNotPinned`, naming the host and the configured patterns.
+        /// Choose this when every host the app talks to is pinned: a typo in a pattern then fails loudly
+        /// instead of silently turning pinning off.
+        case refuse
+    }
+
     /// The configured pin sets.
     public var pinSets: [PinSet]
+    /// What happens on a connection to a host no set covers (default ``UnpinnedHosts/allow``).
+    public var unpinnedHosts: UnpinnedHosts
 
     /// A policy applying `pinSets`; an empty policy pins nothing.
-    public init(pinSets: [PinSet] = []) {
+    ///
+    /// - Parameter unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict
+    ///   hosts"); the default `.allow` connects them with chain and hostname verification only.
+    public init(pinSets: [PinSet] = [], unpinnedHosts: UnpinnedHosts = .allow) {
         self.pinSets = pinSets
+        self.unpinnedHosts = unpinnedHosts
+    }
+
+    /// The configured host patterns, in order (what a refusal of an unpinned host lists).
+    public var hostPatterns: [String] { pinSets.map(\.hostPattern.description) }
+
+    /// Whether a connection to `host` must be refused because no set covers it and the policy is strict.
+    public func refusesUnpinned(host: String) -> Bool {
+        unpinnedHosts == .refuse && pinSet(for: host) == nil
     }
 
     /// The pin set that covers `host`, if any: the most specific matching pattern.
@@ -39,7 +64,7 @@ public struct PinningPolicy: Sendable {
         }
         let report = PinFailureReport(
             host: host, chain: chain, configuredPins: set.pins, date: now, hostPattern: set.hostPattern,
-            expiration: set.expiration)
+            expiration: set.expiration, enforced: !set.isExpired(at: now) && !set.reportOnly)
         if set.isExpired(at: now) { return .expired(report) }
         return set.reportOnly ? .reportOnlyMismatch(report) : .mismatch(report)
     }

@@ -42,12 +42,14 @@ public struct TLSClientConfiguration: Sendable {
     public var pinning: PinningPolicy
     /// Protocol floor. Default: TLS 1.2.
     public var minimumVersion: MinimumVersion
-    /// Receives report-only and expired-set failure reports.
+    /// Receives a failure report for every pin mismatch: enforced (the connection is refused), report-only
+    /// and expired sets. ShopKitHTTPS's `HTTPPinFailureReporter` POSTs them to TrustKit-compatible collectors.
     public var pinFailureReporter: (any PinFailureReporter)?
     /// Where ShopKit logs (never a token, a key or a body). Default: no logging at all.
     ///
     /// Levels: per-connection events (which pin matched, a reused session, a refused pin, which is also thrown)
-    /// at `debug`; a pin set without a key that is not deployed yet at `notice`, once per host and transport;
+    /// at `debug`; a pin set without a key that is not deployed yet, and a host that no pin set covers, at
+    /// `notice`, once per host and transport;
     /// report-only and expired-set mismatches, which connect anyway, at `warning`.
     public var logger: Logger
     /// Whether new connections offer a cached session (default `true`).

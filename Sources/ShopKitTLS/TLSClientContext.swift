@@ -19,6 +19,8 @@ public final class TLSClientContext: Sendable {
     let now: @Sendable () -> Date
     /// Hosts whose pin set's no-backup warning was logged already.
     let backupWarnings = OncePerHost()
+    /// Hosts whose "not pinned" notice was logged already.
+    let unpinnedNotices = OncePerHost()
 
     /// Builds the OpenSSL context for `configuration`.
     ///

@@ -9,6 +9,9 @@ import ShopKitPinning
 public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// No pin matched the verified chain; the report lists the chain's pins and the configured ones.
     case pinMismatch(PinFailureReport)
+    /// The policy refuses hosts without a pin set (`PinningPolicy.UnpinnedHosts.refuse`) and no set covers
+    /// `host`; `patterns` are the configured host patterns, to spot a typo.
+    case hostNotPinned(host: String, patterns: [String])
     /// OpenSSL did not trust the chain; `reason` is its verify result in words.
     case untrustedChain(reason: String, verifyCode: Int)
     /// The certificate does not cover the host name (checked against SANs only).
@@ -23,6 +26,11 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .pinMismatch(let report): return report.description
+        case .hostNotPinned(let host, let patterns):
+            let known =
+                patterns.isEmpty ? "no pin sets are configured" : "the pin sets cover " + patterns.joined(separator: ", ")
+            return "no pin set covers \(host) and unpinned hosts are refused (\(known)): add a pin set for \(host) "
+                + "or fix the pattern that should cover it"
         case .untrustedChain(let reason, let code): return "server certificate chain is not trusted: \(reason) (\(code))"
         case .hostnameMismatch(let host): return "server certificate does not cover \(host)"
         case .handshakeFailed(let reason): return "TLS handshake failed: \(reason)"
@@ -34,14 +42,14 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
 
 /// Declared here, with the type, so that no product an app links (or leaves out) can change it.
 ///
-/// A pin mismatch, an untrusted chain or a hostname mismatch is the same on every attempt (and retrying an
-/// impostor only gives it more chances), so those are never retried; a failed or timed-out handshake and a
-/// dropped connection may be.
+/// A pin mismatch, a host without pins under a strict policy, an untrusted chain or a hostname mismatch is the
+/// same on every attempt (and retrying an impostor only gives it more chances), so those are never retried; a
+/// failed or timed-out handshake and a dropped connection may be.
 extension TLSError: RetryClassifiableError {
     /// Whether the same request might succeed on another attempt.
     public var isRetryable: Bool {
         switch self {
-        case .pinMismatch, .untrustedChain, .hostnameMismatch:
+        case .pinMismatch, .hostNotPinned, .untrustedChain, .hostnameMismatch:
             return false
         case .handshakeFailed, .handshakeTimeout, .connectionClosed:
             return true

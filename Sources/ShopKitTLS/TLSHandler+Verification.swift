@@ -18,8 +18,14 @@ extension TLSHandler {
                     alpnProtocol: connection.alpnProtocol))
         case .client(let client, let host, let port, let key):
             guard let (chain, resumed) = establishedChain(context: context, host: host) else { return }
-            let verdict = client.configuration.pinning.evaluate(host: host, chain: chain, now: client.now())
-            guard apply(verdict, configuration: client.configuration) else {
+            let policy = client.configuration.pinning
+            if policy.refusesUnpinned(host: host) {
+                // Strict hosts: refused like a pin mismatch, on the verified connection, before any byte is sent.
+                fail(context: context, .hostNotPinned(host: host, patterns: policy.hostPatterns))
+                return
+            }
+            let verdict = withReportDetails(policy.evaluate(host: host, chain: chain, now: client.now()), port: port)
+            guard apply(verdict, client: client, host: host) else {
                 if case .mismatch(let report) = verdict { fail(context: context, .pinMismatch(report)) }
                 return
             }
@@ -62,11 +68,35 @@ extension TLSHandler {
         return (chain, false)
     }
 
-    /// Logs the verdict and delivers reports; returns whether the connection may go on.
-    private func apply(_ verdict: PinVerdict, configuration: TLSClientConfiguration) -> Bool {
+    /// The verdict with its report (if any) completed by what only the connection knows: the port and the
+    /// verified chain as PEM (none on a resumed session).
+    private func withReportDetails(_ verdict: PinVerdict, port: Int) -> PinVerdict {
+        guard var report = verdict.report else { return verdict }
+        report.port = port
+        report.validatedChainPEM = connection?.verifiedChainPEM() ?? []
+        switch verdict {
+        case .expired: return .expired(report)
+        case .reportOnlyMismatch: return .reportOnlyMismatch(report)
+        case .mismatch: return .mismatch(report)
+        case .notPinned, .matched: return verdict
+        }
+    }
+
+    /// Logs the verdict and delivers reports (enforced mismatches too); returns whether the connection may go on.
+    ///
+    /// The reporter is called on the event loop and must return at once (``PinFailureReporter``'s contract);
+    /// ShopKit's HTTP reporter only enqueues.
+    private func apply(_ verdict: PinVerdict, client: TLSClientContext, host: String) -> Bool {
+        let configuration = client.configuration
         switch verdict {
         case .notPinned:
-            logger.debug("no pin set for this host; chain and hostname verified by OpenSSL")
+            if client.unpinnedNotices.firstTime(host) {
+                logger.notice(
+                    "host is not pinned: no pin set covers it; chain and hostname verified by OpenSSL only",
+                    metadata: ["tls.pinSets": "\(configuration.pinning.hostPatterns)"])
+            } else {
+                logger.debug("no pin set for this host; chain and hostname verified by OpenSSL")
+            }
         case .matched(let pin, let index):
             logger.debug("pin matched", metadata: ["tls.pin": "\(pin)", "tls.chainIndex": "\(index)"])
         case .expired(let report):
@@ -82,6 +112,7 @@ extension TLSHandler {
             logger.debug(
                 "pin mismatch: closing the connection",
                 metadata: ["tls.chainPins": "\(report.chainPins.map { $0.pin.description })"])
+            configuration.pinFailureReporter?.report(report)
             return false
         }
         return true

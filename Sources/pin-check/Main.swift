@@ -5,6 +5,8 @@ import Foundation
 @main
 enum Main {
     static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments.first == "backup-key" { runBackupKey(Array(arguments.dropFirst())) }
         let command: PinCheck
         do {
             var parsed = try PinCheck.parseAsRoot()
@@ -30,6 +32,24 @@ enum Main {
         }
     }
 
+    /// `pin-check backup-key …`: its own options, help and exit statuses.
+    private static func runBackupKey(_ arguments: [String]) -> Never {
+        let command: BackupKeyCommand
+        do { command = try BackupKeyCommand.parse(arguments) } catch {
+            if BackupKeyCommand.exitCode(for: error) == .success {
+                print(BackupKeyCommand.fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            let message = BackupKeyCommand.message(for: error).split(whereSeparator: \.isNewline).joined(separator: "; ")
+            fail(.usage, "backup-key: \(message.isEmpty ? "invalid usage" : message) (see pin-check backup-key --help)")
+        }
+        do throws(Failure) {
+            Foundation.exit(try command.execute())
+        } catch {
+            fail(error.status, "backup-key: " + error.message)
+        }
+    }
+
     private static func fail(_ status: ExitStatus, _ message: String) -> Never {
         let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("pin-check: \(line)\n".utf8))
@@ -46,6 +66,8 @@ enum ExitStatus: Int32 {
     case unavailable = 69
     /// `--demo`: a check did not end in the verdict it shows (a ShopKit bug).
     case demoUnexpected = 70
+    /// `backup-key`: a file cannot be created (it exists: nothing is overwritten; or the directory is not writable).
+    case cannotCreate = 73
 }
 
 /// A failure with its exit status; the message is printed as one line.

@@ -15,6 +15,13 @@ struct PinCheck: ParsableCommand {
             Pins match only certificates on the chain OpenSSL verified, never extra certificates a server sends.
             --pem and --demo take no other option.
 
+            Many servers: --hosts-file FILE (one HOST[:PORT] a line) checks them concurrently (--concurrency, default
+            16; --timeout per host). Its --pins-file holds every host's pins under [HOST] or [HOST:PORT] headers.
+            Prints a summary table, or one JSON object per line with --json; exits with the worst (highest) verdict
+            code of all hosts.
+
+            New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
+
             Exit status:
               0   trusted, hostname ok, and no pins given or one matches
               1   trusted and hostname ok, but no pin matches
@@ -56,24 +63,38 @@ struct PinCheck: ParsableCommand {
     @Flag(help: "Start a local TLS server from the source tree's TestCerts/ and check it (no network).")
     var demo = false
 
+    @Option(name: .customLong("hosts-file"), help: "Check every HOST[:PORT] line of FILE concurrently ('#' comments).")
+    var hostsFile: String?
+
+    @Option(help: "With --hosts-file: the most connections at once (default 16, at most 1024).")
+    var concurrency: Int?
+
     /// The server-check options given, by their flag names.
     private var serverOptionsGiven: [String] {
         [
             (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (caFile != nil, "--ca-file"),
             (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
-            (printConfig != nil, "--print-config"),
+            (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"),
         ].filter(\.0).map(\.1)
     }
 
     func validate() throws {
-        let modes = [server.map { _ in "HOST[:PORT]" }, pemFile.map { _ in "--pem" }, demo ? "--demo" : nil]
-            .compactMap { $0 }
+        let modes = [
+            server.map { _ in "HOST[:PORT]" }, pemFile.map { _ in "--pem" }, demo ? "--demo" : nil,
+            hostsFile.map { _ in "--hosts-file" },
+        ].compactMap { $0 }
         guard modes.count == 1 else {
             let clash = modes.isEmpty ? "" : "\(modes.joined(separator: " and ")) exclude each other: "
-            throw ValidationError("\(clash)give \(modes.isEmpty ? "" : "exactly ")one of HOST[:PORT], --pem FILE or --demo")
+            throw ValidationError(
+                "\(clash)give \(modes.isEmpty ? "" : "exactly ")one of HOST[:PORT], --pem FILE or --demo, "
+                    + "or --hosts-file FILE for many servers")
         }
-        if modes[0] != "HOST[:PORT]", let option = serverOptionsGiven.first {
+        if modes[0] == "--hosts-file" {
+            try validateFleet()
+        } else if modes[0] != "HOST[:PORT]", let option = serverOptionsGiven.first {
             throw ValidationError("\(option) does not apply to \(modes[0]), which takes no other option")
+        } else if concurrency != nil {
+            throw ValidationError("--concurrency applies to --hosts-file only")
         }
         if json, printConfig != nil { throw ValidationError("--print-config prints text: leave out --json") }
         if let timeout, !(timeout > 0 && timeout <= 3600) {
@@ -86,6 +107,7 @@ struct PinCheck: ParsableCommand {
     func execute() async throws(Failure) -> Int32 {
         if let pemFile { return try printPEMPins(pemFile) }
         if demo { return try await runDemo() }
+        if let hostsFile { return try await runFleet(hostsFile) }
         let inspector = try makeInspector()
         let report: ServerReport
         do { report = try await inspector.inspect() } catch { throw failure(for: error) }
@@ -120,7 +142,7 @@ struct PinCheck: ParsableCommand {
     }
 
     /// A failure before connecting: the caller's input (64) or this machine's TLS setup (69).
-    private func failure(for error: TLSContextError) -> Failure {
+    func failure(for error: TLSContextError) -> Failure {
         switch error.kind {
         case .trustAnchors: return Failure(.usage, "--ca-file \(caFile ?? ""): \(error)")
         case .invalidInput: return Failure(.usage, error.description)
@@ -138,7 +160,7 @@ struct PinCheck: ParsableCommand {
         return 0
     }
 
-    private func readFile(_ path: String, option: String) throws(Failure) -> String {
+    func readFile(_ path: String, option: String) throws(Failure) -> String {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw Failure(.usage, "\(option) \(path): cannot read the file (check the path and permissions)")
         }

@@ -206,7 +206,7 @@ enum TransportVerdict {
         case .untrustedChain: return "untrusted"
         case .hostnameMismatch: return "hostname-mismatch"
         case .handshakeFailed, .handshakeTimeout: return "connect-failed"
-        case .connectionClosed: return "unexpected: \(error)"
+        case .connectionClosed, .hostNotPinned: return "unexpected: \(error)"
         }
     }
 

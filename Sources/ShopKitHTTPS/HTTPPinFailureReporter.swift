@@ -1,0 +1,225 @@
+import Foundation
+import HTTPTypes
+import NIOConcurrencyHelpers
+import OpenAPIRuntime
+import ShopKitPinning
+
+/// Sends pin failure reports as TrustKit JSON (``TrustKitReport``) to one or more report URIs, in the background.
+///
+/// Set it as `TLSClientConfiguration.pinFailureReporter`. Every mismatch is reported: enforced ones (the
+/// connection was refused), report-only and expired sets.
+///
+/// - ``report(_:)`` never waits: it checks for a duplicate and enqueues, so the connection that failed is
+///   neither delayed nor changed by reporting.
+/// - A report equal to one accepted within ``Configuration/deduplicationInterval`` (24 hours by default) in
+///   every field but the date is dropped, as TrustKit does.
+/// - The queue holds at most ``Configuration/queueCapacity`` reports; when the collector is slow or down, more
+///   reports are dropped and counted (``Statistics/dropped``), never buffered without bound.
+/// - Reports go through the `transport` given, an ``HTTPSTransport``, so a report URI can itself be pinned.
+///   A report about a report URI's own host and port is not sent to that URI (it would fail the same way);
+///   together with deduplication this ends any report-about-a-report loop.
+///
+/// - Warning: A report holds public data only (host, port, certificates, pins), never a request or a token.
+public final class HTTPPinFailureReporter: PinFailureReporter {
+    /// Where reports go, who sends them and how many may wait.
+    public struct Configuration: Sendable {
+        /// The collectors, each `https` (the transport refuses anything else); each report is POSTed to each.
+        public var reportURIs: [URL]
+        /// The `app-*` fields of every report.
+        public var app: PinFailureReportApp
+        /// The most reports waiting to be sent (default 64); more are dropped and counted.
+        public var queueCapacity: Int
+        /// How long an identical report is suppressed (default 24 hours, as TrustKit).
+        public var deduplicationInterval: Duration
+
+        /// A configuration; `reportURIs` must not be empty.
+        public init(
+            reportURIs: [URL], app: PinFailureReportApp, queueCapacity: Int = 64,
+            deduplicationInterval: Duration = .seconds(24 * 3600)
+        ) {
+            self.reportURIs = reportURIs
+            self.app = app
+            self.queueCapacity = max(1, queueCapacity)
+            self.deduplicationInterval = deduplicationInterval
+        }
+    }
+
+    /// What the reporter did so far.
+    public struct Statistics: Sendable, Hashable {
+        /// Reports queued for sending.
+        public var accepted = 0
+        /// Reports dropped as duplicates of one accepted within the deduplication interval.
+        public var deduplicated = 0
+        /// Reports dropped because the queue was full (the collector is slow or down).
+        public var dropped = 0
+        /// POSTs answered with a 2xx status.
+        public var delivered = 0
+        /// POSTs that failed (no connection, TLS failure, timeout, or a non-2xx status).
+        public var failed = 0
+    }
+
+    private struct State {
+        var statistics = Statistics()
+        /// When each recent report (by ``TrustKitReport/deduplicationKey``) was accepted.
+        var recent: [TrustKitReport: Date] = [:]
+        /// Reports accepted and not yet finished.
+        var pending = 0
+        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// The most distinct recent reports remembered for deduplication.
+    static let recentCapacity = 1_024
+
+    private let configuration: Configuration
+    private let now: @Sendable () -> Date
+    private let state = NIOLockedValueBox(State())
+    private let queue: AsyncStream<TrustKitReport>.Continuation
+    private let worker: Task<Void, Never>
+
+    /// A reporter sending through `transport`.
+    ///
+    /// - Parameters:
+    ///   - transport: the HTTPS transport for the reports. Give it its own `TLSClientConfiguration` (with pins
+    ///     for the report URIs if they should be pinned).
+    ///   - now: the clock for deduplication (tests inject one).
+    /// - Throws: ``HTTPPinFailureReporterError`` when there is no report URI or one is not `https` with a host.
+    public init(
+        configuration: Configuration, transport: any ClientTransport, now: @escaping @Sendable () -> Date = { Date() }
+    ) throws(HTTPPinFailureReporterError) {
+        guard !configuration.reportURIs.isEmpty else { throw .noReportURI }
+        for uri in configuration.reportURIs where uri.scheme?.lowercased() != "https" || (uri.host ?? "").isEmpty {
+            throw .invalidReportURI(uri.absoluteString)
+        }
+        self.configuration = configuration
+        self.now = now
+        let (stream, queue) = AsyncStream.makeStream(
+            of: TrustKitReport.self, bufferingPolicy: .bufferingOldest(configuration.queueCapacity))
+        self.queue = queue
+        let state = self.state
+        let uris = configuration.reportURIs
+        worker = Task {
+            for await report in stream {
+                let body = (try? report.json()) ?? Data()
+                for uri in uris where !Self.isOwnEndpoint(uri, report) {
+                    let delivered = await Self.post(body, to: uri, transport: transport)
+                    state.withLockedValue { delivered ? ($0.statistics.delivered += 1) : ($0.statistics.failed += 1) }
+                }
+                Self.finishOne(state)
+            }
+        }
+    }
+
+    deinit {
+        queue.finish()
+    }
+
+    /// Queues `report` unless it is a recent duplicate or the queue is full; returns at once.
+    public func report(_ report: PinFailureReport) {
+        let trustKit = TrustKitReport(report, app: configuration.app)
+        let key = trustKit.deduplicationKey
+        let now = now()
+        let interval = TimeInterval(configuration.deduplicationInterval.components.seconds)
+        let isNew = state.withLockedValue { state -> Bool in
+            if let last = state.recent[key], now.timeIntervalSince(last) < interval {
+                state.statistics.deduplicated += 1
+                return false
+            }
+            Self.remember(key, at: now, interval: interval, in: &state)
+            state.pending += 1
+            state.statistics.accepted += 1  // counted before the worker can finish it; undone if dropped
+            return true
+        }
+        guard isNew else { return }
+        if case .enqueued = queue.yield(trustKit) { return }
+        // Full (or shut down): dropped and counted, never waited for.
+        let waiters = state.withLockedValue { state in
+            state.statistics.accepted -= 1
+            state.statistics.dropped += 1
+            state.recent[key] = nil  // not sent: a later identical report may go
+            return Self.finishLocked(&state)
+        }
+        waiters.forEach { $0.resume() }
+    }
+
+    /// The counters so far.
+    public var statistics: Statistics { state.withLockedValue { $0.statistics } }
+
+    /// Returns once every report accepted so far has been sent (or failed to be).
+    public func waitUntilIdle() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let idle = state.withLockedValue { state -> Bool in
+                guard state.pending > 0 else { return true }
+                state.idleWaiters.append(continuation)
+                return false
+            }
+            if idle { continuation.resume() }
+        }
+    }
+
+    /// Stops accepting reports and waits for the queued ones to be sent.
+    public func shutdown() async {
+        queue.finish()
+        await worker.value
+    }
+
+    private static func remember(_ key: TrustKitReport, at now: Date, interval: TimeInterval, in state: inout State) {
+        if state.recent.count >= recentCapacity {
+            state.recent = state.recent.filter { now.timeIntervalSince($0.value) < interval }
+            if state.recent.count >= recentCapacity, let oldest = state.recent.min(by: { $0.value < $1.value }) {
+                state.recent[oldest.key] = nil
+            }
+        }
+        state.recent[key] = now
+    }
+
+    private static func finishOne(_ state: NIOLockedValueBox<State>) {
+        state.withLockedValue { finishLocked(&$0) }.forEach { $0.resume() }
+    }
+
+    private static func finishLocked(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
+        state.pending -= 1
+        guard state.pending == 0 else { return [] }
+        defer { state.idleWaiters = [] }
+        return state.idleWaiters
+    }
+
+    /// Whether `uri` is the endpoint the report is about (same host and port).
+    static func isOwnEndpoint(_ uri: URL, _ report: TrustKitReport) -> Bool {
+        uri.host?.lowercased() == report.hostname.lowercased() && (uri.port ?? 443) == report.port
+    }
+
+    /// POSTs `body` to `uri`; true for a 2xx answer. The answer's body is read (up to 64 KiB) and dropped.
+    static func post(_ body: Data, to uri: URL, transport: any ClientTransport) async -> Bool {
+        guard var components = URLComponents(url: uri, resolvingAgainstBaseURL: false) else { return false }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        let query = components.percentEncodedQuery.map { "?" + $0 } ?? ""
+        components.percentEncodedPath = ""
+        components.percentEncodedQuery = nil
+        guard let base = components.url else { return false }
+        var request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: path + query)
+        request.headerFields[.contentType] = "application/json"
+        do {
+            let (response, responseBody) = try await transport.send(
+                request, body: HTTPBody(body), baseURL: base, operationID: "shopkitPinFailureReport")
+            if let responseBody { _ = try await Data(collecting: responseBody, upTo: 64 * 1024) }
+            return response.status.kind == .successful
+        } catch {
+            return false
+        }
+    }
+}
+
+/// A reporter that cannot be built; the message says which report URI to fix.
+public enum HTTPPinFailureReporterError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// No report URI was given.
+    case noReportURI
+    /// The URI is not `https` with a host.
+    case invalidReportURI(String)
+
+    public var description: String {
+        switch self {
+        case .noReportURI: return "give at least one report URI (https://…) to send pin failure reports to"
+        case .invalidReportURI(let uri): return "report URI \(uri) is not https://HOST/…: reports are sent over HTTPS only"
+        }
+    }
+}
