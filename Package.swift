@@ -92,7 +92,7 @@ let package = Package(
         .target(
             name: "ShopKitAuth",
             dependencies: [
-                "ShopKitAPI", "ShopKitOpenSSL", "CLibSecret",
+                "ShopKitAPI", "ShopKitOpenSSL", "ShopKitTLS", "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Umbrella and composition root.

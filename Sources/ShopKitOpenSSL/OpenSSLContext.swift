@@ -5,12 +5,17 @@ import COpenSSL
 /// Building a context and loading a CA store is expensive in OpenSSL 3, so ShopKit never builds one per
 /// connection. After `init` returns the context is only read (by `SSL_new`).
 package final class OpenSSLContext: @unchecked Sendable {
-    // @unchecked Sendable: the SSL_CTX is fully configured inside `init` and never changed afterwards;
+    // @unchecked Sendable: the SSL_CTX (and the client identity fields) are fully configured inside `init` and
+    // the static factories before the context is returned, and never changed afterwards;
     // OpenSSL allows concurrent SSL_new on a configured context (its reference count and the X509_STORE
     // are locked internally). The session callback reaches connections only through their own SSL's ex_data.
     private let pointer: OpaquePointer
     /// Which side of the handshake this context serves.
     package let role: Role
+    /// The client certificate and key sent when a server asks for one (client role; set while building).
+    package private(set) var clientIdentity: OpenSSLClientIdentity?
+    /// Whether a CertificateRequest ends the handshake when no identity is configured (client role).
+    package private(set) var requiresIdentityWhenAsked = true
 
     /// Client or server.
     package enum Role: Sendable { case client, server }
@@ -56,9 +61,20 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// `http/1.1`, and client-side session caching handed to each connection's `onNewSession` (OpenSSL keeps
     /// no internal client cache).
     ///
+    /// With `identity`, the client sends that certificate chain when the server asks for one (mutual TLS). When a
+    /// server asks, the certificate callback records its CA names on the connection
+    /// (`OpenSSLConnection.clientCertificateRequest`) and ends the handshake instead of sending a certificate the
+    /// server would refuse: none configured (unless `requiresIdentityWhenAsked` is false), an expired or not yet
+    /// valid one, or one from a CA the server does not name.
+    ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
-    package static func client(trust: Trust, minimumVersion: ProtocolVersion) throws(OpenSSLError) -> OpenSSLContext {
+    package static func client(
+        trust: Trust, minimumVersion: ProtocolVersion, identity: OpenSSLClientIdentity? = nil,
+        requiresIdentityWhenAsked: Bool = true
+    ) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
+        context.clientIdentity = identity
+        context.requiresIdentityWhenAsked = requiresIdentityWhenAsked
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
         context.raiseSecurityLevel(to: minimumClientSecurityLevel)
         try context.withContext { ctx throws(OpenSSLError) in
@@ -79,6 +95,8 @@ package final class OpenSSLContext: @unchecked Sendable {
                 }
             }
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+            try identity?.install(in: ctx)
+            SSL_CTX_set_cert_cb(ctx, openSSLCertificateRequestCallback, nil)
             _ = shopkit_SSL_CTX_set_session_cache_mode(
                 ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
             SSL_CTX_sess_set_new_cb(ctx, openSSLNewSessionCallback)

@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import ShopKitPinning
 
-/// How a ShopKit client verifies servers: trust anchors, protocol floor and pins.
+/// How a ShopKit client verifies servers (trust anchors, protocol floor and pins) and which client certificate it
+/// offers.
 ///
 /// Built once and shared: every connection made with one configuration shares one OpenSSL `SSL_CTX`.
 /// (Named `TLSClientConfiguration`, not `TLSConfiguration`, so that it never collides with swift-nio-ssl's type
@@ -58,6 +59,26 @@ public struct TLSClientConfiguration: Sendable {
     /// verification on each connection.
     public var sessionResumption: Bool
 
+    /// The client certificate and key sent when a server asks for one (mutual TLS). Default: none.
+    ///
+    /// Sessions are cached per identity: a session made with one identity is never resumed with another, or
+    /// with none. Before sending it, ShopKit checks what the server will refuse anyway: an expired (or not yet
+    /// valid) certificate, or one from none of the CAs the server names, ends the handshake with
+    /// ``TLSError/clientCertificateRejected(reason:)``.
+    public var clientIdentity: ClientIdentity?
+    /// What happens when a server asks for a client certificate and ``clientIdentity`` is nil. Default: `.fail`.
+    public var certificateRequestWithoutIdentity: CertificateRequestPolicy
+
+    /// What a client without an identity does when the server asks for a certificate.
+    public enum CertificateRequestPolicy: Sendable, Hashable {
+        /// End the handshake with ``TLSError/clientCertificateRequired(acceptedIssuers:)``, which names the CAs
+        /// the server accepts; no request (and no token) is sent to a server that would refuse it.
+        case fail
+        /// Go on without a certificate, for servers where a client certificate is optional. A server that
+        /// requires one then refuses the connection or the request itself.
+        case continueWithoutCertificate
+    }
+
     /// A logger that drops everything: the default, so that a library never writes to a process's output
     /// unless the app hands it a logger.
     public static let disabledLogger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -69,8 +90,12 @@ public struct TLSClientConfiguration: Sendable {
         minimumVersion: MinimumVersion = .tls12,
         pinFailureReporter: (any PinFailureReporter)? = nil,
         logger: Logger = TLSClientConfiguration.disabledLogger,
-        sessionResumption: Bool = true
+        sessionResumption: Bool = true,
+        clientIdentity: ClientIdentity? = nil,
+        certificateRequestWithoutIdentity: CertificateRequestPolicy = .fail
     ) {
+        self.clientIdentity = clientIdentity
+        self.certificateRequestWithoutIdentity = certificateRequestWithoutIdentity
         self.trustRoots = trustRoots
         self.pinning = pinning
         self.minimumVersion = minimumVersion

@@ -43,7 +43,9 @@ public final class TLSClientContext: Sendable {
         }
         do {
             openSSL = try OpenSSLContext.client(
-                trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12)
+                trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12,
+                identity: configuration.clientIdentity?.material,
+                requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail)
         } catch {
             // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
             if case .pem(let pem, _) = configuration.trustRoots {
@@ -67,7 +69,8 @@ public final class TLSClientContext: Sendable {
     func sessionKey(host: String, port: Int) -> TLSSessionCache.Key {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
-            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host))
+            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host),
+            clientIdentity: configuration.clientIdentity?.fingerprint)
     }
 }
 
