@@ -22,16 +22,37 @@ package final class NginxServer: Sendable {
         package var ciphers: String?
         /// Static files to serve under `/files/NAME`.
         package var files: [String: Data]
+        /// Mutual TLS: `ssl_verify_client on` with these client CAs; nil for none.
+        package var clientVerification: ClientVerification?
 
         package init(
             certificateChainPath: String, privateKeyPath: String, protocols: String = "TLSv1.2 TLSv1.3",
-            ciphers: String? = nil, files: [String: Data] = [:]
+            ciphers: String? = nil, files: [String: Data] = [:], clientVerification: ClientVerification? = nil
         ) {
             self.certificateChainPath = certificateChainPath
             self.privateKeyPath = privateKeyPath
             self.protocols = protocols
             self.ciphers = ciphers
             self.files = files
+            self.clientVerification = clientVerification
+        }
+    }
+
+    /// `ssl_verify_client on` + `ssl_client_certificate`: nginx asks every client for a certificate, names the
+    /// CAs of `caPath` in its CertificateRequest and accepts only chains to them (at most `depth` deep).
+    ///
+    /// nginx completes the handshake whatever the client sends and answers a request without an acceptable
+    /// certificate with `400` ("No required SSL certificate was sent" / "The SSL certificate error").
+    /// `GET /client` answers `VERIFY SUBJECT` (`$ssl_client_verify $ssl_client_s_dn`).
+    package struct ClientVerification: Sendable {
+        /// PEM file of the CA certificates client chains must lead to.
+        package var caPath: String
+        /// `ssl_verify_depth`.
+        package var depth: Int
+
+        package init(caPath: String, depth: Int = 2) {
+            self.caPath = caPath
+            self.depth = depth
         }
     }
 
@@ -94,6 +115,9 @@ package final class NginxServer: Sendable {
 
     private static func config(_ configuration: Configuration, port: Int, directory: String) -> String {
         let ciphers = configuration.ciphers.map { "ssl_ciphers \($0); ssl_prefer_server_ciphers on;" } ?? ""
+        let verification = configuration.clientVerification.map {
+            "ssl_verify_client on; ssl_client_certificate \($0.caPath); ssl_verify_depth \($0.depth);"
+        } ?? ""
         return """
             daemon off;
             worker_processes 1;
@@ -115,10 +139,12 @@ package final class NginxServer: Sendable {
                     ssl_certificate_key \(configuration.privateKeyPath);
                     ssl_protocols \(configuration.protocols);
                     \(ciphers)
+                    \(verification)
                     ssl_session_tickets on;
                     location = /hello { default_type text/plain; return 200 "\(helloBody.replacingOccurrences(of: "\n", with: "\\n"))"; }
                     location = /json { default_type application/json; return 200 '\(jsonBody)'; }
                     location = /unauthorized { return 401; }
+                    location = /client { default_type text/plain; return 200 "$ssl_client_verify $ssl_client_s_dn"; }
                     location /files/ { alias \(directory)/files/; }
                 }
             }
