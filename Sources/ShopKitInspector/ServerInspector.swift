@@ -24,6 +24,9 @@ package struct ServerInspector: Sendable {
     package var timeout: Duration
     /// The clock for days left and the pin-set date (tests inject one).
     package var now: @Sendable () -> Date
+    /// The client certificate to present when the server asks for one (`pin-check --cert --key`); nil for none,
+    /// so a server that asks ends the check with `TLSError.clientCertificateRequired` and its CA names.
+    package var clientIdentity: ClientIdentity? = nil
 
     /// An inspector with the given inputs.
     package init(
@@ -72,7 +75,8 @@ package struct ServerInspector: Sendable {
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             pinning: try pinningPolicy(),
             // The report carries every finding; the report-only pin set would otherwise log a warning.
-            logger: Logger(label: "ShopKitTLS.inspector", factory: { _ in SwiftLogNoOpLogHandler() }))
+            logger: Logger(label: "ShopKitTLS.inspector", factory: { _ in SwiftLogNoOpLogHandler() }),
+            clientIdentity: clientIdentity)
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         return report(for: outcome, policy: configuration.pinning)
