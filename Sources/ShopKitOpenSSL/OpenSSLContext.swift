@@ -116,10 +116,14 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// - Parameter maximumVersion: caps the server's protocol (tests use `.tls12` to exercise TLS 1.2 clients).
     /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
     ///   weak certificates (RSA 1024, SHA-1) and check that clients refuse them. Leave nil otherwise.
+    /// - Parameter clientVerification: makes the server require a client certificate chaining to these CAs
+    ///   (`SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT`): a missing or refused one ends the handshake with an
+    ///   alert, as strict mutual-TLS servers do.
     /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
     package static func server(
         certificateChainPEM: String, privateKeyPEM: String, minimumVersion: ProtocolVersion = .tls12,
-        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil
+        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil,
+        clientVerification: ClientVerification? = nil
     ) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .server, method: TLS_server_method())
         try context.applyCommon(minimumVersion: minimumVersion)
@@ -156,8 +160,34 @@ package final class OpenSSLContext: @unchecked Sendable {
                 SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count)),
                 "SSL_CTX_set_session_id_context")
             SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNSelectCallback, nil)
+            if let clientVerification { try clientVerification.install(in: ctx) }
         }
         return context
+    }
+
+    /// A server's demand for client certificates (test servers): the CAs they must chain to, and whether the
+    /// CertificateRequest names them.
+    package struct ClientVerification: Sendable {
+        /// PEM certificates client chains must lead to.
+        package var trustedCAsPEM: String
+        /// Whether the CertificateRequest lists the CAs' names (servers may leave the list empty).
+        package var namesCAs: Bool
+
+        package init(trustedCAsPEM: String, namesCAs: Bool = true) {
+            self.trustedCAsPEM = trustedCAsPEM
+            self.namesCAs = namesCAs
+        }
+
+        func install(in ctx: OpaquePointer) throws(OpenSSLError) {
+            guard let store = SSL_CTX_get_cert_store(ctx) else { throw OpenSSLError.drain("SSL_CTX_get_cert_store") }
+            for anchor in try OpenSSLCertificate.parsePEM(trustedCAsPEM) {
+                try anchor.withX509 { x509 throws(OpenSSLError) in
+                    try check(X509_STORE_add_cert(store, x509), "X509_STORE_add_cert")
+                    if namesCAs { try check(SSL_CTX_add_client_CA(ctx, x509), "SSL_CTX_add_client_CA") }
+                }
+            }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+        }
     }
 
     /// The lowest OpenSSL security level a client context runs at: 2 refuses keys under 112 bits of security

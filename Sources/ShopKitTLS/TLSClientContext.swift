@@ -112,6 +112,23 @@ package final class TLSServerContext: Sendable {
             legacy: nil)
     }
 
+    /// A server that requires a client certificate chaining to `clientCAsPEM` and ends the handshake with an
+    /// alert otherwise (as strict mutual-TLS servers do; nginx instead answers HTTP 400). With `namingCAs` false
+    /// its CertificateRequest names no CA.
+    package init(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil,
+        requiringClientCertificatesFrom clientCAsPEM: String, namingCAs: Bool = true
+    ) throws(TLSContextError) {
+        do {
+            openSSL = try OpenSSLContext.server(
+                certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
+                maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 },
+                clientVerification: .init(trustedCAsPEM: clientCAsPEM, namesCAs: namingCAs))
+        } catch {
+            throw TLSContextError(message: "could not set up the TLS server (check the chain, key and client CAs): \(error)")
+        }
+    }
+
     /// A server with a deliberately weak behaviour (``LegacyServer``), for the security-review vectors.
     ///
     /// - Warning: Package access only: the shipped API cannot build a weak server.
