@@ -12,23 +12,32 @@ import ShopKitTLS
 /// - Warning: On its way through the backends the PEM text passes through Swift strings, as tokens do, which
 ///   cannot be wiped; ShopKit copies it into a wiped buffer for parsing and keeps only OpenSSL's key object.
 extension CredentialVault {
-    /// Stores `privateKeyPEM` (a PEM private key, not encrypted) as the item `keyItem` under `policy`.
+    /// Stores `privateKeyPEM` (a PEM private key, not encrypted) as the item `keyItem` under `policy`, after checking
+    /// that it loads and belongs to the first certificate of `certificateChainPEM`; returns that identity.
     ///
-    /// - Throws: `CredentialError.policyUnsupported` when the text is not an unencrypted PEM private key (decrypt
-    ///   it first: the store protects it), or when the policy cannot be honoured; otherwise what the backend throws.
-    public func storeClientKey(
-        privateKeyPEM: [UInt8], as keyItem: CredentialKey, policy: AccessPolicy = .afterFirstUnlock
-    ) async throws(CredentialError) {
-        let text = String(decoding: privateKeyPEM, as: UTF8.self)
-        guard text.contains("-----BEGIN "), text.contains("PRIVATE KEY-----") else {
-            throw .policyUnsupported("the client key to store is not a PEM private key (-----BEGIN … PRIVATE KEY-----)")
+    /// - Throws: `TLSContextError` (kind `.invalidInput`) when the key is encrypted (store it decrypted: the keyring
+    ///   or encrypted file protects it), does not load, or does not match the certificate; `CredentialError` when the
+    ///   policy cannot be honoured or the backend fails. Nothing is stored then.
+    @discardableResult
+    public func storeClientIdentity(
+        certificateChainPEM: String, privateKeyPEM: [UInt8], as keyItem: CredentialKey,
+        policy: AccessPolicy = .afterFirstUnlock
+    ) async throws -> ClientIdentity {
+        let key = SecureBytes(copying: privateKeyPEM)
+        let encrypted = key.withUnsafeBytes { bytes in
+            ["-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED"].contains { marker in
+                bytes.firstRange(of: Array(marker.utf8)) != nil
+            }
         }
-        guard !text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----"), !text.contains("Proc-Type: 4,ENCRYPTED") else {
-            throw .policyUnsupported(
-                "the client key to store is encrypted: store it decrypted (the keyring or encrypted file protects it), "
-                    + "e.g. openssl pkey -in KEY -out KEY.plain")
+        guard !encrypted else {
+            throw TLSContextError(
+                message: "the client key to store is encrypted: store it decrypted (the keyring or encrypted file "
+                    + "protects it), e.g. openssl pkey -in KEY -out KEY.plain in a private directory",
+                kind: .invalidInput)
         }
-        try await write(AuthTokens(accessToken: text), for: keyItem, policy: policy)
+        let identity = try ClientIdentity.pem(certificateChain: certificateChainPEM, privateKey: key, passphrase: nil)
+        try await write(AuthTokens(accessToken: String(decoding: privateKeyPEM, as: UTF8.self)), for: keyItem, policy: policy)
+        return identity
     }
 
     /// The client identity made of `certificateChainPEM` (leaf first) and the private key stored as `keyItem`;

@@ -47,9 +47,10 @@ import Testing
     static func storedIdentityReachesNginx(backend: any CredentialBackend) async throws {
         let vault = CredentialVault(backend: backend)
         let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "client-key-\(UUID())")
-        try await vault.storeClientKey(privateKeyPEM: keyPEM, as: item)
+        let stored = try await vault.storeClientIdentity(certificateChainPEM: chainPEM, privateKeyPEM: keyPEM, as: item)
         let identity = try #require(try await vault.clientIdentity(certificateChainPEM: chainPEM, keyItem: item))
-        #expect(identity == (try ClientIdentity.pem(certificateChain: chainPEM, privateKey: keyPEM)))
+        let direct = try ClientIdentity.pem(certificateChain: chainPEM, privateKey: keyPEM)
+        #expect(identity == stored && identity == direct)
         #expect(try await clientEndpoint(identity: identity) == "200 SUCCESS O=ShopKit Test,CN=shopkit-client-ecdsa")
         try await vault.delete(item)
         #expect(try await vault.clientIdentity(certificateChainPEM: chainPEM, keyItem: item) == nil)
@@ -71,7 +72,9 @@ import Testing
             let vault = CredentialVault(
                 backend: backend, presenceVerifier: ClosurePresenceVerifier { _ in await answers.next() })
             let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "presence-\(UUID())")
-            try await vault.storeClientKey(privateKeyPEM: Self.keyPEM, as: item, policy: .init(access: .userPresence(reuseSeconds: 0)))
+            try await vault.storeClientIdentity(
+                certificateChainPEM: Self.chainPEM, privateKeyPEM: Self.keyPEM, as: item,
+                policy: .init(access: .userPresence(reuseSeconds: 0)))
 
             await #expect(throws: CredentialError.self) {
                 _ = try await vault.clientIdentity(certificateChainPEM: Self.chainPEM, keyItem: item)
@@ -82,25 +85,33 @@ import Testing
         }
     }
 
-    @Test func onlyUnencryptedPEMKeysAreStored() async throws {
+    /// Only a key that loads and belongs to the certificate is stored: encrypted keys, garbage and another
+    /// certificate's key are input errors, and nothing is written.
+    @Test func onlyAnUnencryptedMatchingKeyIsStored() async throws {
         try await Self.withFileBackend { backend in
             let vault = CredentialVault(backend: backend)
             let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "refused")
             let encrypted = try Array(Data(contentsOf: URL(fileURLWithPath: Self.path("client-ecdsa-encrypted.key"))))
-            for refused in [encrypted, Array("not a key".utf8)] {
-                await #expect(throws: CredentialError.self) { try await vault.storeClientKey(privateKeyPEM: refused, as: item) }
+            let otherKey = Array(TestCertificates.privateKey("client-rsa").utf8)
+            for refused in [encrypted, Array("not a key".utf8), otherKey] {
+                await #expect(throws: TLSContextError.self) {
+                    try await vault.storeClientIdentity(certificateChainPEM: Self.chainPEM, privateKeyPEM: refused, as: item)
+                }
             }
             #expect(try await vault.read(item) == nil)
         }
     }
 
-    @Test func aStoredKeyForAnotherCertificateIsAnInputError() async throws {
+    /// An item holding something else (here: a token) is an input error when loaded as a key, never a crash.
+    @Test func anItemThatIsNotAKeyIsAnInputError() async throws {
         try await Self.withFileBackend { backend in
             let vault = CredentialVault(backend: backend)
-            let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "other")
-            try await vault.storeClientKey(privateKeyPEM: Array(TestCertificates.privateKey("client-rsa").utf8), as: item)
-            await #expect(throws: TLSContextError.self) {
+            let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "token")
+            try await vault.write(AuthTokens(accessToken: "a-bearer-token"), for: item)
+            await #expect {
                 _ = try await vault.clientIdentity(certificateChainPEM: Self.chainPEM, keyItem: item)
+            } throws: { error in
+                error is TLSContextError && !"\(error)".contains("a-bearer-token")
             }
         }
     }
