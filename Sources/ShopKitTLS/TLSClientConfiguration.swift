@@ -54,9 +54,9 @@ public struct TLSClientConfiguration: Sendable {
     /// Whether new connections offer a cached session (default `true`).
     ///
     /// Resumption skips the certificate exchange; a resumed connection is still held to the pin verdict of
-    /// the full handshake that made the session (sessions are bound to host, port, trust and pin set). Turn
-    /// it off to make every connection a full handshake, e.g. to measure handshakes or to force fresh chain
-    /// verification on each connection.
+    /// the full handshake that made the session (sessions are bound to host, port, trust, pin set and client
+    /// identity). Turn it off to make every connection a full handshake, e.g. to measure handshakes or to force
+    /// fresh chain verification on each connection.
     public var sessionResumption: Bool
 
     /// The client certificate and key sent when a server asks for one (mutual TLS). Default: none.
