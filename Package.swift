@@ -96,7 +96,7 @@ let package = Package(
         .target(
             name: "ShopKitAuth",
             dependencies: [
-                "ShopKitCore", "ShopKitAPI", "ShopKitOpenSSL", "CLibSecret",
+                "ShopKitCore", "ShopKitAPI", "ShopKitOpenSSL", "ShopKitTLS", "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Umbrella and composition root.

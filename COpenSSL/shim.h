@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/pem.h>
+#include <openssl/pkcs12.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -43,6 +44,24 @@ static inline int shopkit_sk_X509_num(const STACK_OF(X509) *stack) {
 
 static inline X509 *shopkit_sk_X509_value(const STACK_OF(X509) *stack, int index) {
     return sk_X509_value(stack, index);
+}
+
+// Client certificates (ShopKitOpenSSL's client identity and its certificate-request callback).
+
+static inline int shopkit_sk_X509_NAME_num(const STACK_OF(X509_NAME) *stack) {
+    return sk_X509_NAME_num(stack);
+}
+
+static inline X509_NAME *shopkit_sk_X509_NAME_value(const STACK_OF(X509_NAME) *stack, int index) {
+    return sk_X509_NAME_value(stack, index);
+}
+
+static inline int shopkit_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return (int)SSL_CTX_add1_chain_cert(ctx, cert);
+}
+
+static inline void shopkit_sk_X509_pop_free(STACK_OF(X509) *stack) {
+    sk_X509_pop_free(stack, X509_free);
 }
 
 static inline int shopkit_sk_GENERAL_NAME_num(const GENERAL_NAMES *names) {

@@ -35,13 +35,13 @@ extension ServerInspector {
                 warnings.append(warning.description)
             }
             let mismatch = matchedPin == nil && !pins.isEmpty
-            return ServerReport(
+            return withClientCertificate(info.clientCertificateRequest) { ServerReport(
                 host: address.host, port: address.port, servername: checkedName,
                 verdict: mismatch ? .pinMismatch : .ok,
                 reason: mismatch ? verdict.report?.description : nil,
                 tlsVersion: info.protocolVersion, cipher: info.cipherSuite, alpn: info.alpnProtocol,
                 verifiedChain: verified, presentedChain: presented, configuredPins: configured,
-                matchedPin: matchedPin?.description, warnings: warnings)
+                matchedPin: matchedPin?.description, warnings: warnings) }
         case .failed(let error, let details):
             let presented = (details?.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
@@ -53,10 +53,26 @@ extension ServerInspector {
             case .tls(.pinMismatch): verdict = .pinMismatch  // not reached: the inspector's pin set is report-only
             default: verdict = .connectFailed
             }
-            return ServerReport(
+            var reason = error.description
+            if case .tls(.clientCertificateRequired(let issuers)) = error {
+                let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
+                reason = "the server requires a client certificate\(from): pass --cert FILE --key FILE"
+            }
+            return withClientCertificate(details?.clientCertificateRequest) { ServerReport(
                 host: address.host, port: address.port, servername: checkedName, verdict: verdict,
-                reason: error.description, tlsVersion: nil, cipher: nil, alpn: nil, verifiedChain: [],
-                presentedChain: presented, configuredPins: configured, matchedPin: nil, warnings: [])
+                reason: reason, tlsVersion: nil, cipher: nil, alpn: nil, verifiedChain: [],
+                presentedChain: presented, configuredPins: configured, matchedPin: nil, warnings: []) }
         }
+    }
+
+    /// `report` with the server's client-certificate request, if it made one.
+    private func withClientCertificate(_ request: ClientCertificateRequest?, _ report: () -> ServerReport) -> ServerReport {
+        var report = report()
+        if let request {
+            var sent: String?
+            if case .sent(let subject) = request.answer { sent = subject }
+            report.clientCertificate = .init(acceptedIssuers: request.acceptedIssuers, sent: sent)
+        }
+        return report
     }
 }

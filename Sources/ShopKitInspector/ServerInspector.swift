@@ -24,6 +24,9 @@ package struct ServerInspector: Sendable {
     package var timeout: Duration
     /// The clock for days left and the pin-set date (tests inject one).
     package var now: @Sendable () -> Date
+    /// The client certificate to present when the server asks for one (`pin-check --cert --key`); nil for none,
+    /// so a server that asks ends the check with `TLSError.clientCertificateRequired` and its CA names.
+    package var clientIdentity: ClientIdentity? = nil
 
     /// An inspector with the given inputs.
     package init(
@@ -74,7 +77,8 @@ package struct ServerInspector: Sendable {
             // The report carries every finding, so nothing is logged.
             logger: TLSClientConfiguration.disabledLogger,
             // What HTTPSTransport offers by default, so the report shows what a client would get.
-            applicationProtocols: ["h2", "http/1.1"])
+            applicationProtocols: ["h2", "http/1.1"],
+            clientIdentity: clientIdentity)
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         return report(for: outcome, policy: configuration.pinning)

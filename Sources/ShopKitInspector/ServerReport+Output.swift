@@ -28,6 +28,11 @@ extension ServerReport {
             lines.append("Chain the server sent (\(state); in the order sent):")
             lines += Self.describe(presentedChain)
         }
+        if let clientCertificate {
+            let issuers = clientCertificate.acceptedIssuers.isEmpty
+                ? "any CA" : clientCertificate.acceptedIssuers.joined(separator: "; ")
+            lines.append("Client certificate: requested (accepted issuers: \(issuers)); sent: \(clientCertificate.sent ?? "none")")
+        }
         if !configuredPins.isEmpty {
             lines.append("Pins given: " + configuredPins.joined(separator: ", "))
         }

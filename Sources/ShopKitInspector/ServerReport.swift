@@ -94,10 +94,29 @@ package struct ServerReport: Sendable, Codable, Equatable {
     package let matchedPin: String?
     /// Warnings: the leaf expires soon, the pin set has no backup pin.
     package let warnings: [String]
+    /// The server's request for a client certificate and what was sent; nil when it asked for none.
+    package var clientCertificate: ClientCertificate? = nil
+
+    /// A server's request for a client certificate (mutual TLS), and the answer.
+    package struct ClientCertificate: Sendable, Codable, Equatable {
+        /// The CA names the server accepts client certificates from (RFC 2253), in its order.
+        package let acceptedIssuers: [String]
+        /// The subject of the client certificate sent (`--cert`), or nil when none was.
+        package let sent: String?
+
+        enum CodingKeys: String, CodingKey { case acceptedIssuers, sent }
+
+        /// Both keys always (`sent` as `null` when none was sent), like the report itself.
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(acceptedIssuers, forKey: .acceptedIssuers)
+            try container.encode(sent, forKey: .sent)
+        }
+    }
 
     enum CodingKeys: String, CodingKey {
         case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
-        case configuredPins, matchedPin, warnings
+        case configuredPins, matchedPin, warnings, clientCertificate
     }
 
     /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
@@ -116,5 +135,6 @@ package struct ServerReport: Sendable, Codable, Equatable {
         try container.encode(configuredPins, forKey: .configuredPins)
         try container.encode(matchedPin, forKey: .matchedPin)
         try container.encode(warnings, forKey: .warnings)
+        try container.encode(clientCertificate, forKey: .clientCertificate)
     }
 }

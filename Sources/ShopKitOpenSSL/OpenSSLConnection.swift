@@ -35,6 +35,8 @@ package final class OpenSSLConnection {
     /// Called (on this connection's thread, inside a step) with each session OpenSSL hands out, e.g. a TLS 1.3
     /// ticket that arrived with the first records after the handshake. Client role only.
     package var onNewSession: ((OpenSSLSession) -> Void)?
+    /// The server's CertificateRequest and the client's answer, once one arrived (client role; nil otherwise).
+    package internal(set) var clientCertificateRequest: ClientCertificateRequest?
 
     private init(context: OpenSSLContext) throws(OpenSSLError) {
         OpenSSLError.clearQueue()

@@ -5,7 +5,8 @@ import COpenSSL
 /// Building a context and loading a CA store is expensive in OpenSSL 3, so ShopKit never builds one per
 /// connection. After `init` returns the context is only read (by `SSL_new`).
 package final class OpenSSLContext: @unchecked Sendable {
-    // @unchecked Sendable: the SSL_CTX is fully configured inside `init` and never changed afterwards;
+    // @unchecked Sendable: the SSL_CTX (and the client identity fields) are fully configured inside `init` and
+    // the static factories before the context is returned, and never changed afterwards;
     // OpenSSL allows concurrent SSL_new on a configured context (its reference count and the X509_STORE
     // are locked internally). The session callback reaches connections only through their own SSL's ex_data.
     private let pointer: OpaquePointer
@@ -14,6 +15,10 @@ package final class OpenSSLContext: @unchecked Sendable {
     private var serverALPN: UnsafeMutablePointer<UInt8>?
     /// Which side of the handshake this context serves.
     package let role: Role
+    /// The client certificate and key sent when a server asks for one (client role; set while building).
+    package private(set) var clientIdentity: OpenSSLClientIdentity?
+    /// Whether a CertificateRequest ends the handshake when no identity is configured (client role).
+    package private(set) var requiresIdentityWhenAsked = true
 
     /// Client or server.
     package enum Role: Sendable { case client, server }
@@ -76,12 +81,21 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// offering `alpn` in order (none when empty), and client-side session caching handed to each
     /// connection's `onNewSession` (OpenSSL keeps no internal client cache).
     ///
+    /// With `identity`, the client sends that certificate chain when the server asks for one (mutual TLS). When a
+    /// server asks, the certificate callback records its CA names on the connection
+    /// (`OpenSSLConnection.clientCertificateRequest`) and ends the handshake instead of sending a certificate the
+    /// server would refuse: none configured (unless `requiresIdentityWhenAsked` is false), an expired or not yet
+    /// valid one, or one from a CA the server does not name.
+    ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
     package static func client(
-        trust: Trust, minimumVersion: ProtocolVersion, alpn: [String] = ["http/1.1"]
+        trust: Trust, minimumVersion: ProtocolVersion, alpn: [String] = ["http/1.1"],
+        identity: OpenSSLClientIdentity? = nil, requiresIdentityWhenAsked: Bool = true
     ) throws(OpenSSLError) -> OpenSSLContext {
         let protocols = try alpnWireFormat(alpn)
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
+        context.clientIdentity = identity
+        context.requiresIdentityWhenAsked = requiresIdentityWhenAsked
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
         context.raiseSecurityLevel(to: minimumClientSecurityLevel)
         try context.withContext { ctx throws(OpenSSLError) in
@@ -102,6 +116,8 @@ package final class OpenSSLContext: @unchecked Sendable {
                 }
             }
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+            try identity?.install(in: ctx)
+            SSL_CTX_set_cert_cb(ctx, openSSLCertificateRequestCallback, nil)
             _ = shopkit_SSL_CTX_set_session_cache_mode(
                 ctx, Int(SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE))
             SSL_CTX_sess_set_new_cb(ctx, openSSLNewSessionCallback)
@@ -121,10 +137,14 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// - Parameter maximumVersion: caps the server's protocol (tests use `.tls12` to exercise TLS 1.2 clients).
     /// - Parameter securityLevel: lowers the *server's* OpenSSL security level so tests can serve deliberately
     ///   weak certificates (RSA 1024, SHA-1) and check that clients refuse them. Leave nil otherwise.
+    /// - Parameter clientVerification: makes the server require a client certificate chaining to these CAs
+    ///   (`SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT`): a missing or refused one ends the handshake with an
+    ///   alert, as strict mutual-TLS servers do.
     /// - Warning: `securityLevel` exists for the security tests only; client contexts have no such knob.
     package static func server(
         certificateChainPEM: String, privateKeyPEM: String, minimumVersion: ProtocolVersion = .tls12,
-        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil, alpn: [String] = ["http/1.1"]
+        maximumVersion: ProtocolVersion? = nil, securityLevel: Int? = nil, alpn: [String] = ["http/1.1"],
+        clientVerification: ClientVerification? = nil
     ) throws(OpenSSLError) -> OpenSSLContext {
         let context = try OpenSSLContext(role: .server, method: TLS_server_method())
         let wire = try alpnWireFormat(alpn)
@@ -169,8 +189,34 @@ package final class OpenSSLContext: @unchecked Sendable {
                 SSL_CTX_set_session_id_context(ctx, sessionContext, UInt32(sessionContext.count)),
                 "SSL_CTX_set_session_id_context")
             SSL_CTX_set_alpn_select_cb(ctx, openSSLALPNSelectCallback, UnsafeMutableRawPointer(preference))
+            if let clientVerification { try clientVerification.install(in: ctx) }
         }
         return context
+    }
+
+    /// A server's demand for client certificates (test servers): the CAs they must chain to, and whether the
+    /// CertificateRequest names them.
+    package struct ClientVerification: Sendable {
+        /// PEM certificates client chains must lead to.
+        package var trustedCAsPEM: String
+        /// Whether the CertificateRequest lists the CAs' names (servers may leave the list empty).
+        package var namesCAs: Bool
+
+        package init(trustedCAsPEM: String, namesCAs: Bool = true) {
+            self.trustedCAsPEM = trustedCAsPEM
+            self.namesCAs = namesCAs
+        }
+
+        func install(in ctx: OpaquePointer) throws(OpenSSLError) {
+            guard let store = SSL_CTX_get_cert_store(ctx) else { throw OpenSSLError.drain("SSL_CTX_get_cert_store") }
+            for anchor in try OpenSSLCertificate.parsePEM(trustedCAsPEM) {
+                try anchor.withX509 { x509 throws(OpenSSLError) in
+                    try check(X509_STORE_add_cert(store, x509), "X509_STORE_add_cert")
+                    if namesCAs { try check(SSL_CTX_add_client_CA(ctx, x509), "SSL_CTX_add_client_CA") }
+                }
+            }
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+        }
     }
 
     /// The lowest OpenSSL security level a client context runs at: 2 refuses keys under 112 bits of security

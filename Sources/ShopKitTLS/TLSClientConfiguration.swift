@@ -2,7 +2,8 @@ import Foundation
 import Logging
 import ShopKitPinning
 
-/// How a ShopKit client verifies servers: trust anchors, protocol floor and pins.
+/// How a ShopKit client verifies servers (trust anchors, protocol floor and pins) and which client certificate it
+/// offers.
 ///
 /// Built once and shared: every connection made with one configuration shares one OpenSSL `SSL_CTX`.
 /// (Named `TLSClientConfiguration`, not `TLSClientConfiguration`, so that it never collides with swift-nio-ssl's type
@@ -55,14 +56,34 @@ public struct TLSClientConfiguration: Sendable {
     /// Whether new connections offer a cached session (default `true`).
     ///
     /// Resumption skips the certificate exchange; a resumed connection is still held to the pin verdict of
-    /// the full handshake that made the session (sessions are bound to host, port, trust and pin set). Turn
-    /// it off to make every connection a full handshake, e.g. to measure handshakes or to force fresh chain
-    /// verification on each connection.
+    /// the full handshake that made the session (sessions are bound to host, port, trust, pin set and client
+    /// identity). Turn it off to make every connection a full handshake, e.g. to measure handshakes or to force
+    /// fresh chain verification on each connection.
     public var sessionResumption: Bool
     /// The ALPN protocols offered, most preferred first (default: none). `HTTPSTransport` sets this from its
     /// `HTTPSTransport.Configuration.httpVersion` (`h2`, `http/1.1`), so leave it empty when configuring
     /// the transport; set it when using ``TLSClientContext`` with a protocol of your own.
     public var applicationProtocols: [String]
+
+    /// The client certificate and key sent when a server asks for one (mutual TLS). Default: none.
+    ///
+    /// Sessions are cached per identity: a session made with one identity is never resumed with another, or
+    /// with none. Before sending it, ShopKit checks what the server will refuse anyway: an expired (or not yet
+    /// valid) certificate, or one from none of the CAs the server names, ends the handshake with
+    /// ``TLSError/clientCertificateRejected(reason:)``.
+    public var clientIdentity: ClientIdentity?
+    /// What happens when a server asks for a client certificate and ``clientIdentity`` is nil. Default: `.fail`.
+    public var certificateRequestWithoutIdentity: CertificateRequestPolicy
+
+    /// What a client without an identity does when the server asks for a certificate.
+    public enum CertificateRequestPolicy: Sendable, Hashable {
+        /// End the handshake with ``TLSError/clientCertificateRequired(acceptedIssuers:)``, which names the CAs
+        /// the server accepts; no request (and no token) is sent to a server that would refuse it.
+        case fail
+        /// Go on without a certificate, for servers where a client certificate is optional. A server that
+        /// requires one then refuses the connection or the request itself.
+        case continueWithoutCertificate
+    }
 
     /// A logger that drops everything: the default, so that a library never writes to a process's output
     /// unless the app hands it a logger.
@@ -76,9 +97,13 @@ public struct TLSClientConfiguration: Sendable {
         pinFailureReporter: (any PinFailureReporter)? = nil,
         logger: Logger = TLSClientConfiguration.disabledLogger,
         sessionResumption: Bool = true,
-        applicationProtocols: [String] = []
+        applicationProtocols: [String] = [],
+        clientIdentity: ClientIdentity? = nil,
+        certificateRequestWithoutIdentity: CertificateRequestPolicy = .fail
     ) {
         self.applicationProtocols = applicationProtocols
+        self.clientIdentity = clientIdentity
+        self.certificateRequestWithoutIdentity = certificateRequestWithoutIdentity
         self.trustRoots = trustRoots
         self.pinning = pinning
         self.minimumVersion = minimumVersion

@@ -26,7 +26,7 @@ public final class TLSClientContext: Sendable {
     ///
     /// - Parameters:
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
-    ///     (sessions stay bound to host, port, trust anchors and pin set).
+    ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
     ///   - now: the clock used for pin-set expiry (tests inject one).
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
     ///   `.system` when OpenSSL or the system trust store cannot be set up.
@@ -46,7 +46,8 @@ public final class TLSClientContext: Sendable {
         do {
             openSSL = try OpenSSLContext.client(
                 trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12,
-                alpn: configuration.applicationProtocols)
+                alpn: configuration.applicationProtocols, identity: configuration.clientIdentity?.material,
+                requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail)
         } catch {
             // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
             if case .pem(let pem, _) = configuration.trustRoots {
@@ -70,7 +71,8 @@ public final class TLSClientContext: Sendable {
     func sessionKey(host: String, port: Int) -> TLSSessionCache.Key {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
-            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host))
+            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host),
+            clientIdentity: configuration.clientIdentity?.fingerprint)
     }
 }
 
@@ -114,6 +116,23 @@ package final class TLSServerContext: Sendable {
         try self.init(
             certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, maximumVersion: maximumVersion,
             legacy: nil, applicationProtocols: applicationProtocols)
+    }
+
+    /// A server that requires a client certificate chaining to `clientCAsPEM` and ends the handshake with an
+    /// alert otherwise (as strict mutual-TLS servers do; nginx instead answers HTTP 400). With `namingCAs` false
+    /// its CertificateRequest names no CA.
+    package init(
+        certificateChainPEM: String, privateKeyPEM: String, maximumVersion: TLSClientConfiguration.MinimumVersion? = nil,
+        requiringClientCertificatesFrom clientCAsPEM: String, namingCAs: Bool = true
+    ) throws(TLSContextError) {
+        do {
+            openSSL = try OpenSSLContext.server(
+                certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
+                maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 },
+                clientVerification: .init(trustedCAsPEM: clientCAsPEM, namesCAs: namingCAs))
+        } catch {
+            throw TLSContextError(message: "could not set up the TLS server (check the chain, key and client CAs): \(error)")
+        }
     }
 
     /// A server with a deliberately weak behaviour (``LegacyServer``), for the security-review vectors.

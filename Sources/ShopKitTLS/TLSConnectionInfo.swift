@@ -23,6 +23,8 @@ public struct TLSConnectionInfo: Sendable {
     public let pinVerdict: PinVerdict
     /// Whether this connection resumed a cached session.
     public let resumed: Bool
+    /// The server's request for a client certificate and the answer (nil when none was asked, or on resumption).
+    package internal(set) var clientCertificateRequest: ClientCertificateRequest? = nil
 }
 
 /// User inbound event fired by a client `TLSHandler` when the connection may carry data: chain, hostname
@@ -57,4 +59,6 @@ package struct TLSHandshakeFailureDetails: Sendable {
     package let presentedChain: PresentedChain?
     /// OpenSSL's verify result (`X509_V_OK` when the failure was not about the chain).
     package let verifyResult: VerifyResult
+    /// The server's request for a client certificate and the answer, if it asked before the failure.
+    package internal(set) var clientCertificateRequest: ClientCertificateRequest? = nil
 }

@@ -1,7 +1,7 @@
 import ShopKitCore
 import ShopKitPinning
 
-/// Why securing a connection failed: the TLS handshake, the chain, the hostname or the pins.
+/// Why securing a connection failed: the TLS handshake, the chain, the hostname, the pins or the client certificate.
 ///
 /// Only TLS failures are `TLSError`s. What happens around TLS (a bad URL, a refused TCP connection, a response
 /// that is not HTTP, a connection that closes mid-response) is the HTTPS client's `HTTPSTransportError`.
@@ -22,6 +22,12 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     case handshakeTimeout
     /// The TLS connection was closed (by the peer or locally) while data was still to be written or read.
     case connectionClosed
+    /// The server asked for a client certificate and none is configured (`TLSClientConfiguration.clientIdentity`).
+    /// `acceptedIssuers` are the CA names the server accepts (RFC 2253; empty when it named none).
+    case clientCertificateRequired(acceptedIssuers: [String])
+    /// The client certificate was not accepted: refused by the server (its alert in `reason`), or not sent because
+    /// the server would refuse it (expired, not yet valid, issued by none of the CAs the server names).
+    case clientCertificateRejected(reason: String)
 
     public var description: String {
         switch self {
@@ -36,20 +42,26 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .handshakeFailed(let reason): return "TLS handshake failed: \(reason)"
         case .handshakeTimeout: return "handshake timeout"
         case .connectionClosed: return "the TLS connection was closed"
+        case .clientCertificateRequired(let issuers):
+            let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
+            return "the server requires a client certificate\(from), and none is configured: "
+                + "set TLSClientConfiguration.clientIdentity"
+        case .clientCertificateRejected(let reason): return "client certificate not accepted: \(reason)"
         }
     }
 }
 
 /// Declared here, with the type, so that no product an app links (or leaves out) can change it.
 ///
-/// A pin mismatch, a host without pins under a strict policy, an untrusted chain or a hostname mismatch is the
-/// same on every attempt (and retrying an impostor only gives it more chances), so those are never retried; a
-/// failed or timed-out handshake and a dropped connection may be.
+/// A pin mismatch, a host without pins under a strict policy, an untrusted chain, a hostname mismatch or a missing
+/// or refused client certificate is the same on every attempt (and retrying an impostor only gives it more
+/// chances), so those are never retried; a failed or timed-out handshake and a dropped connection may be.
 extension TLSError: RetryClassifiableError {
     /// Whether the same request might succeed on another attempt.
     public var isRetryable: Bool {
         switch self {
-        case .pinMismatch, .hostNotPinned, .untrustedChain, .hostnameMismatch:
+        case .pinMismatch, .hostNotPinned, .untrustedChain, .hostnameMismatch, .clientCertificateRequired,
+            .clientCertificateRejected:
             return false
         case .handshakeFailed, .handshakeTimeout, .connectionClosed:
             return true

@@ -37,7 +37,7 @@ extension TLSHandler {
                 host: host, port: port, protocolVersion: connection.protocolVersion,
                 cipherSuite: connection.cipherSuite, alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
                 presentedChain: resumed ? nil : (try? connection.presentedChain()) ?? nil, pinVerdict: verdict,
-                resumed: resumed)
+                resumed: resumed, clientCertificateRequest: connection.clientCertificateRequest)
             becomeActive(context: context)
             context.fireUserInboundEventTriggered(TLSHandshakeCompleted(info: info))
         }
@@ -142,13 +142,49 @@ extension TLSHandler {
         cache.store(.init(session: session, verifiedChain: established.chain, verdict: established.verdict), for: key)
     }
 
-    /// Maps a failed handshake to the most useful error: OpenSSL's verify result if it rejected the peer.
+    /// Maps a failed handshake to the most useful error: OpenSSL's verify result if it rejected the peer, then
+    /// the client certificate if the server asked for one (see ``clientCertificateError(_:)``).
     func handshakeError(_ error: OpenSSLError) -> TLSError {
         if case .client(_, let host, _, _) = role, let connection {
             let result = connection.verifyResult
             if !result.isOK { return verifyError(result, host: host) }
+            if let certificateError = clientCertificateError(error) { return certificateError }
         }
         return .handshakeFailed(reason: error.description)
+    }
+
+    /// The client-certificate error a failure stands for, once the server asked for a certificate (during the
+    /// handshake, or on the first read: a TLS 1.3 server refuses a certificate after the client's handshake is
+    /// done). Nil when the failure is not about the client certificate.
+    ///
+    /// - No identity: ShopKit's certificate callback ended the handshake (policy `.fail`), or the server sent a
+    ///   certificate alert after the client went on without one → `.clientCertificateRequired` with the CA names.
+    /// - Identity refused by ShopKit before sending (expired, not yet valid, wrong CA) → `.clientCertificateRejected`.
+    /// - Identity sent, then a certificate alert from the server → `.clientCertificateRejected` with OpenSSL's alert.
+    func clientCertificateError(_ error: OpenSSLError) -> TLSError? {
+        guard case .client(let client, _, _, _) = role, let request = connection?.clientCertificateRequest else {
+            return nil
+        }
+        switch request.answer {
+        case .refused(let reason):
+            return .clientCertificateRejected(reason: reason)
+        case .noIdentity:
+            guard client.configuration.certificateRequestWithoutIdentity == .fail || Self.isCertificateAlert(error)
+            else { return nil }
+            return .clientCertificateRequired(acceptedIssuers: request.acceptedIssuers)
+        case .sent(let subject):
+            guard Self.isCertificateAlert(error) else { return nil }
+            return .clientCertificateRejected(reason: "the server refused the client certificate \(subject): \(error)")
+        }
+    }
+
+    /// Whether OpenSSL's queue holds an alert a server sends about a client certificate (bad, unsupported, revoked,
+    /// expired, unknown, from an unknown CA, missing, access denied, or a handshake failure after the request).
+    static func isCertificateAlert(_ error: OpenSSLError) -> Bool {
+        error.queue.contains { entry in
+            entry.contains("alert")
+                && ["certificate", "unknown ca", "access denied", "handshake failure"].contains { entry.contains($0) }
+        }
     }
 
     private func verifyError(_ result: VerifyResult, host: String) -> TLSError {

@@ -171,7 +171,9 @@ public final class TLSHandler: ChannelDuplexHandler {
             machine.closeNotifyReceived()
             closeWithNotify(context: context, mode: .all, promise: nil)
         case .failed(let error):
-            fail(context: context, TLSError.handshakeFailed(reason: "TLS error after the handshake: \(error)"))
+            fail(
+                context: context,
+                clientCertificateError(error) ?? .handshakeFailed(reason: "TLS error after the handshake: \(error)"))
         case .complete, .wantRead, .wantWrite:
             break
         }
@@ -262,7 +264,8 @@ public final class TLSHandler: ChannelDuplexHandler {
             // Diagnostics only: a `PresentedChain` can never reach the pin check.
             context.fireUserInboundEventTriggered(
                 TLSHandshakeFailureDetails(
-                    presentedChain: (try? connection.presentedChain()) ?? nil, verifyResult: connection.verifyResult))
+                    presentedChain: (try? connection.presentedChain()) ?? nil, verifyResult: connection.verifyResult,
+                    clientCertificateRequest: connection.clientCertificateRequest))
         }
         context.fireErrorCaught(error)
         context.close(promise: nil)

@@ -7,9 +7,10 @@ import ShopKitPinning
 /// Resumable TLS sessions, each stored with the verified chain and pin verdict of the handshake that made it.
 ///
 /// OpenSSL keeps no verified chain for a resumed session, so ShopKit keeps it here. An entry is keyed by
-/// host, port, trust anchors, protocol floor and the host's pin set: a session made under one pin set is never
-/// offered under another. Sessions are single-use (TLS 1.3 tickets should not be replayed); the newest one per
-/// key is kept, and the cache holds at most `capacity` keys (the oldest is dropped first).
+/// host, port, trust anchors, protocol floor, the host's pin set and the client identity: a session made under one
+/// pin set, or with one client certificate (or none), is never offered under another. Sessions are single-use
+/// (TLS 1.3 tickets should not be replayed); the newest one per key is kept, and the cache holds at most
+/// `capacity` keys (the oldest is dropped first).
 ///
 /// Share one cache between several `TLSClientContext`s to let connections of equal trust and pins resume.
 public final class TLSSessionCache: Sendable {
@@ -30,6 +31,8 @@ public final class TLSSessionCache: Sendable {
         var trust: TLSClientConfiguration.TrustRoots
         var minimumVersion: TLSClientConfiguration.MinimumVersion
         var pinSet: PinSet?
+        /// The client identity's fingerprint (nil: none), so a session is never resumed with another identity.
+        var clientIdentity: String?
     }
 
     /// A session with what the full handshake established.

@@ -151,8 +151,9 @@ package final class LoopbackHTTP2Server: Sendable {
         }
     }
 
-    /// Stops listening.
+    /// Stops listening, and drops the requests still held (their streams close with their connections).
     package func shutdown() async throws {
+        state.withLockedValue { $0.held = [] }
         try await channel.close()
     }
 
@@ -255,6 +256,7 @@ package final class LoopbackHTTP2Server: Sendable {
         private var context: ChannelHandlerContext?
 
         func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+        func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
         func reset(_ code: HTTP2ErrorCode) {
             context?.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)

@@ -24,10 +24,13 @@ package final class NginxServer: Sendable {
         package var files: [String: Data]
         /// Whether nginx offers HTTP/2 (ALPN `h2`) besides HTTP/1.1.
         package var http2: Bool
+        /// Mutual TLS: `ssl_verify_client on` with these client CAs; nil for none.
+        package var clientVerification: ClientVerification?
 
         package init(
             certificateChainPath: String, privateKeyPath: String, protocols: String = "TLSv1.2 TLSv1.3",
-            ciphers: String? = nil, files: [String: Data] = [:], http2: Bool = false
+            ciphers: String? = nil, files: [String: Data] = [:], http2: Bool = false,
+            clientVerification: ClientVerification? = nil
         ) {
             self.http2 = http2
             self.certificateChainPath = certificateChainPath
@@ -35,6 +38,25 @@ package final class NginxServer: Sendable {
             self.protocols = protocols
             self.ciphers = ciphers
             self.files = files
+            self.clientVerification = clientVerification
+        }
+    }
+
+    /// `ssl_verify_client on` + `ssl_client_certificate`: nginx asks every client for a certificate, names the
+    /// CAs of `caPath` in its CertificateRequest and accepts only chains to them (at most `depth` deep).
+    ///
+    /// nginx completes the handshake whatever the client sends and answers a request without an acceptable
+    /// certificate with `400` ("No required SSL certificate was sent" / "The SSL certificate error").
+    /// `GET /client` answers `VERIFY SUBJECT` (`$ssl_client_verify $ssl_client_s_dn`).
+    package struct ClientVerification: Sendable {
+        /// PEM file of the CA certificates client chains must lead to.
+        package var caPath: String
+        /// `ssl_verify_depth`.
+        package var depth: Int
+
+        package init(caPath: String, depth: Int = 2) {
+            self.caPath = caPath
+            self.depth = depth
         }
     }
 
@@ -97,6 +119,9 @@ package final class NginxServer: Sendable {
 
     private static func config(_ configuration: Configuration, port: Int, directory: String) -> String {
         let ciphers = configuration.ciphers.map { "ssl_ciphers \($0); ssl_prefer_server_ciphers on;" } ?? ""
+        let verification = configuration.clientVerification.map {
+            "ssl_verify_client on; ssl_client_certificate \($0.caPath); ssl_verify_depth \($0.depth);"
+        } ?? ""
         return """
             daemon off;
             worker_processes 1;
@@ -118,11 +143,13 @@ package final class NginxServer: Sendable {
                     ssl_certificate_key \(configuration.privateKeyPath);
                     ssl_protocols \(configuration.protocols);
                     \(ciphers)
+                    \(verification)
                     ssl_session_tickets on;
                     location = /hello { default_type text/plain; return 200 "\(helloBody.replacingOccurrences(of: "\n", with: "\\n"))"; }
                     location = /json { default_type application/json; return 200 '\(jsonBody)'; }
                     location = /unauthorized { return 401; }
                     location = /protocol { default_type text/plain; return 200 "$server_protocol"; }
+                    location = /client { default_type text/plain; return 200 "$ssl_client_verify $ssl_client_s_dn"; }
                     location /files/ { alias \(directory)/files/; }
                 }
             }

@@ -27,7 +27,8 @@ struct PinCheck: ParsableCommand {
               1   trusted and hostname ok, but no pin matches
               2   chain not trusted (unknown root, expired, missing intermediate, weak key, ...)
               3   hostname mismatch
-              4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS)
+              4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS, a client
+                  certificate required or refused)
               64  usage error (malformed HOST:PORT or pin, unreadable file, options that do not go together)
               69  cannot check on this machine (OpenSSL or the system trust store failed; --demo without TestCerts/)
               70  --demo: a check did not end as expected
@@ -44,6 +45,12 @@ struct PinCheck: ParsableCommand {
 
     @Option(name: .customLong("ca-file"), help: "PEM trust anchors replacing the system roots (like curl --cacert).")
     var caFile: String?
+
+    @Option(name: .customLong("cert"), help: "A client certificate chain (PEM, leaf first) for servers that ask for one; needs --key.")
+    var certFile: String?
+
+    @Option(name: .customLong("key"), help: "The private key of --cert (PEM, unencrypted).")
+    var keyFile: String?
 
     @Option(name: .customLong("servername"), help: "The name sent as SNI and checked against the SANs (default HOST).")
     var serverName: String?
@@ -74,7 +81,8 @@ struct PinCheck: ParsableCommand {
         [
             (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (caFile != nil, "--ca-file"),
             (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
-            (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"),
+            (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"), (certFile != nil, "--cert"),
+            (keyFile != nil, "--key"),
         ].filter(\.0).map(\.1)
     }
 
@@ -101,6 +109,7 @@ struct PinCheck: ParsableCommand {
             throw ValidationError("--timeout must be more than 0 and at most 3600 seconds")
         }
         if let serverName, serverName.isEmpty { throw ValidationError("--servername must not be empty") }
+        if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both") }
     }
 
     /// Runs the mode given and returns the exit status (a verdict's, or 0).
@@ -135,10 +144,16 @@ struct PinCheck: ParsableCommand {
                 throw Failure(.usage, "--pins-file \(pinsFile): \(error)")
             }
         }
-        return ServerInspector(
+        var inspector = ServerInspector(
             address: address, serverName: serverName, pins: parsed,
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
             timeout: .seconds(timeout ?? 10))
+        if let certFile, let keyFile {
+            do { inspector.clientIdentity = try ClientIdentity.pemFiles(certificateChain: certFile, privateKey: keyFile) } catch {
+                throw Failure(.usage, "--cert \(certFile) --key \(keyFile): \(error)")
+            }
+        }
+        return inspector
     }
 
     /// A failure before connecting: the caller's input (64) or this machine's TLS setup (69).

@@ -205,7 +205,8 @@ enum TransportVerdict {
         case .pinMismatch: return "pin-mismatch"
         case .untrustedChain: return "untrusted"
         case .hostnameMismatch: return "hostname-mismatch"
-        case .handshakeFailed, .handshakeTimeout: return "connect-failed"
+        case .handshakeFailed, .handshakeTimeout, .clientCertificateRequired, .clientCertificateRejected:
+            return "connect-failed"
         case .connectionClosed, .hostNotPinned: return "unexpected: \(error)"
         }
     }

@@ -31,9 +31,11 @@ enum Probe {
             applicationProtocols: ["http/1.1"])
     }
 
-    /// Connects to 127.0.0.1:`port`, verifying the certificate for `host`, sends `GET /` (written before the
+    /// Connects to 127.0.0.1:`port`, verifying the certificate for `host`, sends `GET path` (written before the
     /// handshake finishes, so it is buffered) and waits for the whole response or the first error.
-    static func get(context: TLSClientContext, port: Int, host: String = "localhost") async throws -> ProbeResult {
+    static func get(context: TLSClientContext, port: Int, host: String = "localhost", path: String = "/") async throws
+        -> ProbeResult
+    {
         let group = MultiThreadedEventLoopGroup.singleton
         let promise = group.next().makePromise(of: ProbeResult.self)
         let channel = try await ClientBootstrap(group: group)
@@ -45,7 +47,7 @@ enum Probe {
                 }
             }
             .connect(host: "127.0.0.1", port: port).get()
-        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/")
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
         head.headers.add(name: "host", value: host)
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: nil)
