@@ -63,6 +63,7 @@ struct ConnectionFactory: Sendable {
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
         let httpVersion = self.httpVersion
+        let logger = self.logger
         return connected.flatMapErrorThrowing { error -> any Channel in
             if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
             throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
@@ -71,12 +72,12 @@ struct ConnectionFactory: Sendable {
                 to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
             ).hop(to: channel.eventLoop).flatMap { alpn -> EventLoopFuture<PooledConnection> in
                 if alpn == "h2" && httpVersion != .http1Only {
-                    return HTTP2Connection.start(on: channel, events: events).map { .http2($0) }
+                    return HTTP2Connection.start(on: channel, logger: logger, events: events).map { .http2($0) }
                 }
                 if httpVersion == .http2Only {
                     return channel.eventLoop.makeFailedFuture(HTTPSTransportError.http2NotNegotiated(alpn: alpn))
                 }
-                return channel.eventLoop.makeCompletedFuture { try .http1(Self.http1(on: channel)) }
+                return channel.eventLoop.makeCompletedFuture { try .http1(Self.http1(on: channel, logger: logger)) }
             }.flatMapErrorThrowing { error in
                 channel.close(promise: nil)
                 throw error
@@ -85,8 +86,8 @@ struct ConnectionFactory: Sendable {
     }
 
     /// Adds the HTTP/1.1 codec and the exchange handler behind the security handlers.
-    private static func http1(on channel: any Channel) throws -> HTTPClientConnection {
-        let handler = HTTPClientConnectionHandler()
+    private static func http1(on channel: any Channel, logger: Logger) throws -> HTTPClientConnection {
+        let handler = HTTPClientConnectionHandler(logger: logger)
         let sync = channel.pipeline.syncOperations
         do {
             try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })

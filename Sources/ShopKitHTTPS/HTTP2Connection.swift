@@ -1,3 +1,4 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -23,6 +24,7 @@ final class HTTP2Connection: Sendable {
     static let defaultStreamCapacity = 1_000
 
     let channel: any Channel
+    private let logger: Logger
     private let multiplexer: NIOLoopBound<HTTP2StreamMultiplexer>
     private let state: NIOLockedValueBox<(capacity: Int, goingAway: Bool, lastStreamID: HTTP2StreamID?)>
 
@@ -31,15 +33,18 @@ final class HTTP2Connection: Sendable {
     /// Whether new streams may be opened (the channel is up and no GOAWAY arrived).
     var isAcceptingStreams: Bool { channel.isActive && !state.withLockedValue { $0.goingAway } }
 
-    private init(channel: any Channel, multiplexer: HTTP2StreamMultiplexer, capacity: Int) {
+    private init(channel: any Channel, multiplexer: HTTP2StreamMultiplexer, capacity: Int, logger: Logger) {
         self.channel = channel
+        self.logger = logger
         self.multiplexer = NIOLoopBound(multiplexer, eventLoop: channel.eventLoop)
         self.state = NIOLockedValueBox((capacity, false, nil))
     }
 
     /// Sets up HTTP/2 on a verified channel (on its event loop) and succeeds once the server's first SETTINGS
     /// frame arrived, so the stream capacity is known. `events` is set once the pool knows the connection.
-    static func start(on channel: any Channel, events: @escaping @Sendable () -> Events) -> EventLoopFuture<HTTP2Connection> {
+    static func start(
+        on channel: any Channel, logger: Logger, events: @escaping @Sendable () -> Events
+    ) -> EventLoopFuture<HTTP2Connection> {
         let loop = channel.eventLoop
         let ready = loop.makePromise(of: HTTP2Connection.self)
         do {
@@ -53,7 +58,7 @@ final class HTTP2Connection: Sendable {
                         connection.state.withLockedValue { $0.capacity = capacity }
                         events().capacityChanged(capacity)
                     } else {
-                        let connection = HTTP2Connection(channel: channel, multiplexer: multiplexer, capacity: capacity)
+                        let connection = HTTP2Connection(channel: channel, multiplexer: multiplexer, capacity: capacity, logger: logger)
                         box.value = connection
                         ready.succeed(connection)
                     }
@@ -90,12 +95,13 @@ final class HTTP2Connection: Sendable {
     func openStream() -> EventLoopFuture<HTTPClientConnection> {
         let loop = channel.eventLoop
         let multiplexer = self.multiplexer
+        let logger = self.logger
         return loop.flatSubmit {
             let stream = loop.makePromise(of: (any Channel).self)
             let handler = NIOLoopBoundBox<HTTPClientConnectionHandler?>(nil, eventLoop: loop)
             multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
                 streamChannel.eventLoop.makeCompletedFuture {
-                    let exchange = HTTPClientConnectionHandler()
+                    let exchange = HTTPClientConnectionHandler(logger: logger)
                     let sync = streamChannel.pipeline.syncOperations
                     try sync.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                     try sync.addHandler(InboundByteObserver { exchange.noteBytesRead() })

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -59,6 +60,12 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
 
     private var machine = HTTP1ExchangeStateMachine()
     private var current: ExchangeContext?
+    /// Where the handler logs what it drops (the transport's logger; names only, never values).
+    private let logger: Logger
+
+    init(logger: Logger = TLSClientConfiguration.disabledLogger) {
+        self.logger = logger
+    }
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
 
@@ -115,7 +122,12 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         switch unwrapInboundIn(data) {
         case .head(let head): perform(machine.responseHead(head))
         case .body(let buffer): perform(machine.responseBody(buffer))
-        case .end: perform(machine.responseEnd())
+        case .end(let trailers):
+            if let trailers, !trailers.isEmpty {
+                // OpenAPI's HTTPBody has no place for trailers.
+                logger.debug("response trailers dropped", metadata: ["http.trailers": "\(trailers.map(\.name))"])
+            }
+            perform(machine.responseEnd())
         }
     }
 

@@ -189,11 +189,14 @@ public struct HTTPSTransport: ClientTransport {
             do {
                 return try await exchange(head, body: body, on: lease, deadline: deadline, isHead: request.method == .head)
             } catch let failure as ExchangeFailure {
-                // Not processed by the server: a pooled connection it had closed, or an HTTP/2 stream it
-                // refused (above the last stream id of its GOAWAY).
+                // Not processed by the server: a kept-alive HTTP/1.1 connection it had closed while idle, or an
+                // HTTP/2 stream it refused (above the last stream id of its GOAWAY). An HTTP/2 server closes
+                // gracefully with GOAWAY, so a connection that dies under its streams fails them.
+                let isHTTP1: Bool
+                if case .http1 = lease.connection { isHTTP1 = true } else { isHTTP1 = false }
                 let stale =
                     failure.noResponseBytes
-                    && ((lease.reused && (failure.error as? HTTPSTransportError) == .connectionClosed)
+                    && ((isHTTP1 && lease.reused && (failure.error as? HTTPSTransportError) == .connectionClosed)
                         || failure.refusedByServer)
                 guard stale, mayRetry, attempt == 1 else { throw failure.error }
                 configuration.tls.logger.debug(

@@ -26,8 +26,8 @@ package final class LoopbackHTTP2Server: Sendable {
 
     /// What to do with a request.
     package enum Action: Sendable {
-        /// Answer with this status and body (and a `trailer-check` trailer when `trailers`).
-        case respond(status: Int = 200, body: [UInt8], trailers: Bool = false)
+        /// Answer with this status, extra headers and body (and a `trailer-check` trailer when `trailers`).
+        case respond(status: Int = 200, headers: [(String, String)] = [], body: [UInt8], trailers: Bool = false)
         /// Reset the stream with this error code.
         case reset(HTTP2ErrorCode)
         /// Answer only when ``releaseHeld(body:)`` is called.
@@ -56,6 +56,7 @@ package final class LoopbackHTTP2Server: Sendable {
         var counts = Counts()
         var held: [Held] = []
         var heldWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
+        var connections: [any Channel] = []
     }
 
     /// The bound port.
@@ -92,7 +93,10 @@ package final class LoopbackHTTP2Server: Sendable {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { connection in
-                state.withLockedValue { $0.counts.connections += 1 }
+                state.withLockedValue {
+                    $0.counts.connections += 1
+                    $0.connections.append(connection)
+                }
                 return connection.eventLoop.makeCompletedFuture {
                     try connection.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
                 }.flatMap {
@@ -151,9 +155,21 @@ package final class LoopbackHTTP2Server: Sendable {
         }
     }
 
+    /// Closes every connection at once, as a server that dies would (no GOAWAY, no close_notify).
+    package func closeConnections() {
+        let connections = state.withLockedValue { state -> [any Channel] in
+            defer { state.connections = [] }
+            return state.connections
+        }
+        for connection in connections { connection.close(promise: nil) }
+    }
+
     /// Stops listening, and drops the requests still held (their streams close with their connections).
     package func shutdown() async throws {
-        state.withLockedValue { $0.held = [] }
+        state.withLockedValue {
+            $0.held = []
+            $0.connections = []
+        }
         try await channel.close()
     }
 
@@ -223,11 +239,11 @@ package final class LoopbackHTTP2Server: Sendable {
                 let loop = context.eventLoop
                 let loopBound = NIOLoopBound(context, eventLoop: loop)
                 let respond: @Sendable (Int, [UInt8], Bool) -> Void = { status, bytes, trailers in
-                    loop.execute { Self.respond(loopBound.value, status: status, body: bytes, trailers: trailers) }
+                    loop.execute { Self.respond(loopBound.value, status: status, headers: [], body: bytes, trailers: trailers) }
                 }
                 switch script(request) {
-                case .respond(let status, let bytes, let trailers):
-                    Self.respond(context, status: status, body: bytes, trailers: trailers)
+                case .respond(let status, let extra, let bytes, let trailers):
+                    Self.respond(context, status: status, headers: extra, body: bytes, trailers: trailers)
                 case .reset(let code):
                     resetter.reset(code)
                 case .hold:
@@ -239,8 +255,10 @@ package final class LoopbackHTTP2Server: Sendable {
             }
         }
 
-        private static func respond(_ context: ChannelHandlerContext, status: Int, body: [UInt8], trailers: Bool) {
-            var headers = HTTPHeaders()
+        private static func respond(
+            _ context: ChannelHandlerContext, status: Int, headers extra: [(String, String)], body: [UInt8], trailers: Bool
+        ) {
+            var headers = HTTPHeaders(extra)
             headers.add(name: "content-length", value: "\(body.count)")
             let head = HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers)
             context.write(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)

@@ -263,4 +263,57 @@ import Testing
         await transport.shutdown()
         try await server.shutdown()
     }
+
+    @Test func aSlowReaderSlowsOnlyItsOwnStream() async throws {
+        let big = Array(repeating: UInt8(1), count: 4 * 1024 * 1024)
+        let server = try await LoopbackHTTP2Server.start { request in
+            .respond(body: request.path == "/big" ? big : Array("small".utf8))
+        }
+        let transport = try transport()
+        let base = url(server)
+        // A body nobody reads yet: its stream's window fills and the server stops sending it.
+        let (response, unread) = try await transport.send(
+            HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/big"), body: nil, baseURL: base,
+            operationID: "big")
+        #expect(response.status == .ok)
+        // Meanwhile other streams on the same connection go on.
+        for _ in 0..<5 { #expect(try await transport.fetch(.get, "/small", baseURL: base).1 == Array("small".utf8)) }
+        #expect(server.counts.connections == 1)
+        // And the slow one is still whole when it is finally read.
+        #expect(try await [UInt8](collecting: #require(unread), upTo: .max) == big)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    @Test func aConnectionThatDiesFailsOnlyItsStreamsAndTheNextRequestReconnects() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index <= 3 ? .hold : .respond(body: Array("after".utf8))
+        }
+        let transport = try transport()
+        let base = url(server)
+        let held = (0..<3).map { _ in Task { try await transport.fetch(baseURL: base) } }
+        await server.waitUntilHeld(3)
+        server.closeConnections()
+        for task in held {
+            await #expect(throws: HTTPSTransportError.self) { _ = try await task.value }
+        }
+        #expect(try await transport.fetch(baseURL: base).1 == Array("after".utf8))
+        #expect(server.counts.connections == 2)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    @Test func aHeaderBlockOverTheLimitFailsThatRequestWithATransportError() async throws {
+        let huge = String(repeating: "x", count: 100 * 1024)
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.path == "/huge" ? .respond(headers: [("x-huge", huge)], body: []) : .respond(body: Array("fine".utf8))
+        }
+        let transport = try transport()
+        let base = url(server)
+        await #expect(throws: HTTPSTransportError.self) { _ = try await transport.fetch(.get, "/huge", baseURL: base) }
+        // The client is not stuck: the next request gets its answer (on this connection or a new one).
+        #expect(try await transport.fetch(.get, "/fine", baseURL: base).1 == Array("fine".utf8))
+        await transport.shutdown()
+        try await server.shutdown()
+    }
 }

@@ -108,3 +108,18 @@ struct PinCheckLibraryTests {
         #expect(reports.map { $0.reason ?? "" } == ["connect timeout", "handshake timeout"])
     }
 }
+
+/// The inspector offers h2 and http/1.1 in ALPN, as the transport does, so it also checks servers that speak
+/// HTTP/2 only, and reports what they chose.
+@Suite struct PinCheckHTTP2OnlyTests {
+    @Test func anHTTP2OnlyServerIsInspectedAndItsALPNShown() async throws {
+        let server = try await LoopbackHTTP2Server.start(applicationProtocols: ["h2"])
+        let report = try await ServerInspector(
+            address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
+            pins: [TestCertificates.pin("leaf-localhost-ecdsa")], trustAnchorsPEM: TestCertificates.certificate("root")
+        ).inspect()
+        #expect(report.verdict == .ok)
+        #expect(report.alpn == "h2")
+        try await server.shutdown()
+    }
+}
