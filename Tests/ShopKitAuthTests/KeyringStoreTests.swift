@@ -6,6 +6,8 @@ import Testing
 
 /// The keyring store against a real gnome-keyring-daemon: the with-keyring session for the plain cases, and a
 /// second private bus + daemon (``PrivateKeyring``) for locking and stopping the daemon.
+/// Stores get a 60 s per-call timeout: these tests check what the keyring does, not how fast a loaded machine's
+/// gnome-keyring-daemon answers (the timeouts themselves are tested in KeyringTimeoutTests and KeyringMidRunTests).
 @Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
 struct KeyringStoreTests {
     let tokens = AuthTokens(
@@ -13,7 +15,7 @@ struct KeyringStoreTests {
         expiresAt: Date(timeIntervalSince1970: 1_900_000_000))
 
     @Test func roundTripKeepsTokensAndPolicy() async throws {
-        let store = KeyringStore()
+        let store = KeyringStore(timeout: .seconds(60))
         let key = KeyringTestEnvironment.uniqueKey()
         let policy = AccessPolicy(access: .userPresence(reuseSeconds: 30), thisDeviceOnly: false)
         try await store.write(StoredCredential(tokens: tokens, policy: policy), for: key)
@@ -23,12 +25,12 @@ struct KeyringStoreTests {
     }
 
     @Test func absentItemReadsAsNil() async throws {
-        let read = try await KeyringStore().read(KeyringTestEnvironment.uniqueKey())
+        let read = try await KeyringStore(timeout: .seconds(60)).read(KeyringTestEnvironment.uniqueKey())
         #expect(read == nil)
     }
 
     @Test func deleteRemovesTheItemAndDeletingAgainSucceeds() async throws {
-        let store = KeyringStore()
+        let store = KeyringStore(timeout: .seconds(60))
         let key = KeyringTestEnvironment.uniqueKey()
         try await store.write(StoredCredential(tokens: tokens, policy: .afterFirstUnlock), for: key)
         try await store.delete(key)
@@ -37,7 +39,7 @@ struct KeyringStoreTests {
     }
 
     @Test func overwriteReplacesTheItemEvenWhenTheBindingChanges() async throws {
-        let store = KeyringStore()
+        let store = KeyringStore(timeout: .seconds(60))
         let key = KeyringTestEnvironment.uniqueKey()
         try await store.write(StoredCredential(tokens: AuthTokens(accessToken: "first"), policy: .afterFirstUnlock), for: key)
         let bound = StoredCredential(tokens: tokens, policy: AccessPolicy(thisDeviceOnly: true))
@@ -101,23 +103,23 @@ struct KeyringStoreTests {
             ["store", "--label", "foreign", "xdg:schema", "dev.shopkit.Token", "service", key.service, "account", key.account],
             stdin: "not a shopkit body", executable: URL(fileURLWithPath: "/usr/bin/secret-tool"))
         #expect(stored.status == 0)
-        let error = await credentialError { () throws(CredentialError) in try await KeyringStore().read(key) }
+        let error = await credentialError { () throws(CredentialError) in try await KeyringStore(timeout: .seconds(60)).read(key) }
         guard case .corrupt = error else {
             Issue.record("expected corrupt, got \(String(describing: error))")
             return
         }
-        try await KeyringStore().delete(key)
-        #expect(try await KeyringStore().read(key) == nil)
+        try await KeyringStore(timeout: .seconds(60)).delete(key)
+        #expect(try await KeyringStore(timeout: .seconds(60)).read(key) == nil)
     }
 
     @Test func probeFindsTheUnlockedSessionKeyring() async {
-        #expect(await KeyringStore().probe() == .available(locked: false))
+        #expect(await KeyringStore(timeout: .seconds(60)).probe() == .available(locked: false))
     }
 
     /// GLib's shared session-bus connection ends the process on close by default; the store's must not, or a
     /// program with a GLib main loop would die with its session bus instead of seeing "unavailable".
     @Test func theStoresBusConnectionDoesNotExitOnClose() async throws {
-        let store = KeyringStore()
+        let store = KeyringStore(timeout: .seconds(60))
         #expect(try await store.connectionExitsOnClose() == false)
         _ = try await store.read(KeyringTestEnvironment.uniqueKey())
         #expect(try await store.connectionExitsOnClose() == false)

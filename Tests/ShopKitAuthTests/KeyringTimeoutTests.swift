@@ -84,7 +84,7 @@ struct KeyringTimeoutTests {
             return
         }
         #expect(why.contains("may or may not have been made"))
-        let store = KeyringStore()
+        let store = KeyringStore(timeout: .seconds(60))
         #expect(try await store.read(key)?.tokens == AuthTokens(accessToken: "raced"))
         try await store.delete(key)
     }
@@ -115,7 +115,7 @@ struct KeyringTimeoutTests {
             Issue.record("expected unavailable, got \(String(describing: error))")
             return
         }
-        #expect(try await KeyringStore().read(key) == nil)
+        #expect(try await KeyringStore(timeout: .seconds(60)).read(key) == nil)
     }
 
 }

@@ -94,7 +94,7 @@ import Testing
     @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
     func keyringGetOfAPresenceItemFailsClosed() async throws {
         let key = KeyringTestEnvironment.uniqueKey()
-        let store = KeyringStore()
+        let store = KeyringStore(timeout: .seconds(60))
         try await store.write(
             StoredCredential(tokens: AuthTokens(accessToken: Self.token), policy: AccessPolicy(access: .userPresence(reuseSeconds: 30))),
             for: key)
