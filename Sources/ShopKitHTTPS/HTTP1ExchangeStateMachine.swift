@@ -171,17 +171,13 @@ struct HTTP1ExchangeStateMachine {
     /// The body reader caught up (or went away): let reads through again.
     mutating func readerCaughtUp(now: NIODeadline) -> Actions {
         guard readingPaused else { return .none }
-        readingPaused = false
         if case .running(var exchange) = state {
             // Time spent waiting for the reader is not the server's silence.
             exchange.lastRead = now
             state = .running(exchange)
         }
         var actions = Actions()
-        if pendingRead {
-            pendingRead = false
-            actions.read = true
-        }
+        actions.read = resumeReads()
         return actions
     }
 
@@ -236,7 +232,7 @@ struct HTTP1ExchangeStateMachine {
         case .idle:
             return unsolicited()
         case .running, .closed:
-            return fail(.transport(.malformedResponse("unexpected HTTP response part")))
+            return unexpectedPart()
         }
     }
 
@@ -259,7 +255,7 @@ struct HTTP1ExchangeStateMachine {
         case .closed:
             break
         }
-        return fail(.transport(.malformedResponse("unexpected HTTP response part")))
+        return unexpectedPart()
     }
 
     /// The response ended.
@@ -278,20 +274,14 @@ struct HTTP1ExchangeStateMachine {
                 actions = finish(exchange, reusable: keepAlive)
             }
             actions.finishBody = true
-            if readingPaused {
-                readingPaused = false
-                if pendingRead {
-                    pendingRead = false
-                    actions.read = true
-                }
-            }
+            actions.read = resumeReads()
             return actions
         case .idle:
             return unsolicited()
         case .closed:
             break
         }
-        return fail(.transport(.malformedResponse("unexpected HTTP response part")))
+        return unexpectedPart()
     }
 
     /// The peer's TCP close came without TLS close_notify: the exchange in progress fails (its body might be
@@ -337,6 +327,19 @@ struct HTTP1ExchangeStateMachine {
         let headDelivered = exchange.response != .awaitingHead
         actions.fail = (failure, !exchange.bytesRead && !headDelivered, headDelivered)
         return actions
+    }
+
+    /// Lets reads through again; whether a read the channel asked for meanwhile is now due.
+    private mutating func resumeReads() -> Bool {
+        guard readingPaused else { return false }
+        readingPaused = false
+        defer { pendingRead = false }
+        return pendingRead
+    }
+
+    /// A response part where none fits: the peer does not speak HTTP as it should.
+    private mutating func unexpectedPart() -> Actions {
+        fail(.transport(.malformedResponse("unexpected HTTP response part")))
     }
 
     /// Bytes nobody asked for: the connection cannot be trusted for another request.
