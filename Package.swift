@@ -172,5 +172,19 @@ let package = Package(
         .testTarget(
             name: "ShopKitCompositionTests",
             dependencies: ["ShopKitHTTPS", "ShopKitTLS", "ShopKitAPI", "ShopKitPinning", "TestSupport"]),
+
+        // Fuzzing (no product): one function per parser of outside input; `shopkit-fuzz` runs them under
+        // libFuzzer when scripts/fuzz builds it with -sanitize=fuzzer, and replays files otherwise;
+        // ShopKitFuzzTests replays the committed corpus (Fuzz/) on every test run.
+        .target(
+            name: "ShopKitFuzzTargets",
+            dependencies: [
+                "ShopKitPinning", "ShopKitOpenSSL", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .executableTarget(name: "shopkit-fuzz", dependencies: ["ShopKitFuzzTargets"]),
+        .testTarget(name: "ShopKitFuzzTests", dependencies: ["ShopKitFuzzTargets"]),
     ]
 )

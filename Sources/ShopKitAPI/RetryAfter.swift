@@ -1,9 +1,9 @@
 import Foundation
 
 /// Parses the `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
-enum RetryAfter {
+package enum RetryAfter {
     /// The delay `value` asks for, relative to `now`; `nil` when it is neither form. Dates in the past give zero.
-    static func delay(from value: String, now: Date) -> Duration? {
+    package static func delay(from value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if !trimmed.isEmpty, trimmed.allSatisfy(\.isASCIIDigit) {
             // Saturate absurd values instead of overflowing; callers cap by their max delay anyway.

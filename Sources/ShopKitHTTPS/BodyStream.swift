@@ -8,7 +8,7 @@ import Foundation
 /// transport needs: buffering with watermarks (the producer pauses above ``highWatermark`` unread bytes and is
 /// asked to go on through ``onDemand``), one reader, an error thrown once, cancellation of the reading task
 /// ending the stream and reporting it through ``onCancel``, and ``abandon()`` for a body dropped unread.
-final class BodyStream: @unchecked Sendable {
+package final class BodyStream: @unchecked Sendable {
     // @unchecked Sendable: every mutable stored property is only read or written while `lock` is held;
     // continuations are resumed and `onCancel` is called after the lock is released.
     private let lock = NSLock()
@@ -34,6 +34,8 @@ final class BodyStream: @unchecked Sendable {
     /// At or below this many unread bytes a paused producer is asked to go on.
     static let lowWatermark = 16 * 1024
 
+    package init() {}
+
     /// Called once if the reading task is cancelled before the stream ended (not after a normal end).
     var onCancel: (@Sendable () -> Void)? {
         get { lock.withLock { cancelHandler } }
@@ -48,7 +50,7 @@ final class BodyStream: @unchecked Sendable {
 
     /// Called once (outside the lock, on the producer's thread) when the producer ends the stream, normally or
     /// with an error; called at once if it has ended already.
-    var onEnd: (@Sendable () -> Void)? {
+    package var onEnd: (@Sendable () -> Void)? {
         get { lock.withLock { endHandler } }
         set {
             let ended: Bool = lock.withLock {
