@@ -71,14 +71,25 @@ nonisolated(unsafe) private var selectedTarget = FuzzTarget.spkiPin
 // thread libFuzzer calls back on.
 
 extension FuzzMain {
-    static func runLibFuzzer() {
+    /// Starts libFuzzer on the target `SHOPKIT_FUZZ_TARGET` names, with that target's `-max_len` unless the
+    /// arguments give one.
+    static func runLibFuzzer() -> Never {
         selectedTarget = target(named: ProcessInfo.processInfo.environment["SHOPKIT_FUZZ_TARGET"])
-        var argc = CommandLine.argc
-        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-            selectedTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
-            return 0
-        })
+        var arguments = CommandLine.arguments
+        if !arguments.contains(where: { $0.hasPrefix("-max_len=") }) {
+            arguments.append("-max_len=\(selectedTarget.maxLength)")
+        }
+        // Lives until `exit`: libFuzzer keeps pointers into argv.
+        var cArguments = arguments.map { strdup($0) } + [nil]
+        var argc = CInt(arguments.count)
+        let status = cArguments.withUnsafeMutableBufferPointer { buffer in
+            var argv = buffer.baseAddress
+            return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
+                selectedTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
+                return 0
+            }
+        }
+        exit(status)
     }
 }
 #endif
