@@ -8,9 +8,9 @@ import ShopKitFuzzTargets
 /// Built normally, it replays inputs instead: `shopkit-fuzz TARGET FILE_OR_DIRECTORY…` runs each file through
 /// the target once (a crash reproducer, or a whole corpus) and prints how many it ran.
 ///
-/// Why `LLVMFuzzerRunDriver` rather than defining `LLVMFuzzerTestOneInput` and letting libFuzzer own `main`:
-/// SwiftPM links every executable with `main` aliased to the module's own entry point, which does not exist
-/// under `-parse-as-library`; so this executable keeps its `main` and starts libFuzzer from it.
+/// Why this `main` starts libFuzzer (`LLVMFuzzerRunDriver`) rather than letting libFuzzer's own `main` run:
+/// SwiftPM links every executable with `main` aliased to the module's entry point, which does not exist under
+/// `-parse-as-library` (the usual recipe), so the link fails; keeping a Swift `main` works with plain SwiftPM.
 @main
 struct FuzzMain {
     static func main() {
@@ -65,31 +65,45 @@ private func LLVMFuzzerRunDriver(
     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt
 ) -> CInt
 
-/// The target libFuzzer runs, chosen once before it starts.
+/// The target libFuzzer runs, chosen once in `LLVMFuzzerInitialize` before any input.
 nonisolated(unsafe) private var selectedTarget = FuzzTarget.spkiPin
-// nonisolated(unsafe): written once in `runLibFuzzer` before libFuzzer starts, then only read from the one
-// thread libFuzzer calls back on.
+// nonisolated(unsafe): written once in `fuzzerInitialize` before libFuzzer runs any input, then only read, on
+// the one thread libFuzzer runs inputs on.
 
 extension FuzzMain {
-    /// Starts libFuzzer on the target `SHOPKIT_FUZZ_TARGET` names, with that target's `-max_len` unless the
-    /// arguments give one.
+    /// Hands the process to libFuzzer (which calls `LLVMFuzzerInitialize`, then the target for every input).
     static func runLibFuzzer() -> Never {
-        selectedTarget = target(named: ProcessInfo.processInfo.environment["SHOPKIT_FUZZ_TARGET"])
-        var arguments = CommandLine.arguments
-        if !arguments.contains(where: { $0.hasPrefix("-max_len=") }) {
-            arguments.append("-max_len=\(selectedTarget.maxLength)")
-        }
-        // Lives until `exit`: libFuzzer keeps pointers into argv.
-        var cArguments = arguments.map { strdup($0) } + [nil]
-        var argc = CInt(arguments.count)
-        let status = cArguments.withUnsafeMutableBufferPointer { buffer in
-            var argv = buffer.baseAddress
-            return LLVMFuzzerRunDriver(&argc, &argv) { data, size in
-                selectedTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
-                return 0
-            }
-        }
-        exit(status)
+        var argc = CommandLine.argc
+        var argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv, fuzzerTestOneInput))
     }
+}
+
+/// Picks the target `SHOPKIT_FUZZ_TARGET` names and adds its `-max_len` unless the arguments give one.
+///
+/// Both libFuzzer entry points are defined, because the fuzzer runtime is linked whole (its own `main`
+/// included, which refers to them); this executable's `main` is the one that runs.
+@_cdecl("LLVMFuzzerInitialize")
+func fuzzerInitialize(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>
+) -> CInt {
+    selectedTarget = FuzzMain.target(named: ProcessInfo.processInfo.environment["SHOPKIT_FUZZ_TARGET"])
+    let count = Int(argc.pointee)
+    let arguments = (0..<count).map { argv.pointee?[$0] }
+    if arguments.contains(where: { $0.map { String(cString: $0).hasPrefix("-max_len=") } ?? false }) { return 0 }
+    // Never freed: libFuzzer keeps pointers into argv for the life of the process.
+    let extended = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: count + 2)
+    for (index, argument) in arguments.enumerated() { extended[index] = argument }
+    extended[count] = strdup("-max_len=\(selectedTarget.maxLength)")
+    extended[count + 1] = nil
+    argv.pointee = extended
+    argc.pointee = CInt(count + 1)
+    return 0
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    selectedTarget.run(size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size)))
+    return 0
 }
 #endif
