@@ -179,7 +179,7 @@ let package = Package(
         .target(
             name: "ShopKitFuzzTargets",
             dependencies: [
-                "ShopKitPinning", "ShopKitOpenSSL", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth",
+                "ShopKitPinning", "ShopKitOpenSSL", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

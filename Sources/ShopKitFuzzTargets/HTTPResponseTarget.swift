@@ -2,6 +2,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import ShopKitHTTPS
+import ShopKitTLS
 
 /// The HTTPS client's response path without TLS: bytes from the server go through the pipeline a real
 /// connection has after its handshake (``InboundByteObserver``, NIO's HTTP/1.1 codec,
@@ -10,7 +11,9 @@ import ShopKitHTTPS
 /// Input: one control byte, then the response bytes.
 /// - bit 0: the request is `HEAD` (a response body is then not expected even with a `Content-Length`);
 /// - bit 1: the request says `Connection: close`;
-/// - bits 2–7: the size of the reads the bytes arrive in (1–63 bytes; 0: all at once).
+/// - bits 2–6: the size of the reads the bytes arrive in (1–31 bytes; 0: all at once);
+/// - bit 7: the connection ends without TLS close_notify (the TLS layer's `TLSUncleanShutdown` event, as on a
+///   forged TCP close) instead of a clean close.
 ///
 /// Invariants, checked after the connection closes: the exchange was released exactly once (the state
 /// machine's promise: one owner per lease); the caller's response head was answered, success or failure;
@@ -53,7 +56,8 @@ package enum HTTPResponseTarget {
         guard let control = bytes.first else { return nil }
         let isHead = control & 1 != 0
         let requestKeepAlive = control & 2 == 0
-        let readSize = Int(control >> 2)
+        let readSize = Int(control >> 2) & 31
+        let unclean = control & 0x80 != 0
         let response = bytes.dropFirst()
 
         let channel = EmbeddedChannel()
@@ -106,7 +110,8 @@ package enum HTTPResponseTarget {
             loop.run()
         }
 
-        // The server goes away (a plain TCP close: there is no TLS layer here to report close_notify).
+        // The server goes away: the TLS layer would report a close without close_notify first.
+        if unclean { channel.pipeline.fireUserInboundEventTriggered(TLSUncleanShutdown()) }
         _ = try? channel.finish(acceptAlreadyClosed: true)
         loop.run()
 
