@@ -185,6 +185,6 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .executableTarget(name: "shopkit-fuzz", dependencies: ["ShopKitFuzzTargets"]),
-        .testTarget(name: "ShopKitFuzzTests", dependencies: ["ShopKitFuzzTargets"]),
+        .testTarget(name: "ShopKitFuzzTests", dependencies: ["ShopKitFuzzTargets", "TestSupport"]),
     ]
 )
