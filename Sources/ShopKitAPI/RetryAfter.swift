@@ -18,6 +18,9 @@ package enum RetryAfter {
     ///
     /// asctime pads a one-digit day with a space (`Sun Nov  6 08:49:37 1994`); runs of spaces are collapsed first.
     static func httpDate(_ value: String) -> Date? {
+        // An HTTP-date is printable ASCII. Anything else is refused before DateFormatter, which leaks memory on
+        // characters outside the BMP (swift-corelibs-foundation; found by the retry-after fuzz target).
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else { return nil }
         let value = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         let formats = ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"]
         for format in formats {
