@@ -58,6 +58,8 @@ struct FuzzMain {
 }
 
 #if SHOPKIT_FUZZING
+// libFuzzer's C entry point (no header to import). Its three pointer arguments and `int` result travel in the
+// same registers under the Swift and C conventions on x86_64 and arm64 Linux, the platforms scripts/fuzz runs on.
 @_silgen_name("LLVMFuzzerRunDriver")
 private func LLVMFuzzerRunDriver(
     _ argc: UnsafeMutablePointer<CInt>,
