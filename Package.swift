@@ -191,5 +191,19 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]),
+
+        // Fuzzing (no product): one function per parser of outside input; `shopkit-fuzz` runs them under
+        // libFuzzer when scripts/fuzz builds it with -sanitize=fuzzer, and replays files otherwise;
+        // ShopKitFuzzTests replays the committed corpus (Fuzz/) on every test run.
+        .target(
+            name: "ShopKitFuzzTargets",
+            dependencies: [
+                "ShopKitPinning", "ShopKitOpenSSL", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]),
+        .executableTarget(name: "shopkit-fuzz", dependencies: ["ShopKitFuzzTargets"]),
+        .testTarget(name: "ShopKitFuzzTests", dependencies: ["ShopKitFuzzTargets", "TestSupport"]),
     ]
 )

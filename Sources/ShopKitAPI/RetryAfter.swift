@@ -1,9 +1,9 @@
 import Foundation
 
 /// Parses the `Retry-After` header (RFC 9110 §10.2.3): delay-seconds or an HTTP-date.
-enum RetryAfter {
+package enum RetryAfter {
     /// The delay `value` asks for, relative to `now`; `nil` when it is neither form. Dates in the past give zero.
-    static func delay(from value: String, now: Date) -> Duration? {
+    package static func delay(from value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if !trimmed.isEmpty, trimmed.allSatisfy(\.isASCIIDigit) {
             // Saturate absurd values instead of overflowing; callers cap by their max delay anyway.
@@ -18,6 +18,9 @@ enum RetryAfter {
     ///
     /// asctime pads a one-digit day with a space (`Sun Nov  6 08:49:37 1994`); runs of spaces are collapsed first.
     static func httpDate(_ value: String) -> Date? {
+        // An HTTP-date is printable ASCII. Anything else is refused before DateFormatter, which leaks memory on
+        // characters outside the BMP (swift-corelibs-foundation; found by the retry-after fuzz target).
+        guard value.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7f }) else { return nil }
         let value = value.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
         let formats = ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"]
         for format in formats {

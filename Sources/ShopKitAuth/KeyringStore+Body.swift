@@ -9,7 +9,7 @@ import ShopKitAPI
 /// Keys are sorted; `refreshToken`, `expiresAt` (seconds since 1970), `reuseSeconds` and `device` are omitted when absent. The
 /// policy is spelled out here rather than through `AccessPolicy`'s synthesized `Codable`, so the stored format does
 /// not change when that type does.
-struct KeyringItemBody: Codable {
+package struct KeyringItemBody: Codable {
     static let currentVersion = 1
 
     var v: Int
@@ -49,7 +49,7 @@ struct KeyringItemBody: Codable {
     }
 
     /// Decodes and checks a body read from the keyring.
-    static func decode(_ bytes: [UInt8]) throws(CredentialError) -> KeyringItemBody {
+    package static func decode(_ bytes: [UInt8]) throws(CredentialError) -> KeyringItemBody {
         let body: KeyringItemBody
         var data = Data(bytes)
         defer { zeroize(&data) }
@@ -66,7 +66,7 @@ struct KeyringItemBody: Codable {
     }
 
     /// The credential it holds.
-    func credential() throws(CredentialError) -> StoredCredential {
+    package func credential() throws(CredentialError) -> StoredCredential {
         let policyAccess: AccessPolicy.Access
         switch access {
         case "afterFirstUnlock":

@@ -5,7 +5,7 @@ import ShopKitOpenSSL
 /// The token file, version 1: its binary header and the sealed item set (see docs/token-file-format.md).
 ///
 /// This type only parses, range-checks and serialises bytes; the store supplies the keys.
-struct TokenFile: Equatable {
+package struct TokenFile: Equatable {
     static let magic: [UInt8] = Array("SKTF".utf8)
     static let version: UInt8 = 1
     static let kdfScrypt: UInt8 = 1
@@ -82,7 +82,7 @@ struct TokenFile: Equatable {
 
     /// Parses and checks everything that can be checked without a key. Order: size, magic, version, header
     /// checksum, KDF id, reserved byte, scrypt ranges, payload length.
-    static func parse(_ bytes: [UInt8]) throws(CredentialError) -> TokenFile {
+    package static func parse(_ bytes: [UInt8]) throws(CredentialError) -> TokenFile {
         guard bytes.count <= maximumSize else { throw .corrupt("file is larger than 16 MiB") }
         guard bytes.count >= 4, Array(bytes[0..<4]) == magic else {
             throw .corrupt("not a ShopKit token file (bad magic); move it aside or pass another path")

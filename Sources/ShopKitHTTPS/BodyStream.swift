@@ -8,7 +8,7 @@ import NIOConcurrencyHelpers
 /// transport needs: buffering with watermarks (the producer pauses above ``highWatermark`` unread bytes and is
 /// asked to go on through ``onDemand``), one reader, an error thrown once, cancellation of the reading task
 /// ending the stream and reporting it through ``onCancel``, and ``abandon()`` for a body dropped unread.
-final class BodyStream: Sendable {
+package final class BodyStream: Sendable {
     private typealias Reader = CheckedContinuation<ArraySlice<UInt8>?, any Error>
     private typealias Callback = @Sendable () -> Void
 
@@ -82,6 +82,8 @@ final class BodyStream: Sendable {
     /// At or below this many unread bytes a paused producer is asked to go on.
     static let lowWatermark = 16 * 1024
 
+    package init() {}
+
     /// Called once if the reading task is cancelled before the stream ended (not after a normal end).
     var onCancel: (@Sendable () -> Void)? {
         get { state.withLockedValue { $0.cancelHandler } }
@@ -96,7 +98,7 @@ final class BodyStream: Sendable {
 
     /// Called once (outside the lock, on the producer's thread) when the producer ends the stream, normally or
     /// with an error; called at once if it has ended already.
-    var onEnd: (@Sendable () -> Void)? {
+    package var onEnd: (@Sendable () -> Void)? {
         get { state.withLockedValue { $0.endHandler } }
         set {
             let ended: Bool = state.withLockedValue { state in

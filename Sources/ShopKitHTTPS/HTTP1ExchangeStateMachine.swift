@@ -21,21 +21,28 @@ import ShopKitTLS
 /// - Truncation: a TCP close without TLS close_notify fails the exchange in progress, so a body framed by the
 ///   connection's end is never accepted as complete on a FIN anyone could forge.
 /// - Backpressure: while the body reader is behind, the channel's reads are held back.
-struct HTTP1ExchangeStateMachine {
+package struct HTTP1ExchangeStateMachine {
     /// Identifies one exchange on a connection.
-    struct ExchangeID: Hashable, Sendable, CustomStringConvertible {
+    package struct ExchangeID: Hashable, Sendable, CustomStringConvertible {
         let raw: Int
-        var description: String { "exchange #\(raw)" }
+        package init(raw: Int) { self.raw = raw }
+        package var description: String { "exchange #\(raw)" }
     }
 
     /// The limits of one exchange.
-    struct Limits: Sendable, Equatable {
+    package struct Limits: Sendable, Equatable {
         /// The whole-request deadline.
         let deadline: NIODeadline
         /// The longest silence once the request is written.
         let idleReadTimeout: TimeAmount
         /// The most response-body bytes accepted.
         let maxBodySize: Int
+
+        package init(deadline: NIODeadline, idleReadTimeout: TimeAmount, maxBodySize: Int) {
+            self.deadline = deadline
+            self.idleReadTimeout = idleReadTimeout
+            self.maxBodySize = maxBodySize
+        }
     }
 
     /// Why an exchange failed, as the handler reports it.

@@ -6,7 +6,7 @@ import ShopKitTLS
 
 /// What the caller of one exchange waits on and how the connection goes back: owned by the handler while
 /// the exchange runs.
-struct ExchangeContext {
+package struct ExchangeContext {
     let id: HTTP1ExchangeStateMachine.ExchangeID
     let limits: HTTP1ExchangeStateMachine.Limits
     /// Whether the request allows keep-alive (no `Connection: close`).
@@ -19,6 +19,20 @@ struct ExchangeContext {
     let body: BodyStream
     /// Gives the connection back to the pool; called exactly once, when the state machine says so.
     let release: @Sendable (_ reusable: Bool) -> Void
+
+    package init(
+        id: HTTP1ExchangeStateMachine.ExchangeID, limits: HTTP1ExchangeStateMachine.Limits, requestKeepAlive: Bool,
+        isHead: Bool, head: EventLoopPromise<HTTPResponseHead>, body: BodyStream,
+        release: @escaping @Sendable (_ reusable: Bool) -> Void
+    ) {
+        self.id = id
+        self.limits = limits
+        self.requestKeepAlive = requestKeepAlive
+        self.isHead = isHead
+        self.head = head
+        self.body = body
+        self.release = release
+    }
 }
 
 /// Why an exchange failed, and whether a retry on a fresh connection is safe as far as the wire is concerned.
@@ -32,14 +46,14 @@ struct ExchangeFailure: Error {
 }
 
 /// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.
-final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
-    typealias InboundOut = ByteBuffer
+package final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias InboundOut = ByteBuffer
     private let onRead: () -> Void
 
-    init(onRead: @escaping () -> Void) { self.onRead = onRead }
+    package init(onRead: @escaping () -> Void) { self.onRead = onRead }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         onRead()
         context.fireChannelRead(data)
     }
@@ -53,24 +67,26 @@ final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler 
 /// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
 /// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
 /// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader.
-final class HTTPClientConnectionHandler: ChannelDuplexHandler {
-    typealias InboundIn = HTTPClientResponsePart
-    typealias OutboundIn = HTTPClientRequestPart
-    typealias OutboundOut = HTTPClientRequestPart
+package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
+    package typealias InboundIn = HTTPClientResponsePart
+    package typealias OutboundIn = HTTPClientRequestPart
+    package typealias OutboundOut = HTTPClientRequestPart
 
     private var machine = HTTP1ExchangeStateMachine()
     private var current: ExchangeContext?
     /// Where the handler logs what it drops (the transport's logger; names only, never values).
     private let logger: Logger
 
-    init(logger: Logger = TLSClientConfiguration.disabledLogger) {
-        self.logger = logger
-    }
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
 
-    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    /// A handler with no exchange yet; `logger` gets what it drops (trailers).
+    package init(logger: Logger = TLSClientConfiguration.disabledLogger) {
+        self.logger = logger
+    }
+
+    package func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    package func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     /// The event loop's current time.
     private var now: NIODeadline { context?.eventLoop.now ?? .now() }
@@ -78,7 +94,7 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     // MARK: From the exchange's caller (on the event loop)
 
     /// Starts an exchange; the caller then writes the request.
-    func start(_ exchange: ExchangeContext) {
+    package func start(_ exchange: ExchangeContext) {
         let actions = machine.start(
             exchange.id, limits: exchange.limits, requestKeepAlive: exchange.requestKeepAlive,
             isHead: exchange.isHead, now: now, channelActive: context?.channel.isActive ?? false)
@@ -91,7 +107,7 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     }
 
     /// The request of exchange `id` has been written to its end: the idle-read clock starts now.
-    func requestSent(_ id: HTTP1ExchangeStateMachine.ExchangeID) {
+    package func requestSent(_ id: HTTP1ExchangeStateMachine.ExchangeID) {
         perform(machine.requestWritten(id, now: now))
     }
 
@@ -112,13 +128,13 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     }
 
     /// Called by ``InboundByteObserver`` for every inbound read.
-    func noteBytesRead() {
+    package func noteBytesRead() {
         machine.bytesRead(now: now)
     }
 
     // MARK: From the channel
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head): perform(machine.responseHead(head))
         case .body(let buffer): perform(machine.responseBody(buffer))
@@ -131,16 +147,16 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         }
     }
 
-    func read(context: ChannelHandlerContext) {
+    package func read(context: ChannelHandlerContext) {
         perform(machine.readRequested())
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is TLSUncleanShutdown { perform(machine.uncleanShutdown()) }
         context.fireUserInboundEventTriggered(event)
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let failure: HTTP1ExchangeStateMachine.Failure
         switch error {
         case let error as TLSError: failure = .tls(error)
@@ -152,7 +168,7 @@ final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         perform(machine.errorCaught(failure))
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         perform(machine.channelInactive())
         context.fireChannelInactive()
     }

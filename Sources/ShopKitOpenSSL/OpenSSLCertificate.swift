@@ -30,8 +30,8 @@ package final class OpenSSLCertificate: @unchecked Sendable {
 
     /// Parses every `CERTIFICATE` block of a PEM text, in order.
     package static func parsePEM(_ pem: String) throws(OpenSSLError) -> [OpenSSLCertificate] {
-        try PEMBlocks.readAll("CERTIFICATE", from: pem, operation: "PEM_read_bio_X509") { bio in
-            PEM_read_bio_X509(bio, nil, nil, nil).map(OpenSSLCertificate.init(takingOwnership:))
+        try PEMBlocks.readAll("CERTIFICATE", from: pem, operation: "PEM_read_bio_X509") { bio, asked in
+            PEM_read_bio_X509(bio, nil, noPEMPassphrase, asked).map(OpenSSLCertificate.init(takingOwnership:))
         }
     }
 
@@ -55,25 +55,61 @@ package final class OpenSSLCertificate: @unchecked Sendable {
     }
 }
 
+/// The passphrase callback of every PEM read: there is no passphrase. It records that one was asked for (in
+/// the `Bool` its user data points to) and answers with none.
+///
+/// Why never nil: with a nil callback OpenSSL prompts `Enter PEM pass phrase:` on the controlling terminal and
+/// blocks until someone answers, for *any* block with encryption headers (`Proc-Type: 4,ENCRYPTED`),
+/// certificates and public keys included. A pins or CA file could then hang a program (found by the `pem` fuzz
+/// target; regression inputs `Fuzz/pem/encrypted-*`).
+func noPEMPassphrase(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32, _ asked: UnsafeMutableRawPointer?
+) -> Int32 {
+    asked?.storeBytes(of: true, as: Bool.self)
+    return 0
+}
+
 /// A read-only memory BIO over bytes, owned.
 /// The one PEM block reader: every block of one label, each parsed by OpenSSL, all or nothing.
 enum PEMBlocks {
-    /// Reads every `label` block of `pem` in order with `read` (an OpenSSL `PEM_read_bio_*` call).
+    /// What ShopKit says about encrypted PEM, which it does not read.
+    static let encryptedReason =
+        "the PEM text is encrypted (a passphrase-protected key or block); ShopKit reads unencrypted PEM only: "
+        + "decrypt it first, e.g. `openssl pkey -in KEY -out KEY.plain`"
+
+    /// Calls `read` with the user data to pass along with ``noPEMPassphrase``; also returns whether a passphrase
+    /// was asked for.
+    static func withoutPassphrase<T>(
+        _ read: (UnsafeMutableRawPointer) -> T
+    ) -> (value: T, askedForPassphrase: Bool) {
+        var asked = false
+        let value = withUnsafeMutablePointer(to: &asked) { read(UnsafeMutableRawPointer($0)) }
+        return (value, asked)
+    }
+
+    /// Reads every `label` block of `pem` in order with `read` (an OpenSSL `PEM_read_bio_*` call, given the
+    /// BIO and the user data to pass with ``noPEMPassphrase``).
     ///
     /// Reading stops at the first block OpenSSL cannot parse (or at the end, on "no start line"); the count of
     /// `-----BEGIN label-----` lines says whether every block parsed.
     ///
-    /// - Throws: `OpenSSLError` naming `operation` when there is no such block, or one does not parse.
+    /// - Throws: `OpenSSLError` naming `operation` when there is no such block, or one does not parse (or is
+    ///   encrypted).
     static func readAll<T>(
-        _ label: String, from pem: String, operation: String, read: (OpaquePointer) -> T?
+        _ label: String, from pem: String, operation: String,
+        read: (OpaquePointer, UnsafeMutableRawPointer) -> T?
     ) throws(OpenSSLError) -> [T] {
         OpenSSLError.clearQueue()
         let bio = try MemoryBIO(contents: Array(pem.utf8))
-        var values: [T] = []
-        while let value = bio.withBIO(read) { values.append(value) }
+        let (values, asked) = withoutPassphrase { flag in
+            var values: [T] = []
+            while let value = bio.withBIO({ read($0, flag) }) { values.append(value) }
+            return values
+        }
         let queue = OpenSSLError.drainQueue()
         let blocks = pem.components(separatedBy: "-----BEGIN \(label)-----").count - 1
         guard !values.isEmpty, values.count == blocks else {
+            if asked { throw OpenSSLError(operation: operation, queue: [encryptedReason]) }
             let reason = blocks == 0 ? ["no \(label) block found in the PEM text"] : queue
             throw OpenSSLError(operation: operation, queue: reason.isEmpty ? ["a \(label) block does not parse"] : reason)
         }

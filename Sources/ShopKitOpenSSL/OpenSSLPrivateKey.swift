@@ -16,13 +16,21 @@ package final class OpenSSLKey: @unchecked Sendable {
     /// Calls `body` with the borrowed `EVP_PKEY`; the pointer must not escape the closure.
     func withKey<T, E: Error>(_ body: (OpaquePointer) throws(E) -> T) throws(E) -> T { try body(pointer) }
 
-    /// Parses the first private key of a PEM text (PKCS#8, RSA or EC; unencrypted).
+    /// Parses the first private key of a PEM text (PKCS#8, RSA or EC; unencrypted: an encrypted key is refused,
+    /// never prompted for).
     ///
     /// - Warning: The key is secret: it never appears in an error or a log, only OpenSSL's error reasons do.
     package static func privateKey(pem: String) throws(OpenSSLError) -> OpenSSLKey {
         OpenSSLError.clearQueue()
         let bio = try MemoryBIO(contents: Array(pem.utf8))
-        guard let key = bio.withBIO({ PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else {
+        let (read, asked) = PEMBlocks.withoutPassphrase { flag in
+            bio.withBIO { PEM_read_bio_PrivateKey($0, nil, noPEMPassphrase, flag) }
+        }
+        guard let key = read else {
+            if asked {
+                OpenSSLError.clearQueue()
+                throw OpenSSLError(operation: "PEM_read_bio_PrivateKey", queue: [PEMBlocks.encryptedReason])
+            }
             throw OpenSSLError.drain("PEM_read_bio_PrivateKey")
         }
         return OpenSSLKey(takingOwnership: key)
@@ -30,8 +38,8 @@ package final class OpenSSLKey: @unchecked Sendable {
 
     /// Parses every `PUBLIC KEY` block (SubjectPublicKeyInfo) of a PEM text, in order.
     package static func publicKeys(pem: String) throws(OpenSSLError) -> [OpenSSLKey] {
-        try PEMBlocks.readAll("PUBLIC KEY", from: pem, operation: "PEM_read_bio_PUBKEY") { bio in
-            PEM_read_bio_PUBKEY(bio, nil, nil, nil).map(OpenSSLKey.init(takingOwnership:))
+        try PEMBlocks.readAll("PUBLIC KEY", from: pem, operation: "PEM_read_bio_PUBKEY") { bio, asked in
+            PEM_read_bio_PUBKEY(bio, nil, noPEMPassphrase, asked).map(OpenSSLKey.init(takingOwnership:))
         }
     }
 

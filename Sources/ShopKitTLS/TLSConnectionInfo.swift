@@ -47,7 +47,9 @@ package struct TLSServerHandshakeCompleted: Sendable {
 
 /// User inbound event fired when the peer closed the TCP connection without a TLS close_notify after the
 /// handshake. Data received until then was authentic, but may be truncated: rely on HTTP framing.
-public struct TLSUncleanShutdown: Sendable, Equatable {}
+public struct TLSUncleanShutdown: Sendable, Equatable {
+    package init() {}
+}
 
 /// User inbound event fired by a client `TLSHandler` just before the `TLSError` of a failed handshake, for
 /// diagnostics such as `pin-check`: the certificates the server sent and OpenSSL's verify result.

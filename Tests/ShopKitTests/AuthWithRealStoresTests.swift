@@ -76,7 +76,7 @@ import Testing
 
     @Test(.enabled(if: insidePrivateKeyring, keyringOnly))
     func refreshedTokensAreSavedToTheKeyring() async throws {
-        try await Self.refreshedTokensAreSaved(to: KeyringStore())
+        try await Self.refreshedTokensAreSaved(to: KeyringStore(timeout: .seconds(60)))
     }
 
     @Test func refreshedTokensAreSavedToTheFile() async throws {
@@ -85,7 +85,7 @@ import Testing
 
     @Test(.enabled(if: insidePrivateKeyring, keyringOnly))
     func failedRefreshSignsOutAndClearsTheKeyring() async throws {
-        try await Self.failedRefreshSignsOut(from: KeyringStore())
+        try await Self.failedRefreshSignsOut(from: KeyringStore(timeout: .seconds(60)))
     }
 
     @Test func failedRefreshSignsOutAndClearsTheFile() async throws {

@@ -58,7 +58,7 @@ import Testing
 
     @Test(.enabled(if: insidePrivateKeyring, keyringOnly))
     func anIdentityWhoseKeyIsInTheKeyringReachesNginx() async throws {
-        try await Self.storedIdentityReachesNginx(backend: KeyringStore())
+        try await Self.storedIdentityReachesNginx(backend: KeyringStore(timeout: .seconds(60)))
     }
 
     @Test func anIdentityWhoseKeyIsInTheEncryptedFileReachesNginx() async throws {

@@ -1,0 +1,122 @@
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import ShopKitHTTPS
+import ShopKitTLS
+
+/// The HTTPS client's response path without TLS: bytes from the server go through the pipeline a real
+/// connection has after its handshake (``InboundByteObserver``, NIO's HTTP/1.1 codec,
+/// ``HTTPClientConnectionHandler``) on an `EmbeddedChannel`, with one exchange started and its request written.
+///
+/// Input: one control byte, then the response bytes.
+/// - bit 0: the request is `HEAD` (a response body is then not expected even with a `Content-Length`);
+/// - bit 1: the request says `Connection: close`;
+/// - bits 2–6: the size of the reads the bytes arrive in (1–31 bytes; 0: all at once);
+/// - bit 7: the connection ends without TLS close_notify (the TLS layer's `TLSUncleanShutdown` event, as on a
+///   forged TCP close) instead of a clean close.
+///
+/// Invariants, checked after the connection closes: the exchange was released exactly once (the state
+/// machine's promise: one owner per lease); the caller's response head was answered, success or failure;
+/// a delivered head was followed by the end of its body stream (normal or failed).
+package enum HTTPResponseTarget {
+    /// What one run did, for the invariants and for tests of the harness itself.
+    package struct Outcome: Equatable, Sendable {
+        /// Each release of the connection, with whether it was reusable.
+        package var releases: [Bool]
+        /// The caller's response head was answered (delivered or failed).
+        package var headAnswered: Bool
+        /// The response head was delivered.
+        package var headDelivered: Bool
+        /// The body stream ended (normally or with an error).
+        package var bodyEnded: Bool
+
+        package init(releases: [Bool], headAnswered: Bool, headDelivered: Bool, bodyEnded: Bool) {
+            self.releases = releases
+            self.headAnswered = headAnswered
+            self.headDelivered = headDelivered
+            self.bodyEnded = bodyEnded
+        }
+    }
+
+    static func run(_ bytes: [UInt8]) {
+        guard let outcome = outcome(bytes) else { return }
+        FuzzCheck.require(outcome.releases.count == 1, "the exchange was released \(outcome.releases.count) times")
+        FuzzCheck.require(outcome.headAnswered, "the response head was never answered")
+        if outcome.headDelivered {
+            FuzzCheck.require(outcome.bodyEnded, "a delivered response's body stream never ended")
+        }
+        if outcome.releases == [true] {
+            FuzzCheck.require(outcome.headDelivered, "released as reusable without a response")
+            FuzzCheck.require(bytes[0] & 2 == 0, "released as reusable though the request said Connection: close")
+        }
+    }
+
+    /// Runs one input (nil for an empty one, which has no control byte).
+    package static func outcome(_ bytes: [UInt8]) -> Outcome? {
+        guard let control = bytes.first else { return nil }
+        let isHead = control & 1 != 0
+        let requestKeepAlive = control & 2 == 0
+        let readSize = Int(control >> 2) & 31
+        let unclean = control & 0x80 != 0
+        let response = bytes.dropFirst()
+
+        let channel = EmbeddedChannel()
+        let loop = channel.embeddedEventLoop
+        let handler = HTTPClientConnectionHandler()
+        do {
+            let sync = channel.pipeline.syncOperations
+            try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
+            try sync.addHTTPClientHandlers()
+            try sync.addHandler(handler)
+            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
+        } catch {
+            fatalError("cannot set up the embedded channel: \(error)")
+        }
+
+        let releases = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
+        let headAnswered = NIOLoopBoundBox(false, eventLoop: loop)
+        let headDelivered = NIOLoopBoundBox(false, eventLoop: loop)
+        let bodyEnded = NIOLoopBoundBox(false, eventLoop: loop)
+        let body = BodyStream()
+        body.onEnd = { bodyEnded.value = true }
+        let id = HTTP1ExchangeStateMachine.ExchangeID(raw: 1)
+        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
+        let exchange = ExchangeContext(
+            id: id,
+            limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxBodySize: 8_192),
+            requestKeepAlive: requestKeepAlive, isHead: isHead, head: headPromise, body: body,
+            release: { reusable in releases.value.append(reusable) })
+        headPromise.futureResult.whenComplete { result in
+            headAnswered.value = true
+            if case .success = result { headDelivered.value = true }
+        }
+
+        handler.start(exchange)
+        var head = HTTPRequestHead(version: .http1_1, method: isHead ? .HEAD : .GET, uri: "/fuzz")
+        head.headers.add(name: "Host", value: "127.0.0.1")
+        if !requestKeepAlive { head.headers.add(name: "Connection", value: "close") }
+        channel.write(HTTPClientRequestPart.head(head), promise: nil)
+        let written = loop.makePromise(of: Void.self)
+        let boundHandler = NIOLoopBound(handler, eventLoop: loop)
+        written.futureResult.whenSuccess { boundHandler.value.requestSent(id) }
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
+        loop.run()
+
+        var offset = response.startIndex
+        while offset < response.endIndex {
+            let end = readSize == 0 ? response.endIndex : min(offset + readSize, response.endIndex)
+            _ = try? channel.writeInbound(channel.allocator.buffer(bytes: response[offset..<end]))
+            offset = end
+            loop.run()
+        }
+
+        // The server goes away: the TLS layer would report a close without close_notify first.
+        if unclean { channel.pipeline.fireUserInboundEventTriggered(TLSUncleanShutdown()) }
+        _ = try? channel.finish(acceptAlreadyClosed: true)
+        loop.run()
+
+        return Outcome(
+            releases: releases.value, headAnswered: headAnswered.value, headDelivered: headDelivered.value,
+            bodyEnded: bodyEnded.value)
+    }
+}
