@@ -31,6 +31,8 @@ let package = Package(
         .systemLibrary(
             name: "CLibSecret", path: "CLibSecret", pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]),
+        // prctl(2) for ProcessHardening (Swift cannot call the variadic prctl).
+        .systemLibrary(name: "CProcessControl", path: "CProcessControl"),
 
         // Pure Swift pins and policy: no OpenSSL, no NIO.
         .target(
@@ -63,7 +65,7 @@ let package = Package(
         .target(
             name: "ShopKitAuth",
             dependencies: [
-                "ShopKitAPI", "ShopKitOpenSSL", "CLibSecret",
+                "ShopKitAPI", "ShopKitOpenSSL", "CLibSecret", "CProcessControl",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Umbrella and composition root.

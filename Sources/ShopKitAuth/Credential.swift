@@ -63,12 +63,15 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     case io(String)
     /// The write would make the store larger than its format allows; nothing was changed.
     case tooLarge(String)
+    /// A passphrase was refused before use: too short for a new file, over-long, or its confirmation differed.
+    case passphraseRejected(String)
 
     /// The reason alone, without the leading summary of ``description``.
     var reason: String {
         switch self {
         case .locked(let why), .unavailable(let why), .corrupt(let why), .insecurePermissions(let why),
-            .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why):
+            .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why),
+            .passphraseRejected(let why):
             return why
         case .wrongPassphrase, .wrongDevice:
             return description
@@ -87,6 +90,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .policyUnsupported(let why): return "access policy cannot be honoured here: \(why)"
         case .io(let why): return "token store I/O failed: \(why)"
         case .tooLarge(let why): return "token store would be too large: \(why)"
+        case .passphraseRejected(let why): return "passphrase refused: \(why)"
         }
     }
 }

@@ -14,7 +14,7 @@ extension CredentialError: RetryClassifiableError {
         case .unavailable:
             return true
         case .locked, .wrongPassphrase, .corrupt, .insecurePermissions, .wrongDevice, .accessDenied,
-            .policyUnsupported, .io, .tooLarge:
+            .policyUnsupported, .io, .tooLarge, .passphraseRejected:
             return false
         }
     }
