@@ -179,7 +179,7 @@ public enum BackendSelection {
         _ preference: BackendPreference, probe: KeyringProbe?, keyring: KeyringStore,
         fileConfiguration: EncryptedFileStore.Configuration,
         passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
-        logger: Logger
+        logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
     ) async throws(CredentialError) -> BackendChoice {
         let marker = keyringMarkerURL(for: fileConfiguration.url)
         var found: URL?
