@@ -46,20 +46,6 @@ public struct BackendChoice: Sendable {
         guard selected == .file, let fileURL else { return "backend: keyring" }
         return "backend: file \(fileURL.path) (" + (fallbackReason.map { "no keyring: \($0)" } ?? "chosen explicitly") + ")"
     }
-
-    /// For a read or a delete: after `.auto` fell back to the file, throws `.unavailable` when there is no file, so
-    /// a missing keyring is not reported as "no token" or as a successful sign-out (the token may well be in a
-    /// keyring that cannot be reached from here: ssh, cron, `sudo -u`, a systemd unit).
-    public func requireFileAfterFallback() async throws(CredentialError) {
-        guard let fallbackReason, let fileURL else { return }
-        let exists = try await TerminalIO.offPool { () throws(CredentialError) in
-            FileManager.default.fileExists(atPath: fileURL.path)
-        }
-        guard !exists else { return }
-        throw .unavailable("\(fallbackReason); there is no token file at \(fileURL.path) either, so nothing was read "
-            + "or deleted: run where the keyring is reachable (a desktop session, DBUS_SESSION_BUS_ADDRESS set), or "
-            + "choose the file backend explicitly")
-    }
 }
 
 /// Picks the default credential backend.
@@ -143,10 +129,16 @@ public enum BackendSelection {
 
     /// ``defaultStore(_:keyring:fileConfiguration:passphrase:logger:)`` that also says what it chose and why, and
     /// tells the passphrase provider whether the file exists yet (so a new file's passphrase can be asked twice).
+    ///
+    /// - Parameter requireFileOnFallback: for a read or a delete. When `.auto` falls back to the file and there is
+    ///   no file, throw ``CredentialError/unavailable(_:)`` (before asking the passphrase) instead of returning a
+    ///   store that would say "no token" or report a sign-out as done: the token may be in a keyring that cannot
+    ///   be reached from here (ssh, cron, `sudo -u`, a systemd unit).
     public static func choose(
         _ preference: BackendPreference = .auto,
         keyring: KeyringStore = KeyringStore(),
         fileConfiguration: EncryptedFileStore.Configuration = EncryptedFileStore.Configuration(),
+        requireFileOnFallback: Bool = false,
         passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
         logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
     ) async throws(CredentialError) -> BackendChoice {
@@ -158,7 +150,7 @@ public enum BackendSelection {
         }
         return try await makeChoice(
             preference, probe: probe, keyring: keyring, fileConfiguration: fileConfiguration,
-            passphrase: passphrase, logger: logger)
+            requireFileOnFallback: requireFileOnFallback, passphrase: passphrase, logger: logger)
     }
 
     /// Carries out the decision for a given probe result (tests inject the probe).
@@ -177,7 +169,7 @@ public enum BackendSelection {
     /// Carries out the decision for a given probe result: reads and writes the keyring marker, asks the passphrase.
     static func makeChoice(
         _ preference: BackendPreference, probe: KeyringProbe?, keyring: KeyringStore,
-        fileConfiguration: EncryptedFileStore.Configuration,
+        fileConfiguration: EncryptedFileStore.Configuration, requireFileOnFallback: Bool = false,
         passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
         logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
     ) async throws(CredentialError) -> BackendChoice {
@@ -223,6 +215,11 @@ public enum BackendSelection {
             ])
             let exists = try await TerminalIO.offPool { () throws(CredentialError) in
                 FileManager.default.fileExists(atPath: url.path)
+            }
+            if requireFileOnFallback, let fallbackReason, !exists {
+                throw .unavailable("\(fallbackReason); there is no token file at \(url.path) either, so nothing was "
+                    + "read or deleted: run where the keyring is reachable (a desktop session, "
+                    + "DBUS_SESSION_BUS_ADDRESS set), or choose the file backend explicitly")
             }
             let store = EncryptedFileStore(
                 configuration: configuration,

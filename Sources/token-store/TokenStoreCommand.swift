@@ -96,20 +96,21 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// The vault over the store the options select, with the presence check token-store can offer for it, and
-    /// the choice behind it (said on standard error); the passphrase is asked only when the file is chosen, twice
-    /// on a terminal when `creating` and the file does not exist yet.
+    /// says on standard error which backend it is; the passphrase is asked only when the file is chosen, twice on
+    /// a terminal when `creating` and the file does not exist yet. Unless `creating`, an `auto` fallback to a file
+    /// that does not exist is unavailable (get and delete cannot tell "nothing stored" from "out of reach").
     ///
     /// For the file, `user-presence` items are guarded by asking the file passphrase again on the controlling
     /// terminal (``TerminalPassphraseVerifier``), which fails closed where there is no terminal. For the keyring
     /// there is no presence check: token-store knows no secret of its own to ask for.
-    func vault(creating: Bool = false) async throws -> (CredentialVault, BackendChoice) {
+    func vault(creating: Bool = false) async throws -> CredentialVault {
         let fd = passphraseFD
         let asked = AskedPassphrase()
         var logger = Logger(label: "token-store")
         logger.logLevel = verbose ? .info : .critical
         let choice = try await Exit.map { () throws(CredentialError) in
             try await BackendSelection.choose(
-                preference, keyring: keyring, fileConfiguration: fileConfiguration,
+                preference, keyring: keyring, fileConfiguration: fileConfiguration, requireFileOnFallback: !creating,
                 passphrase: { (request) throws(CredentialError) -> Passphrase in
                     let passphrase = try await PassphraseInput.read(fd: fd, request: request, creating: creating)
                     asked.set(passphrase)
@@ -119,7 +120,7 @@ struct StoreOptions: ParsableArguments {
         }
         try Output.standardError("token-store: \(choice.summary)\n")
         let verifier = asked.value.map { TerminalPassphraseVerifier(check: .passphrase($0)) }
-        return (CredentialVault(backend: choice.backend, presenceVerifier: verifier, logger: logger), choice)
+        return CredentialVault(backend: choice.backend, presenceVerifier: verifier, logger: logger)
     }
 }
 
@@ -159,9 +160,8 @@ extension TokenStoreCommand {
 
         func run() async throws {
             let key = try options.key()
-            let (vault, choice) = try await options.vault()
+            let vault = try await options.vault()
             let tokens = try await Exit.map { () throws(CredentialError) in
-                try await choice.requireFileAfterFallback()
                 do throws(CredentialError) {
                     return try await vault.read(key)
                 } catch .accessDenied(let why) {
@@ -213,7 +213,7 @@ extension TokenStoreCommand {
                 tokens = AuthTokens(accessToken: line)
             }
             let accessPolicy = AccessPolicy(access: policy.access, thisDeviceOnly: thisDeviceOnly)
-            let (vault, _) = try await options.vault(creating: true)
+            let vault = try await options.vault(creating: true)
             try await Exit.map { () throws(CredentialError) in
                 if case .userPresence = accessPolicy.access, let problem = PresenceSupport.problem(vault) {
                     throw .policyUnsupported(problem)
@@ -238,9 +238,8 @@ extension TokenStoreCommand {
 
         func run() async throws {
             let key = try options.key()
-            let (vault, choice) = try await options.vault()
+            let vault = try await options.vault()
             try await Exit.map { () throws(CredentialError) in
-                try await choice.requireFileAfterFallback()
                 try await vault.delete(key)
             }
         }

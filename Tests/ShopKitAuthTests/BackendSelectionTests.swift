@@ -121,13 +121,20 @@ import Testing
             #expect(choice.fallbackReason == "no session bus")
             #expect(choice.summary == "backend: file \(dir.storeURL.path) (no keyring: no session bus)")
             #expect(requests.values == [.newFile(dir.storeURL)])
-            guard case .unavailable(let why)? = await credentialError({ () throws(CredentialError) in
-                try await choice.requireFileAfterFallback()
-            }) else { Issue.record("expected unavailable"); return }
+            let readOrDelete = { () async throws(CredentialError) -> BackendChoice in
+                try await BackendSelection.makeChoice(
+                    .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(),
+                    fileConfiguration: configuration, requireFileOnFallback: true, passphrase: passphrase)
+            }
+            guard case .unavailable(let why)? = await credentialError(readOrDelete) else {
+                Issue.record("expected unavailable")
+                return
+            }
             #expect(why.contains("no session bus") && why.contains("no token file"))
+            #expect(requests.values.count == 1)  // refused before asking the passphrase
 
             try await choice.backend.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
-            try await choice.requireFileAfterFallback()  // the file exists now
+            #expect(try await readOrDelete().selected == .file)  // the file exists now
             let forced = try await BackendSelection.makeChoice(
                 .file(configuration), probe: nil, keyring: KeyringStore(), fileConfiguration: configuration,
                 passphrase: passphrase)
