@@ -141,6 +141,12 @@ enum TerminalSession {
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
+            // A safety net, not a wait: a command that never shows a marker (a regression) would otherwise keep
+            // the test waiting forever. Killing `script` hangs up the terminal, which ends the command.
+            let pid = process.processIdentifier
+            let hangGuard = DispatchWorkItem { kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(120), execute: hangGuard)
+            defer { hangGuard.cancel() }
             var screen: [UInt8] = []
             var searchFrom = 0
             var byte: UInt8 = 0
