@@ -36,6 +36,8 @@ let package = Package(
         .systemLibrary(
             name: "CLibSecret", path: "CLibSecret", pkgConfig: "libsecret-1",
             providers: [.apt(["libsecret-1-dev"])]),
+        // prctl(2) for ProcessHardening (Swift cannot call the variadic prctl).
+        .systemLibrary(name: "CProcessControl", path: "CProcessControl"),
 
         // Pure Swift pins and policy: no OpenSSL, no NIO.
         .target(
@@ -48,7 +50,7 @@ let package = Package(
         // Retry classification (RetryClassifiableError) and the idempotent-method list: below every error type.
         .target(
             name: "ShopKitCore",
-            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")]),
+            dependencies: ["CProcessControl", .product(name: "HTTPTypes", package: "swift-http-types")]),
         // TLS only: the OpenSSL channel handler (client and package-only server roles), client context, session
         // cache, the verification gate with its handshake deadline. No HTTP.
         .target(
@@ -107,13 +109,13 @@ let package = Package(
         .executableTarget(
             name: "pin-check",
             dependencies: [
-                "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport",
+                "ShopKitCore", "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
             name: "token-store",
             dependencies: [
-                "ShopKitAuth",
+                "ShopKitAuth", "ShopKitCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -93,13 +93,16 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     /// A write or delete timed out after it had started: it may or may not have taken effect. Read the item back
     /// (or repeat the idempotent write or delete) before relying on either outcome.
     case outcomeUnknown(String)
+    /// A passphrase was refused before use: too short for a new file, over-long, or its confirmation differed.
+    case passphraseRejected(String)
 
     /// The reason alone, without the leading summary of ``description``.
     var reason: String {
         switch self {
         case .locked(let why), .unavailable(let why), .corrupt(let why), .insecurePermissions(let why),
             .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why),
-            .unsafeFile(let why), .invalidConfiguration(let why), .outcomeUnknown(let why):
+            .unsafeFile(let why), .invalidConfiguration(let why), .outcomeUnknown(let why),
+            .passphraseRejected(let why):
             return why
         case .wrongPassphrase, .wrongDevice:
             return description
@@ -121,6 +124,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .unsafeFile(let why): return "token store path is not a plain, single-named file: \(why)"
         case .invalidConfiguration(let why): return "invalid token store configuration: \(why)"
         case .outcomeUnknown(let why): return "the outcome of the operation is unknown: \(why)"
+        case .passphraseRejected(let why): return "passphrase refused: \(why)"
         }
     }
 }

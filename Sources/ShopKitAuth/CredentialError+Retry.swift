@@ -15,7 +15,8 @@ extension CredentialError: RetryClassifiableError {
         case .unavailable:
             return true
         case .locked, .wrongPassphrase, .corrupt, .insecurePermissions, .wrongDevice, .accessDenied,
-            .policyUnsupported, .io, .tooLarge, .unsafeFile, .invalidConfiguration, .outcomeUnknown:
+            .policyUnsupported, .io, .tooLarge, .unsafeFile, .invalidConfiguration, .outcomeUnknown,
+            .passphraseRejected:
             return false
         }
     }

@@ -102,6 +102,7 @@ final class FileStoreEngine: @unchecked Sendable {
     // MARK: Keys
 
     private func newFile() throws(CredentialError) -> (TokenFile, SecureBytes) {
+        try passphrase.checkForNewFile()  // an empty or short passphrase never creates a file
         if let problem = TokenFile.rangeProblem(newFileKDF) {
             throw .invalidConfiguration(
                 "Configuration.kdf is out of range (\(problem)); use EncryptedFileStore.ScryptParameters.default")

@@ -1,4 +1,5 @@
 import Foundation
+import ShopKitOpenSSL
 
 /// A passphrase held in memory that is zeroed when the last reference goes away.
 ///
@@ -22,21 +23,28 @@ public final class Passphrase: Sendable, CustomStringConvertible {
     /// The number of bytes.
     public var count: Int { storage.count }
 
+    /// The shortest passphrase a new token file is created with: 8 bytes. Existing files open with any
+    /// passphrase they were created with.
+    public static let minimumNewFileLength = 8
+
+    /// The longest passphrase read from a terminal or a descriptor: 4096 bytes. Longer input is refused
+    /// (``CredentialError/passphraseRejected(_:)``), never cut.
+    public static let maximumLength = 4096
+
+    /// Throws ``CredentialError/passphraseRejected(_:)`` when this passphrase is too short to create a new
+    /// token file with (empty, or under ``minimumNewFileLength`` bytes).
+    public func checkForNewFile() throws(CredentialError) {
+        guard count >= Self.minimumNewFileLength else {
+            throw .passphraseRejected(
+                (count == 0 ? "it is empty" : "it is \(count) bytes")
+                    + "; a new token file needs a passphrase of at least \(Self.minimumNewFileLength) bytes")
+        }
+    }
+
     public var description: String { "Passphrase(<redacted>)" }
 
     deinit {
-        if let base = storage.baseAddress {
-            memset_s_compat(base, storage.count)
-        }
+        SecureBytes.wipe(UnsafeMutableRawBufferPointer(storage))
         storage.deallocate()
-    }
-}
-
-/// Zeroes memory in a way the optimiser does not remove.
-@inline(never)
-func memset_s_compat(_ pointer: UnsafeMutablePointer<UInt8>, _ count: Int) {
-    let volatile = UnsafeMutableRawPointer(pointer)
-    for index in 0..<count {
-        volatile.storeBytes(of: 0, toByteOffset: index, as: UInt8.self)
     }
 }

@@ -8,7 +8,8 @@ import ShopKitOpenSSL
 /// the token file's own passphrase, so the user types what they already know) or against a stored
 /// ``PassphraseHash`` (scrypt), so a separate presence passphrase can be configured without keeping it in memory.
 /// The terminal is opened directly (`/dev/tty` by default), never standard input, so piped input cannot answer
-/// the prompt. Echo is turned off with termios and restored afterwards, pending input is flushed first.
+/// the prompt. Echo is turned off with termios and restored afterwards (and on INT, TERM, QUIT, HUP and TSTP,
+/// which are then raised again), pending input is flushed first.
 ///
 /// The blocking terminal read runs on a dedicated dispatch queue, never on the cooperative pool. It cannot be
 /// cancelled: a prompt nobody answers keeps waiting.
@@ -56,14 +57,18 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
     }
 
     private func promptBlocking(_ reason: String) throws(CredentialError) {
+        let ask = "Passphrase to confirm it is you: "
         do {
-            try TerminalIO.withSilentTerminal(terminalPath) { (fd) throws(CredentialError) in
+            try TerminalIO.withSilentTerminal(terminalPath, prompt: "ShopKit wants to \(reason).\n" + ask) {
+                (fd) throws(CredentialError) in
                 for attempt in 1...attempts {
-                    TerminalIO.writeAll(fd, "ShopKit wants to \(reason).\nPassphrase to confirm it is you: ")
-                    guard let typed = TerminalIO.readLine(fd) else { throw .accessDenied("no passphrase was entered") }
-                    TerminalIO.writeAll(fd, "\n")
+                    let typed = try TerminalIO.withSecret(
+                        fd, limit: Passphrase.maximumLength, untilNewline: true,
+                        tooLong: .accessDenied("the typed passphrase is longer than \(Passphrase.maximumLength) bytes"),
+                        empty: .accessDenied("no passphrase was entered")
+                    ) { (bytes) throws(CredentialError) in Passphrase(bytes: bytes) }
                     if try matches(typed) { return }
-                    if attempt < attempts { TerminalIO.writeAll(fd, "Wrong passphrase, try again.\n") }
+                    if attempt < attempts { TerminalIO.writeAll(fd, "\nWrong passphrase, try again.\n" + ask) }
                 }
                 throw .accessDenied("the passphrase did not match after \(attempts) tries")
             }

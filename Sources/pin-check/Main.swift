@@ -1,10 +1,18 @@
 import ArgumentParser
 import Foundation
+import ShopKitCore
 
 /// Runs the command: a verdict's exit status, or one line on standard error with its documented status.
+///
+/// Core dumps are off before anything else (``ProcessHardening``), like token-store's.
 @main
 enum Main {
     static func main() async {
+        do throws(ProcessHardening.Failure) {
+            try ProcessHardening.disableCoreDumps()
+        } catch {
+            fail(.unavailable, "\(error)")
+        }
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "backup-key" { runBackupKey(Array(arguments.dropFirst())) }
         let command: PinCheck

@@ -13,6 +13,11 @@ struct Exit: Error {
         case accessDenied = 6
         case insecurePermissions = 7
         case io = 8
+        /// A passphrase was refused: too short (under 8 bytes) or empty for a new file, the two typed differ, or
+        /// it is longer than 4096 bytes.
+        case passphraseRejected = 9
+        /// Standard output or standard error could not be written (a full disk, a closed pipe, `/dev/full`).
+        case output = 10
         case usage = 64
     }
 
@@ -35,6 +40,7 @@ struct Exit: Error {
         case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied
         case .insecurePermissions: code = .insecurePermissions
         case .io, .tooLarge, .unsafeFile, .invalidConfiguration: code = .io
+        case .passphraseRejected: code = .passphraseRejected
         }
         self.init(code, error.description)
     }

@@ -1,10 +1,25 @@
 import ArgumentParser
 import Foundation
+import ShopKitAuth
+import ShopKitCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Runs the command, printing failures as one line on standard error with their documented exit code.
+///
+/// Before anything else: no core dumps (the process holds tokens and passphrases), and SIGPIPE ignored so a
+/// closed output pipe is a write error with its own exit code (``Exit/Code/output``), not a silent death.
 @main
 enum Main {
     static func main() async {
+        do throws(ProcessHardening.Failure) {
+            try ProcessHardening.disableCoreDumps()
+        } catch {
+            fail(error.description, code: Exit.Code.io.rawValue)
+        }
+        signal(SIGPIPE, SIG_IGN)
         do {
             var command = try TokenStoreCommand.parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
@@ -20,7 +35,11 @@ enum Main {
             let code = TokenStoreCommand.exitCode(for: error)
             if code == .success {
                 // --help and friends.
-                print(TokenStoreCommand.fullMessage(for: error))
+                do throws(Exit) {
+                    try Output.standardOutput(TokenStoreCommand.fullMessage(for: error) + "\n")
+                } catch {
+                    fail(error.message, code: error.code.rawValue)
+                }
                 Foundation.exit(0)
             }
             let message = TokenStoreCommand.message(for: error)
@@ -29,8 +48,10 @@ enum Main {
         }
     }
 
+    /// Reports `message` on standard error and exits with `code`; when standard error cannot be written either,
+    /// the exit code alone carries the failure.
     private static func fail(_ message: String, code: Int32) -> Never {
-        FileHandle.standardError.write(Data("token-store: \(message)\n".utf8))
+        try? Output.standardError("token-store: \(message)\n")
         Foundation.exit(code)
     }
 }

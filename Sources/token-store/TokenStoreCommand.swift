@@ -7,16 +7,21 @@ import ShopKitAuth
 /// Gets, sets and deletes a token in the keyring or the encrypted file from the shell.
 ///
 /// Exit codes (``Exit``): 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
-/// 6 access denied, 7 insecure permissions, 8 other I/O, 64 usage error.
+/// 6 access denied, 7 insecure permissions, 8 other I/O, 9 passphrase refused, 10 output not written,
+/// 64 usage error.
 struct TokenStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-store",
         abstract: "Get, set or delete a token in the keyring or the encrypted token file.",
         discussion: """
             The token for `set` is read from standard input (one line); `get` prints it to standard output.
-            The file passphrase is read from the terminal without echo, or from --passphrase-fd N.
+            get, set and delete say on standard error which backend they use.
+            The file passphrase is read from the terminal without echo, or from --passphrase-fd N (all of the
+            descriptor's input, one trailing newline dropped, at most 4096 bytes). A new file needs a passphrase
+            of at least 8 bytes; on a terminal it is asked twice.
             Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
-            6 access denied, 7 insecure permissions, 8 other I/O error, 64 usage error.
+            6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
+            10 standard output or error could not be written, 64 usage error.
             """,
         subcommands: [Get.self, Set.self, Delete.self, Probe.self])
 }
@@ -29,10 +34,12 @@ struct StoreOptions: ParsableArguments {
     @Option(help: "The account within the service.")
     var account: String?
 
-    @Option(help: "auto (keyring if a Secret Service answers, else file), keyring, or file.")
-    var backend: BackendName = .auto
+    @Option(help: ArgumentHelp(
+        "auto (the default: the keyring if a Secret Service answers, else the file unless a keyring was used before), "
+            + "keyring, or file.", valueName: "backend"))
+    var backend: BackendName?
 
-    @Option(help: "The encrypted token file (default $XDG_DATA_HOME/shopkit/tokens.skt).")
+    @Option(help: "The encrypted token file (default $XDG_DATA_HOME/shopkit/tokens.skt); implies --backend file.")
     var file: String?
 
     @Option(name: .customLong("passphrase-fd"), help: "Read the file passphrase from this file descriptor.")
@@ -49,6 +56,10 @@ struct StoreOptions: ParsableArguments {
     }
 
     func validate() throws {
+        if file != nil, let backend, backend != .file {
+            throw ValidationError("--file names the token file and implies --backend file; drop --backend "
+                + "\(backend.rawValue) or --file")
+        }
         guard timeout.isFinite, timeout > 0, timeout <= 3600 else {
             throw ValidationError("--timeout must be a number of seconds between 0 and 3600")
         }
@@ -68,8 +79,11 @@ struct StoreOptions: ParsableArguments {
         EncryptedFileStore.Configuration(url: file.map { URL(fileURLWithPath: $0) } ?? EncryptedFileStore.defaultURL())
     }
 
+    /// The backend asked for: `--backend`, or `file` when only `--file` is given, else `auto`.
+    var chosenBackend: BackendName { backend ?? (file != nil ? .file : .auto) }
+
     var preference: BackendPreference {
-        switch backend {
+        switch chosenBackend {
         case .auto: return .auto
         case .keyring: return .keyring
         case .file: return .file(fileConfiguration)
@@ -81,27 +95,32 @@ struct StoreOptions: ParsableArguments {
         KeyringStore(timeout: .milliseconds(Int64((max(timeout, 0.001) * 1000).rounded())))
     }
 
-    /// The vault over the store the options select, with the presence check token-store can offer for it; the
-    /// passphrase is asked only when the file is chosen.
+    /// The vault over the store the options select, with the presence check token-store can offer for it, and
+    /// says on standard error which backend it is; the passphrase is asked only when the file is chosen, twice on
+    /// a terminal when `creating` and the file does not exist yet. Unless `creating`, an `auto` fallback to a file
+    /// that does not exist is unavailable (get and delete cannot tell "nothing stored" from "out of reach").
     ///
     /// For the file, `user-presence` items are guarded by asking the file passphrase again on the controlling
     /// terminal (``TerminalPassphraseVerifier``), which fails closed where there is no terminal. For the keyring
     /// there is no presence check: token-store knows no secret of its own to ask for.
-    func vault() async throws(CredentialError) -> CredentialVault {
+    func vault(creating: Bool = false) async throws -> CredentialVault {
         let fd = passphraseFD
         let asked = AskedPassphrase()
         var logger = Logger(label: "token-store")
         logger.logLevel = verbose ? .info : .critical
-        let backend = try await BackendSelection.defaultStore(
-            preference, keyring: keyring, fileConfiguration: fileConfiguration,
-            passphrase: { () throws(CredentialError) -> Passphrase in
-                let passphrase = try await PassphraseInput.read(fd: fd)
-                asked.set(passphrase)
-                return passphrase
-            },
-            logger: logger)
+        let choice = try await Exit.map { () throws(CredentialError) in
+            try await BackendSelection.choose(
+                preference, keyring: keyring, fileConfiguration: fileConfiguration, requireFileOnFallback: !creating,
+                passphrase: { (request) throws(CredentialError) -> Passphrase in
+                    let passphrase = try await PassphraseInput.read(fd: fd, request: request, creating: creating)
+                    asked.set(passphrase)
+                    return passphrase
+                },
+                logger: logger)
+        }
+        try Output.standardError("token-store: \(choice.summary)\n")
         let verifier = asked.value.map { TerminalPassphraseVerifier(check: .passphrase($0)) }
-        return CredentialVault(backend: backend, presenceVerifier: verifier, logger: logger)
+        return CredentialVault(backend: choice.backend, presenceVerifier: verifier, logger: logger)
     }
 }
 
@@ -141,8 +160,8 @@ extension TokenStoreCommand {
 
         func run() async throws {
             let key = try options.key()
+            let vault = try await options.vault()
             let tokens = try await Exit.map { () throws(CredentialError) in
-                let vault = try await options.vault()
                 do throws(CredentialError) {
                     return try await vault.read(key)
                 } catch .accessDenied(let why) {
@@ -157,9 +176,9 @@ extension TokenStoreCommand {
                 encoder.outputFormatting = [.sortedKeys]
                 var data = try encoder.encode(tokens)
                 data.append(0x0A)
-                FileHandle.standardOutput.write(data)
+                try Output.standardOutput(Array(data))
             } else {
-                FileHandle.standardOutput.write(Data((tokens.accessToken + "\n").utf8))
+                try Output.standardOutput(tokens.accessToken + "\n")
             }
         }
     }
@@ -194,8 +213,8 @@ extension TokenStoreCommand {
                 tokens = AuthTokens(accessToken: line)
             }
             let accessPolicy = AccessPolicy(access: policy.access, thisDeviceOnly: thisDeviceOnly)
+            let vault = try await options.vault(creating: true)
             try await Exit.map { () throws(CredentialError) in
-                let vault = try await options.vault()
                 if case .userPresence = accessPolicy.access, let problem = PresenceSupport.problem(vault) {
                     throw .policyUnsupported(problem)
                 }
@@ -212,14 +231,16 @@ extension TokenStoreCommand {
     }
 
     struct Delete: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete the stored token (succeeds when absent).")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete the stored token (succeeds when absent, but not when auto finds neither keyring nor file).")
 
         @OptionGroup var options: StoreOptions
 
         func run() async throws {
             let key = try options.key()
+            let vault = try await options.vault()
             try await Exit.map { () throws(CredentialError) in
-                try await options.vault().delete(key)
+                try await vault.delete(key)
             }
         }
     }
@@ -234,10 +255,11 @@ extension TokenStoreCommand {
         func run() async throws {
             let keyring = options.keyring
             let probe = await keyring.probe()
+            let marker = await BackendSelection.existingKeyringMarker(for: options.fileConfiguration.url)
             let selected: SelectedBackend?
             let backend: String
             do throws(CredentialError) {
-                selected = try BackendSelection.decide(options.preference, probe: probe)
+                selected = try BackendSelection.decide(options.preference, probe: probe, keyringMarker: marker)
                 backend = selected?.rawValue ?? "none"
             } catch {
                 selected = nil
@@ -259,11 +281,13 @@ extension TokenStoreCommand {
             } else {
                 presence = "unavailable for keyring items in token-store"
             }
-            print("backend: \(backend)")
-            print("keyring: \(state)")
-            print("device binding: " + (canBind ? "available (machine id readable)" : "unavailable (no machine id)"))
-            print("unlock prompt: " + (keyring.allowUnlockPrompt ? "allowed" : "not allowed (never prompts)"))
-            print("presence check: \(presence)")
+            let binding = canBind ? "available (machine id readable)" : "unavailable (no machine id)"
+            let unlock = keyring.allowUnlockPrompt ? "allowed" : "not allowed (never prompts)"
+            let lines: [String] = [
+                "backend: \(backend)", "keyring: \(state)", "device binding: \(binding)", "unlock prompt: \(unlock)",
+                "presence check: \(presence)",
+            ]
+            try Output.standardOutput(lines.joined(separator: "\n") + "\n")
             switch probe {
             case .available(locked: false): return
             case .available(locked: true): throw ExitCode(Exit.Code.locked.rawValue)

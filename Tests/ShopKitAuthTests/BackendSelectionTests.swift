@@ -60,6 +60,90 @@ import Testing
         }
     }
 
+    /// Once a keyring held these tokens (the marker exists), a keyring that does not answer is an error for auto,
+    /// never a fallback to the file; without the marker auto may still pick the file.
+    @Test func aKeyringUsedBeforeIsNeverDowngradedToTheFile() throws {
+        let marker = URL(fileURLWithPath: "/tmp/unused.skt.keyring")
+        do {
+            let chosen = try BackendSelection.decide(.auto, probe: .unavailable("no session bus"), keyringMarker: marker)
+            Issue.record("a keyring used before must not fall back to \(chosen)")
+        } catch {
+            guard case .unavailable(let why) = error else { Issue.record("expected unavailable, got \(error)"); return }
+            #expect(why.contains("no session bus") && why.contains(marker.path) && why.contains("not falling back"))
+        }
+        #expect(try BackendSelection.decide(.auto, probe: .unavailable("no session bus")) == .file)
+        #expect(try BackendSelection.decide(.file(Self.file), probe: .unavailable("x"), keyringMarker: marker) == .file)
+        #expect(BackendSelection.keyringMarkerURL(for: Self.file.url).path == "/tmp/unused.skt.keyring")
+    }
+
+    /// The selection records the keyring's use beside the file store, and from then on a keyring that does not
+    /// answer fails without asking for the file passphrase or creating a file.
+    @Test func choosingTheKeyringRecordsItAndBlocksALaterFallback() async throws {
+        try await withTempDirectory { dir in
+            let configuration = EncryptedFileStore.Configuration(url: dir.storeURL, kdf: fastKDF)
+            let marker = BackendSelection.keyringMarkerURL(for: dir.storeURL)
+            let neverAsked = { @Sendable (_: PassphraseRequest) throws(CredentialError) -> Passphrase in
+                Issue.record("the file passphrase must not be asked")
+                throw .accessDenied("not expected")
+            }
+            let first = try await BackendSelection.makeChoice(
+                .auto, probe: .available(locked: false), keyring: KeyringStore(), fileConfiguration: configuration,
+                passphrase: neverAsked)
+            #expect(first.selected == .keyring)
+            #expect(first.summary == "backend: keyring")
+            #expect(FileManager.default.fileExists(atPath: marker.path))
+            #expect(mode(marker.path) == 0o600)
+            let error = await credentialError { () throws(CredentialError) in
+                try await BackendSelection.makeChoice(
+                    .auto, probe: .unavailable("nothing owns org.freedesktop.secrets"), keyring: KeyringStore(),
+                    fileConfiguration: configuration, passphrase: neverAsked)
+            }
+            guard case .unavailable(let why)? = error else { Issue.record("expected unavailable, got \(String(describing: error))"); return }
+            #expect(why.contains("nothing owns org.freedesktop.secrets"))
+            #expect(!FileManager.default.fileExists(atPath: dir.storeURL.path))
+        }
+    }
+
+    /// After a fallback with no file, reads and deletes are unavailable (not "no token", not a successful
+    /// sign-out); a new file's passphrase is asked as such; a forced file is not affected.
+    @Test func aFallbackWithoutAFileIsUnavailableForReadsAndDeletes() async throws {
+        try await withTempDirectory { dir in
+            let configuration = EncryptedFileStore.Configuration(url: dir.storeURL, kdf: fastKDF)
+            let requests = RequestLog()
+            let passphrase = { @Sendable (request: PassphraseRequest) throws(CredentialError) -> Passphrase in
+                requests.append(request)
+                return Passphrase(bytes: Array("fallback passphrase".utf8))
+            }
+            let choice = try await BackendSelection.makeChoice(
+                .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(), fileConfiguration: configuration,
+                passphrase: passphrase)
+            #expect(choice.selected == .file)
+            #expect(choice.fallbackReason == "no session bus")
+            #expect(choice.summary == "backend: file \(dir.storeURL.path) (no keyring: no session bus)")
+            #expect(requests.values == [.newFile(dir.storeURL)])
+            let readOrDelete = { () async throws(CredentialError) -> BackendChoice in
+                try await BackendSelection.makeChoice(
+                    .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(),
+                    fileConfiguration: configuration, requireFileOnFallback: true, passphrase: passphrase)
+            }
+            guard case .unavailable(let why)? = await credentialError(readOrDelete) else {
+                Issue.record("expected unavailable")
+                return
+            }
+            #expect(why.contains("no session bus") && why.contains("no token file"))
+            #expect(requests.values.count == 1)  // refused before asking the passphrase
+
+            try await choice.backend.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
+            #expect(try await readOrDelete().selected == .file)  // the file exists now
+            let forced = try await BackendSelection.makeChoice(
+                .file(configuration), probe: nil, keyring: KeyringStore(), fileConfiguration: configuration,
+                passphrase: passphrase)
+            #expect(forced.fallbackReason == nil)
+            #expect(forced.summary == "backend: file \(dir.storeURL.path) (chosen explicitly)")
+            #expect(requests.values.last == .existingFile(dir.storeURL))
+        }
+    }
+
     @Test func forcedKeyringWithoutServiceIsUnavailable() {
         do {
             _ = try BackendSelection.decide(.keyring, probe: .unavailable("no bus"))
@@ -110,7 +194,7 @@ import Testing
     /// The real probe with no session bus, in a child process (libsecret uses the process's bus).
     @Test func realProbeWithoutBusChoosesTheFile() async throws {
         let probe = try await TokenStoreBinary.run(
-            ["probe"], environment: ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus"])
+            ["probe"], environment: TokenStoreCLITests.noBus)
         #expect(probe.status == 3)
         #expect(probe.stdout.hasPrefix("backend: file\n"))
     }
@@ -146,4 +230,14 @@ final class Counter: Sendable {
         defer { lock.unlock() }
         return count
     }
+}
+
+/// The passphrase requests a selection made, in order.
+final class RequestLog: Sendable {
+    private let lock = NSLock()
+    // Safe to share: read and written only while `lock` is held.
+    private nonisolated(unsafe) var log: [PassphraseRequest] = []
+
+    func append(_ request: PassphraseRequest) { lock.withLock { log.append(request) } }
+    var values: [PassphraseRequest] { lock.withLock { log } }
 }

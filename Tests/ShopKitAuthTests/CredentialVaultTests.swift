@@ -174,7 +174,7 @@ import Testing
     @Test func migrateMovesOnlyWhenAsked() async throws {
         try await withTempDirectory { dir in
             let source = makeStore(dir.storeURL)
-            let destination = makeStore(dir.url.appendingPathComponent("other/tokens.skt"), passphrase: "other")
+            let destination = makeStore(dir.url.appendingPathComponent("other/tokens.skt"), passphrase: "other passphrase")
             let bound = AccessPolicy(access: .userPresence(reuseSeconds: 5), thisDeviceOnly: true)
             try await source.write(StoredCredential(tokens: aliceTokens, policy: bound), for: aliceKey)
             #expect(try await migrate(bobKey, from: source, to: destination) == false)

@@ -199,8 +199,8 @@ struct KeyringStoreTests {
         await keyring.stop()
     }
 
-    /// The keyring daemon dies while the bus lives: nothing owns the Secret Service name, which is "unavailable"
-    /// (so auto may pick the file), not "failing".
+    /// The keyring daemon dies while the bus lives: nothing owns the Secret Service name, which is "unavailable",
+    /// not "failing"; auto, which used the keyring for the `set`, does not fall back to the file (issue 16).
     @Test func keyringDaemonKilledWhileTheBusLivesIsUnavailable() async throws {
         let keyring = try await PrivateKeyring.start()
         let bus = ["DBUS_SESSION_BUS_ADDRESS": keyring.address]
@@ -213,10 +213,11 @@ struct KeyringStoreTests {
             #expect(get.stderr.contains("org.freedesktop.secrets"), "\(get.stderr)")
             let probe = try await TokenStoreBinary.run(["probe"], environment: bus)
             #expect(probe.status == 3)
-            #expect(probe.stdout.hasPrefix("backend: file\nkeyring: unavailable: "), "\(probe.stdout)")
+            #expect(probe.stdout.hasPrefix("backend: none ("), "\(probe.stdout)")
+            #expect(probe.stdout.contains("\nkeyring: unavailable: "), "\(probe.stdout)")
             let auto = try await TokenStoreBinary.run(["get"] + target, environment: bus)
-            #expect(auto.status == 8)
-            #expect(auto.stderr.contains("--passphrase-fd"))
+            #expect(auto.status == 3)
+            #expect(auto.stderr.contains("not falling back to the token file"), "\(auto.stderr)")
         } catch {
             await keyring.stop()
             throw error
@@ -234,10 +235,10 @@ struct KeyringStoreTests {
             let get = try await TokenStoreBinary.run(["get", "--backend", "keyring"] + target, environment: bus)
             #expect(get.status == 3, "\(get.stderr)")
             #expect(try await TokenStoreBinary.run(["probe"], environment: bus).status == 3)
-            // With no Secret Service left, auto turns to the file, which needs a passphrase: there is no terminal.
+            // With no Secret Service left, auto does not turn to the file: the keyring held these tokens (issue 16).
             let auto = try await TokenStoreBinary.run(["get"] + target, environment: bus)
-            #expect(auto.status == 8)
-            #expect(auto.stderr.contains("--passphrase-fd"))
+            #expect(auto.status == 3)
+            #expect(auto.stderr.contains("not falling back to the token file"), "\(auto.stderr)")
         } catch {
             await keyring.stop()
             throw error

@@ -112,9 +112,10 @@ private final class PseudoTerminal {
         let input = Array("pipe secret\r\nnext line\n".utf8)
         _ = write(fds[1], input, input.count)
         close(fds[1])
+        // The whole input is the passphrase (issue 16: a key file is not cut at its first newline); only one
+        // trailing line ending is dropped.
         let read = try await Passphrase.read(fromFileDescriptor: fds[0])
-        #expect(read.withBytes { Array($0) } == Array("pipe secret".utf8))
-        #expect(try await Passphrase.read(fromFileDescriptor: fds[0]).withBytes { Array($0) } == Array("next line".utf8))
+        #expect(read.withBytes { Array($0) } == Array("pipe secret\r\nnext line".utf8))
         await #expect(throws: CredentialError.self) { try await Passphrase.read(fromFileDescriptor: fds[0]) }
         close(fds[0])
     }

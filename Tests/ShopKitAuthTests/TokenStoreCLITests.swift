@@ -5,7 +5,12 @@ import Testing
 
 /// Runs the built `token-store` binary as a child process and checks its standard output and exit status.
 @Suite struct TokenStoreCLITests {
-    static let noBus = ["DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus"]
+    /// No session bus, and a data directory no keyring marker was ever written to (a keyring test's `auto` writes
+    /// one into the shared `XDG_DATA_HOME` of scripts/with-keyring, which would rightly stop `auto` picking the file).
+    static let noBus = [
+        "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus",
+        "XDG_DATA_HOME": "/nonexistent/shopkit-no-data-\(UUID().uuidString)",
+    ]
 
     @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
     func setGetDeleteRoundTripOnTheKeyring() async throws {
@@ -104,7 +109,8 @@ import Testing
     /// Runs the binary through bash so the passphrase arrives on descriptor 3 from a 0600 file; `withoutTerminal`
     /// runs it under `setsid`, in a session with no controlling terminal.
     static func runWithPassphrase(
-        _ arguments: [String], passphrase: String, stdin: String = "", withoutTerminal: Bool = false
+        _ arguments: [String], passphrase: String, stdin: String = "", withoutTerminal: Bool = false,
+        environment: [String: String] = noBus
     ) async throws -> TokenStoreBinary.Outcome {
         guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("skpass-\(UUID().uuidString)")
@@ -115,7 +121,7 @@ import Testing
         let shell = ["/bin/bash", "-c", "exec 3<\"$0\"; exec \"$@\" --passphrase-fd 3", file.path, binary.path] + arguments
         let command = withoutTerminal ? ["/usr/bin/setsid", "--wait"] + shell : shell
         return try await TokenStoreBinary.run(
-            Array(command.dropFirst()), stdin: stdin, environment: noBus, executable: URL(fileURLWithPath: command[0]))
+            Array(command.dropFirst()), stdin: stdin, environment: environment, executable: URL(fileURLWithPath: command[0]))
     }
 
     @Test func corruptFileExits5AndOpenPermissionsExit7() async throws {

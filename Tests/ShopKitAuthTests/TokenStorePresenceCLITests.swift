@@ -109,11 +109,25 @@ import Testing
 
 /// A command run in a real pseudo-terminal by util-linux `script`, answering prompts as a person would.
 enum TerminalSession {
+    /// What to do once a step's marker shows: type a line, or act (e.g. send a signal) given the screen so far.
+    enum Action: Sendable {
+        case type(String)
+        case act(@Sendable (_ screen: String) throws -> Void)
+    }
+
     /// Runs `command` (a shell command line) with `environment` added to this process's; for each answer, waits
     /// until its marker has been shown once more, then types the line. Returns the exit status and everything the
     /// terminal showed.
     static func run(
         _ command: String, environment extra: [String: String] = [:], answers: [(marker: String, line: String)]
+    ) async throws -> (status: Int32, screen: String) {
+        try await run(command, environment: extra, steps: answers.map { ($0.marker, Action.type($0.line)) })
+    }
+
+    /// Runs `command` like ``run(_:environment:answers:)``; each step waits until its marker shows after the
+    /// previous step's marker, then carries out its action.
+    static func run(
+        _ command: String, environment extra: [String: String] = [:], steps: [(marker: String, action: Action)]
     ) async throws -> (status: Int32, screen: String) {
         try await offPool { () throws -> (Int32, String) in
             let process = Process()
@@ -127,21 +141,51 @@ enum TerminalSession {
             process.standardOutput = output
             process.standardError = FileHandle.nullDevice
             try process.run()
+            // A safety net, not a wait: a command that never shows a marker (a regression) would otherwise keep
+            // the test waiting forever. Killing `script` hangs up the terminal, which ends the command.
+            let pid = process.processIdentifier
+            let hangGuard = DispatchWorkItem { kill(pid, SIGKILL) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(120), execute: hangGuard)
+            defer { hangGuard.cancel() }
             var screen: [UInt8] = []
+            var searchFrom = 0
             var byte: UInt8 = 0
             let fd = output.fileHandleForReading.fileDescriptor
-            answering: for (index, answer) in answers.enumerated() {
-                while String(decoding: screen, as: UTF8.self).components(separatedBy: answer.marker).count <= index + 1 {
-                    // The command ended without asking: nothing more to answer.
-                    guard read(fd, &byte, 1) == 1 else { break answering }
-                    screen.append(byte)
+            do {
+                stepping: for step in steps {
+                    let marker = Array(step.marker.utf8)
+                    while true {
+                        if let found = Self.find(marker, in: screen, from: searchFrom) {
+                            searchFrom = found + marker.count
+                            break
+                        }
+                        // The command ended without showing the marker: nothing more to do.
+                        guard read(fd, &byte, 1) == 1 else { break stepping }
+                        screen.append(byte)
+                    }
+                    switch step.action {
+                    case .type(let line): TerminalIO.writeAll(input.fileHandleForWriting.fileDescriptor, line + "\n")
+                    case .act(let body): try body(String(decoding: screen, as: UTF8.self))
+                    }
                 }
-                TerminalIO.writeAll(input.fileHandleForWriting.fileDescriptor, answer.line + "\n")
+            } catch {
+                process.terminate()
+                throw error
             }
-            try input.fileHandleForWriting.close()
+            // Standard input stays open until the command has ended: an end of input typed into the terminal
+            // (script passes it on) would race with what a step started, e.g. a signal.
             screen += output.fileHandleForReading.readDataToEndOfFile()
+            try input.fileHandleForWriting.close()
             process.waitUntilExit()
             return (process.terminationStatus, String(decoding: screen, as: UTF8.self))
         }
+    }
+
+    /// Where `needle` starts in `haystack` at or after `start`.
+    private static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
+        guard !needle.isEmpty, haystack.count - start >= needle.count else { return nil }
+        // Only the tail can hold a new match: the screen grows one byte per read.
+        let first = max(start, haystack.count - needle.count)
+        return haystack[first...].starts(with: needle) ? first : nil
     }
 }

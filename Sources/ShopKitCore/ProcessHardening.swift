@@ -1,0 +1,33 @@
+import CProcessControl
+import Foundation
+
+/// Keeps a process that holds tokens and passphrases from leaving them in a core dump.
+///
+/// Why: a crash (or a SIGQUIT, SIGSEGV, SIGABRT) of a command-line tool that holds a token and a passphrase would
+/// otherwise write its memory to a core file (or to a crash collector) that other tools and backups pick up.
+///
+/// Package access: for ShopKit's own command-line tools (`token-store`, `pin-check`); an app makes its own call.
+package enum ProcessHardening {
+    /// Why the process could not be hardened (the message says which call failed and the system's reason).
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// Makes the process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`, which also keeps other processes of the same
+    /// user from reading its memory through `/proc` or ptrace) and sets its core-file limit to 0
+    /// (`setrlimit(RLIMIT_CORE, 0)`). Call first thing in `main`.
+    ///
+    /// - Throws: ``Failure`` when either call fails (the process should not go on to handle secrets then).
+    package static func disableCoreDumps() throws(Failure) {
+        var none = rlimit(rlim_cur: 0, rlim_max: 0)
+        guard setrlimit(Int32(RLIMIT_CORE.rawValue), &none) == 0 else {
+            throw Failure(description: "cannot set the core-file limit to 0: \(String(cString: strerror(errno)))")
+        }
+        guard shopkit_prctl_set_dumpable(0) == 0 else {
+            throw Failure(description: "cannot make the process non-dumpable: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Whether the process is dumpable (`prctl(PR_GET_DUMPABLE)`), for tests and diagnostics.
+    package static var isDumpable: Bool { shopkit_prctl_get_dumpable() != 0 }
+}
