@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ShopKitAPI
 import ShopKitAuth
+import ShopKitCore
 
 /// Gets, sets and deletes a token in the keyring or the encrypted file from the shell.
 ///
@@ -126,12 +127,10 @@ struct StoreOptions: ParsableArguments {
 
 /// The file passphrase the backend selection asked for, kept for the presence check.
 final class AskedPassphrase: Sendable {
-    private let lock = NSLock()
-    // Safe to share: read and written only while `lock` is held.
-    private nonisolated(unsafe) var passphrase: Passphrase?
+    private let passphrase = LockedBox<Passphrase?>(nil)
 
-    func set(_ passphrase: Passphrase) { lock.withLock { self.passphrase = passphrase } }
-    var value: Passphrase? { lock.withLock { passphrase } }
+    func set(_ passphrase: Passphrase) { self.passphrase.withLock { $0 = passphrase } }
+    var value: Passphrase? { passphrase.withLock { $0 } }
 }
 
 /// Why `user-presence` cannot work for a store, or `nil` when it can.
