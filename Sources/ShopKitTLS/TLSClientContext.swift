@@ -151,7 +151,8 @@ package final class TLSServerContext: Sendable {
             case .weakCertificates:
                 openSSL = try OpenSSLContext.server(
                     certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM,
-                    maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 }, securityLevel: 0)
+                    maximumVersion: maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 }, securityLevel: 0,
+                    alpn: applicationProtocols)
             case .onlyTLS10:
                 openSSL = try OpenSSLContext.server(
                     certificateChainPEM: certificateChainPEM, privateKeyPEM: privateKeyPEM, minimumVersion: .tls10,

@@ -88,6 +88,14 @@ package final class LoopbackHTTP2Server: Sendable {
             certificateChainPEM: TestCertificates.standardChain(),
             privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"),
             applicationProtocols: applicationProtocols)
+        return try await start(tlsContext: tlsContext, maxConcurrentStreams: maxConcurrentStreams, script: script)
+    }
+
+    /// Starts a server with a ready-made TLS context (whose ALPN must offer `h2`).
+    package static func start(
+        tlsContext: TLSServerContext, maxConcurrentStreams: Int = 100,
+        script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
+    ) async throws -> LoopbackHTTP2Server {
         let state = NIOLockedValueBox(State())
         let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
