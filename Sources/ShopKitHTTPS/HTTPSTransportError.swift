@@ -31,7 +31,7 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
     /// The TLS connection to an `https://` proxy failed its own checks (its chain or name, against
     /// ``ProxyConfiguration/trustRoots``) or its handshake. Not the origin's TLS: pins never apply to a proxy.
     case proxyTLSFailed(TLSError)
-    /// The proxy answered `CONNECT` with 407: credentials are missing or wrong
+    /// The proxy answered `CONNECT` with 407 (or 401, as some proxies do): credentials are missing or wrong
     /// (``ProxyConfiguration/credentials``).
     case proxyAuthenticationRequired
     /// The proxy refused to open the tunnel with this status (403: not allowed to reach this origin or port;

@@ -53,16 +53,18 @@ struct ProxyTunnelStateMachine {
             state = .awaitingHead(head)
             return .wait
         }
-        guard end == head.count else {
-            // The origin's TLS speaks first: a proxy that sends bytes before it is not a transparent tunnel.
-            return finish(.fail(failed("it sent data after its CONNECT response")))
-        }
         guard let status = Self.status(head) else {
             return finish(.fail(failed("its answer to CONNECT is not an HTTP/1.x response")))
         }
         switch status {
-        case 200..<300: return finish(.established)
-        case 407: return finish(.fail(.proxyAuthenticationRequired))
+        case 200..<300:
+            // The origin's TLS speaks first: a proxy that sends bytes before it is not a transparent tunnel.
+            // (A refusal's body, on the other hand, is expected and ignored.)
+            guard end == head.count else { return finish(.fail(failed("it sent data after its CONNECT response"))) }
+            return finish(.established)
+        // 407 is the standard answer; some proxies (tinyproxy) answer wrong credentials with 401. Either is the
+        // proxy's own authentication: the origin has not been reached.
+        case 401, 407: return finish(.fail(.proxyAuthenticationRequired))
         case 100..<200: return finish(.fail(failed("it sent an interim \(status) response to CONNECT")))
         default: return finish(.fail(.proxyRefused(status: status)))
         }
