@@ -84,12 +84,13 @@ package struct HandlerSecurity: ConnectionSecurity {
             do {
                 let pipeline = channel.pipeline.syncOperations
                 // At the end: behind an https proxy's TLS handler when the channel is a CONNECT tunnel (TLS in
-                // TLS); a direct connection's pipeline is empty here.
-                try pipeline.addHandler(makeHandler(host, port))
-                try pipeline.addHandler(
-                    VerificationGate(
-                        promise: verified, isVerified: isVerified, negotiatedProtocol: negotiatedProtocol,
-                        timeout: handshakeTimeout))
+                // TLS); a direct connection's pipeline is empty here. The gate goes first, so it is in place
+                // before the TLS handler starts the handshake.
+                let gate = VerificationGate(
+                    promise: verified, isVerified: isVerified, negotiatedProtocol: negotiatedProtocol,
+                    timeout: handshakeTimeout)
+                try pipeline.addHandler(gate)
+                try pipeline.addHandler(makeHandler(host, port), position: .before(gate))
             } catch {
                 verified.fail(error as? TLSError ?? TLSError.handshakeFailed(reason: "\(error)"))
                 channel.close(promise: nil)
