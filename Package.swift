@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "ShopKitInspector",
             dependencies: [
-                "ShopKitTLS", "ShopKitOpenSSL", "ShopKitPinning",
+                "ShopKitTLS", "ShopKitOpenSSL", "ShopKitPinning", "ShopKitHTTPS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -107,7 +107,7 @@ let package = Package(
         .executableTarget(
             name: "pin-check",
             dependencies: [
-                "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport",
+                "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport", "ShopKitHTTPS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(

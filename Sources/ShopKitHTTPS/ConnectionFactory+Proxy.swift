@@ -1,4 +1,5 @@
 import NIOCore
+import NIOPosix
 import ShopKitTLS
 
 extension ConnectionFactory {
@@ -12,10 +13,35 @@ extension ConnectionFactory {
     /// ``HTTPSTransportError/proxyRefused(status:)``, ``HTTPSTransportError/proxyClosed``, and
     /// ``HTTPSTransportError/timeout(_:)`` (`.connect`) when the proxy does not connect or answer in time.
     func tunnel(to target: RequestTarget, through proxy: ProxyConfiguration) -> EventLoopFuture<any Channel> {
-        let connectTimeout = self.connectTimeout
-        let handshakeTimeout = self.handshakeTimeout
-        let proxySecurity = self.proxySecurity
-        return tcpConnect(host: proxy.host, port: proxy.port).flatMapErrorThrowing { error -> any Channel in
+        ProxyTunnel.open(
+            to: target, through: proxy, proxySecurity: proxySecurity,
+            connect: { tcpConnect(host: proxy.host, port: proxy.port) }, connectTimeout: connectTimeout,
+            handshakeTimeout: handshakeTimeout)
+    }
+}
+
+/// Opening a `CONNECT` tunnel, shared by the transport's ``ConnectionFactory`` and pin-check's inspector.
+package enum ProxyTunnel {
+    /// Opens a tunnel to `host`:`port` through `proxy` on `group`, for a caller that adds its own TLS handlers
+    /// to the returned channel (pin-check). Failures are as for ``ConnectionFactory/tunnel(to:through:)``.
+    ///
+    /// - Throws: `TLSContextError` when an `https://` proxy's trust anchors cannot be loaded.
+    package static func open(
+        to host: String, port: Int, through proxy: ProxyConfiguration, group: any EventLoopGroup, timeout: TimeAmount
+    ) throws(TLSContextError) -> EventLoopFuture<any Channel> {
+        let proxySecurity = try HTTPSTransport.makeProxySecurity(for: proxy)
+        let bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
+        return open(
+            to: RequestTarget(host: host, port: port), through: proxy, proxySecurity: proxySecurity,
+            connect: { bootstrap.connect(host: proxy.host, port: proxy.port) }, connectTimeout: timeout,
+            handshakeTimeout: timeout)
+    }
+
+    static func open(
+        to target: RequestTarget, through proxy: ProxyConfiguration, proxySecurity: (any ConnectionSecurity)?,
+        connect: () -> EventLoopFuture<any Channel>, connectTimeout: TimeAmount, handshakeTimeout: TimeAmount
+    ) -> EventLoopFuture<any Channel> {
+        connect().flatMapErrorThrowing { error -> any Channel in
             if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
             throw HTTPSTransportError.proxyConnectFailed(host: proxy.host, port: proxy.port, reason: "\(error)")
         }.flatMap { channel in

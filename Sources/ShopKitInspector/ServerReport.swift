@@ -94,10 +94,12 @@ package struct ServerReport: Sendable, Codable, Equatable {
     package let matchedPin: String?
     /// Warnings: the leaf expires soon, the pin set has no backup pin.
     package let warnings: [String]
+    /// The proxy tunnelled through (`http://host:port`, never its credentials), or nil for a direct connection.
+    package var proxy: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
-        case configuredPins, matchedPin, warnings
+        case configuredPins, matchedPin, warnings, proxy
     }
 
     /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
@@ -116,5 +118,6 @@ package struct ServerReport: Sendable, Codable, Equatable {
         try container.encode(configuredPins, forKey: .configuredPins)
         try container.encode(matchedPin, forKey: .matchedPin)
         try container.encode(warnings, forKey: .warnings)
+        try container.encode(proxy, forKey: .proxy)
     }
 }
