@@ -34,7 +34,7 @@ package final class TinyproxyServer: Sendable {
     package let port: Int
     /// The folder holding tinyproxy's config.
     package let directory: URL
-    private let process: Process
+    private let pid: pid_t
     private let output: NIOLockedValueBox<Output>
 
     /// tinyproxy's output so far, and who waits for something in it.
@@ -80,10 +80,10 @@ package final class TinyproxyServer: Sendable {
         }
     }
 
-    private init(port: Int, directory: URL, process: Process, output: NIOLockedValueBox<Output>) {
+    private init(port: Int, directory: URL, pid: pid_t, output: NIOLockedValueBox<Output>) {
         self.port = port
         self.directory = directory
-        self.process = process
+        self.pid = pid
         self.output = output
     }
 
@@ -107,13 +107,6 @@ package final class TinyproxyServer: Sendable {
         let configPath = directory.appendingPathComponent("tinyproxy.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: configPath, atomically: true, encoding: .utf8)
 
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-d", "-c", configPath.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
         let output = NIOLockedValueBox(Output())
         let ready = NIOLockedValueBox<CheckedContinuation<Void, any Error>?>(nil)
         // Resumes the start once: on the ready line, or when tinyproxy exits (its output ends) first.
@@ -124,40 +117,86 @@ package final class TinyproxyServer: Sendable {
             }
             if let error { waiting?.resume(throwing: error) } else { waiting?.resume() }
         }
-
+        var pid: pid_t = 0
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
             ready.withLockedValue { $0 = continuation }
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                guard !data.isEmpty else {
-                    handle.readabilityHandler = nil
-                    return resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0.text })"))
-                }
-                let (satisfied, started) = output.withLockedValue { output in
-                    (output.append(String(decoding: data, as: UTF8.self)), output.text.contains("Accepting connections"))
-                }
-                satisfied.forEach { $0.resume() }
-                if started { resume(nil) }
-            }
             do {
-                try process.run()
+                let (child, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
+                pid = child
+                // A thread of its own reads the log (blocking reads, never on the cooperative pool) until
+                // tinyproxy exits.
+                Thread {
+                    var chunk = [UInt8](repeating: 0, count: 4096)
+                    while true {
+                        let count = read(readEnd, &chunk, chunk.count)
+                        if count < 0 && errno == EINTR { continue }
+                        guard count > 0 else { break }
+                        let (satisfied, started) = output.withLockedValue { output in
+                            (output.append(String(decoding: chunk[..<count], as: UTF8.self)),
+                                output.text.contains("Accepting connections"))
+                        }
+                        satisfied.forEach { $0.resume() }
+                        if started { resume(nil) }
+                    }
+                    close(readEnd)
+                    resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0.text })"))
+                }.start()
             } catch {
-                pipe.fileHandleForReading.readabilityHandler = nil
-                resume(StartError(description: "could not run tinyproxy: \(error)"))
+                resume(error)
             }
         }
-        return TinyproxyServer(port: port, directory: directory, process: process, output: output)
+        return TinyproxyServer(port: port, directory: directory, pid: pid, output: output)
     }
 
     /// Stops tinyproxy and removes its folder.
     package func stop() {
-        if process.isRunning {
-            // SIGKILL, not SIGTERM: a child spawned from a test thread inherits its blocked signals, and tinyproxy
-            // has nothing to flush.
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
+        // SIGKILL: tinyproxy has nothing to flush, and its shutdown waits for open tunnels.
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Spawns tinyproxy with its output on a pipe and default signal handling; returns its pid and the read end.
+    private static func spawn(_ path: String, arguments: [String]) throws -> (pid_t, Int32) {
+        var fds: [Int32] = [0, 0]
+        // Close-on-exec, so that no other child spawned meanwhile keeps the write end (and the reader) alive.
+        guard pipe(&fds) == 0 else { throw StartError(description: "pipe() failed: errno \(errno)") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        // A test thread may block signals; the child gets an empty mask and default dispositions.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        close(fds[1])
+        guard result == 0 else {
+            close(fds[0])
+            throw StartError(description: "posix_spawn tinyproxy failed: \(result)")
+        }
+        return (pid, fds[0])
     }
 
     /// A free loopback port: bound to port 0, read back and released for tinyproxy to bind.
