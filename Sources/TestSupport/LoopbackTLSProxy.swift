@@ -106,7 +106,8 @@ private final class ConnectHandler: ChannelInboundHandler {
 
     private func reply(context: ChannelHandlerContext, _ text: String, close: Bool) {
         let written = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: text)))
-        if close { written.whenComplete { _ in context.close(promise: nil) } }
+        let channel = context.channel
+        if close { written.whenComplete { _ in channel.close(promise: nil) } }
     }
 }
 
