@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "ShopKitInspector",
             dependencies: [
-                "ShopKitTLS", "ShopKitOpenSSL", "ShopKitPinning",
+                "ShopKitTLS", "ShopKitOpenSSL", "ShopKitPinning", "ShopKitHTTPS",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
@@ -109,7 +109,7 @@ let package = Package(
         .executableTarget(
             name: "pin-check",
             dependencies: [
-                "ShopKitCore", "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport",
+                "ShopKitCore", "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport", "ShopKitHTTPS",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(

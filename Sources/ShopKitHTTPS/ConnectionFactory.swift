@@ -34,6 +34,8 @@ struct ConnectionFactory: Sendable {
     let httpVersion: HTTPSTransport.HTTPVersionPolicy
     /// Lowercased URL host → address to connect to (``HTTPSTransport/Configuration/connectAddresses``).
     var connectAddresses: [String: String] = [:]
+    /// The security of an `https://` proxy's own connection (its trust, no pins), when one is configured.
+    var proxySecurity: (any ConnectionSecurity)?
     let logger: Logger
 
     /// Connects, secures and prepares a connection to `target`, all on the connection's event loop. The
@@ -46,28 +48,30 @@ struct ConnectionFactory: Sendable {
     /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
     /// and race address families for every new connection, a thread round trip per handshake.
     ///
+    /// A target routed through a proxy is reached through a `CONNECT` tunnel first (see
+    /// ``tunnel(to:through:)``), whose failures are the proxy's own errors; TLS to the origin then runs inside
+    /// the tunnel exactly as on a direct connection.
+    ///
     /// - Parameter events: what an HTTP/2 connection reports to the pool (asked once it is set up).
     func connect(
         to target: RequestTarget, events: @escaping @Sendable () -> HTTP2Connection.Events
     ) -> EventLoopFuture<PooledConnection> {
-        let bootstrap = ClientBootstrap(group: group)
-            .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-        let connected: EventLoopFuture<any Channel>
-        let host = connectAddresses[target.host] ?? target.host
-        if let address = try? SocketAddress(ipAddress: host, port: target.port) {
-            connected = bootstrap.connect(to: address)
-        } else {
-            connected = bootstrap.connect(host: host, port: target.port)
+        let opened: EventLoopFuture<any Channel>
+        switch target.route {
+        case .direct:
+            let host = connectAddresses[target.host] ?? target.host
+            opened = tcpConnect(host: host, port: target.port).flatMapErrorThrowing { error -> any Channel in
+                if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
+                throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+            }
+        case .tunnel(let proxy):
+            opened = tunnel(to: target, through: proxy)
         }
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
         let httpVersion = self.httpVersion
         let logger = self.logger
-        return connected.flatMapErrorThrowing { error -> any Channel in
-            if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
-            throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
-        }.flatMap { channel in
+        return opened.flatMap { channel in
             security.addHandlers(
                 to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
             ).hop(to: channel.eventLoop).flatMap { alpn -> EventLoopFuture<PooledConnection> in
@@ -83,6 +87,17 @@ struct ConnectionFactory: Sendable {
                 throw error
             }
         }
+    }
+
+    /// A TCP connection to `host` (an IP literal is connected to directly, see above).
+    func tcpConnect(host: String, port: Int) -> EventLoopFuture<any Channel> {
+        let bootstrap = ClientBootstrap(group: group)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+        if let address = try? SocketAddress(ipAddress: host, port: port) {
+            return bootstrap.connect(to: address)
+        }
+        return bootstrap.connect(host: host, port: port)
     }
 
     /// Adds the HTTP/1.1 codec and the exchange handler behind the security handlers.

@@ -85,12 +85,15 @@ enum HTTPConversion {
     }
 }
 
-/// Where a request goes: scheme-checked host and port from the base URL.
+/// Where a request goes: scheme-checked host and port from the base URL, and the route there. The pool's key:
+/// connections are shared only between requests to the same origin by the same route.
 struct RequestTarget: Hashable, Sendable {
     /// The host as written in the URL (brackets removed from IPv6 literals), lowercased.
     let host: String
     /// The TCP port (443 by default).
     let port: Int
+    /// Directly, or through a proxy's tunnel.
+    private(set) var route: Route = .direct
 
     /// The target of `baseURL`, which must be an `https` URL with a host.
     ///
@@ -114,9 +117,17 @@ struct RequestTarget: Hashable, Sendable {
         self.port = port
     }
 
-    init(host: String, port: Int) {
+    init(host: String, port: Int, route: Route = .direct) {
         self.host = host
         self.port = port
+        self.route = route
+    }
+
+    /// This target reached through `proxy`, unless `proxy` is nil or its ``ProxyConfiguration/noProxy`` rules
+    /// match the host and port.
+    func routed(through proxy: ProxyConfiguration?) -> RequestTarget {
+        guard let proxy, proxy.applies(toHost: host, port: port) else { return self }
+        return RequestTarget(host: host, port: port, route: .tunnel(proxy))
     }
 
     /// The `Host` header value: the port is omitted when it is 443; IPv6 literals get brackets.

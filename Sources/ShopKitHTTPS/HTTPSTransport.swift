@@ -36,13 +36,20 @@ public struct HTTPSTransport: ClientTransport {
         public var connectAddresses: [String: String]
         /// Which HTTP versions to use (default: HTTP/2 when the server chooses it in ALPN, else HTTP/1.1).
         public var httpVersion: HTTPVersionPolicy
+        /// The HTTP proxy to tunnel through (`CONNECT`), or nil to connect directly (the default). Never read
+        /// from the environment unless the app passes ``ProxyConfiguration/fromEnvironment(_:)``.
+        ///
+        /// Origins are verified and pinned inside the tunnel exactly as on a direct connection.
+        public var proxy: ProxyConfiguration?
 
         /// A configuration; every parameter has a safe default.
         public init(
             tls: TLSClientConfiguration = TLSClientConfiguration(), timeouts: Timeouts = Timeouts(), pool: Pool = Pool(),
             maxResponseBodySize: Int = 16 * 1024 * 1024, eventLoopGroup: (any EventLoopGroup)? = nil,
-            connectAddresses: [String: String] = [:], httpVersion: HTTPVersionPolicy = .automatic
+            connectAddresses: [String: String] = [:], httpVersion: HTTPVersionPolicy = .automatic,
+            proxy: ProxyConfiguration? = nil
         ) {
+            self.proxy = proxy
             self.httpVersion = httpVersion
             self.tls = tls
             self.timeouts = timeouts
@@ -126,7 +133,8 @@ public struct HTTPSTransport: ClientTransport {
     public init(configuration: Configuration) throws(TLSContextError) {
         try self.init(
             configuration: configuration,
-            security: Self.makeSecurity(for: configuration.tls, httpVersion: configuration.httpVersion))
+            security: Self.makeSecurity(for: configuration.tls, httpVersion: configuration.httpVersion),
+            proxySecurity: configuration.proxy.flatMap(Self.makeProxySecurity))
     }
 
     /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
@@ -143,7 +151,9 @@ public struct HTTPSTransport: ClientTransport {
     }
 
     /// A transport with an explicit security layer (the seam the OpenSSL handler plugs into, and tests).
-    package init(configuration: Configuration, security: any ConnectionSecurity) {
+    package init(
+        configuration: Configuration, security: any ConnectionSecurity, proxySecurity: (any ConnectionSecurity)? = nil
+    ) {
         self.configuration = configuration
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         let factory = ConnectionFactory(
@@ -151,7 +161,7 @@ public struct HTTPSTransport: ClientTransport {
             handshakeTimeout: TimeAmount(configuration.timeouts.handshake), httpVersion: configuration.httpVersion,
             connectAddresses: Dictionary(
                 configuration.connectAddresses.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last }),
-            logger: configuration.tls.logger)
+            proxySecurity: proxySecurity, logger: configuration.tls.logger)
         self.pool = ConnectionPool(
             factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,
             idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.tls.logger)
@@ -173,7 +183,7 @@ public struct HTTPSTransport: ClientTransport {
     func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String, requestTimeout: Duration
     ) async throws -> (HTTPResponse, HTTPBody?) {
-        let target = try RequestTarget(baseURL: baseURL)
+        let target = try RequestTarget(baseURL: baseURL).routed(through: configuration.proxy)
         let deadline = NIODeadline.now() + TimeAmount(requestTimeout)
         let bodyLength: HTTPConversion.BodyLength
         switch body?.length {

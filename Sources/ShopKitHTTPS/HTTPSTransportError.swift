@@ -1,4 +1,5 @@
 import ShopKitCore
+import ShopKitTLS
 
 /// Why an HTTPS exchange failed outside TLS: the URL, the TCP connection, the HTTP response, a limit or a timer.
 ///
@@ -22,6 +23,22 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
     /// The server reset this request's HTTP/2 stream (RST_STREAM, or GOAWAY before the stream was processed);
     /// `code` is the HTTP/2 error code's name. Other streams on the connection go on.
     case streamReset(code: String)
+    /// The proxy configuration cannot be used (scheme, host, port, or an environment variable): fix it.
+    case invalidProxy(reason: String)
+    /// The TCP (or, for an `https://` proxy, TLS) connection to the proxy could not be made, or the proxy's
+    /// answer to `CONNECT` was not HTTP. `host` and `port` are the proxy's.
+    case proxyConnectFailed(host: String, port: Int, reason: String)
+    /// The TLS connection to an `https://` proxy failed its own checks (its chain or name, against
+    /// ``ProxyConfiguration/trustRoots``) or its handshake. Not the origin's TLS: pins never apply to a proxy.
+    case proxyTLSFailed(TLSError)
+    /// The proxy answered `CONNECT` with 407 (or 401, as some proxies do): credentials are missing or wrong
+    /// (``ProxyConfiguration/credentials``).
+    case proxyAuthenticationRequired
+    /// The proxy refused to open the tunnel with this status (403: not allowed to reach this origin or port;
+    /// 502/503/504: it could not reach the origin).
+    case proxyRefused(status: Int)
+    /// The proxy closed the connection before answering `CONNECT`.
+    case proxyClosed
 
     /// Which of the transport's timers fired.
     public enum Timeout: String, Sendable, Equatable {
@@ -45,6 +62,15 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
         case .http2NotNegotiated(let alpn):
             return "HTTP/2 is required but the server chose \(alpn.map { "'\($0)'" } ?? "no protocol") in ALPN"
         case .streamReset(let code): return "the server reset the HTTP/2 stream (\(code))"
+        case .invalidProxy(let reason): return "invalid proxy configuration: \(reason)"
+        case .proxyConnectFailed(let host, let port, let reason):
+            return "could not open a tunnel through the proxy \(host):\(port): \(reason)"
+        case .proxyTLSFailed(let error): return "TLS to the proxy failed: \(error)"
+        case .proxyAuthenticationRequired:
+            return "the proxy requires authentication (407): set or correct ProxyConfiguration.credentials"
+        case .proxyRefused(let status):
+            return "the proxy refused to open a tunnel (HTTP \(status)): check that it allows CONNECT to this host and port"
+        case .proxyClosed: return "the proxy closed the connection before answering CONNECT"
         }
     }
 }
@@ -59,6 +85,13 @@ extension HTTPSTransportError: RetryClassifiableError {
         switch self {
         case .invalidURL, .responseBodyTooLarge, .malformedResponse, .http2NotNegotiated: return false
         case .connectFailed, .timeout, .connectionClosed: return true
+        // A configuration or a credential is wrong, or the proxy's policy forbids the origin: the same next time.
+        case .invalidProxy, .proxyAuthenticationRequired: return false
+        // The proxy itself may be down or restarting.
+        case .proxyConnectFailed, .proxyClosed: return true
+        case .proxyTLSFailed(let error): return error.isRetryable
+        // 5xx: the proxy could not reach the origin (502 Bad Gateway, 503, 504), which may pass; 4xx is policy.
+        case .proxyRefused(let status): return status >= 500
         // A protocol or compression error means the peers disagree on the protocol: another try would too.
         case .streamReset(let code): return !["PROTOCOL_ERROR", "COMPRESSION_ERROR", "FRAME_SIZE_ERROR"].contains(code)
         }

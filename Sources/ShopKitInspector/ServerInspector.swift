@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ShopKitHTTPS
 import NIOCore
 import NIOPosix
 import ShopKitOpenSSL
@@ -28,11 +29,22 @@ package struct ServerInspector: Sendable {
     /// so a server that asks ends the check with `TLSError.clientCertificateRequired` and its CA names.
     package var clientIdentity: ClientIdentity? = nil
 
+    /// The HTTP proxy to tunnel through (`CONNECT`), unless its `noProxy` rules match the host; nil: direct.
+    package var proxy: ProxyConfiguration?
+
+    /// The proxy actually used for this server, if any.
+    var route: ProxyConfiguration? {
+        guard let proxy, proxy.applies(toHost: address.host, port: address.port) else { return nil }
+        return proxy
+    }
+
     /// An inspector with the given inputs.
     package init(
         address: ServerAddress, serverName: String? = nil, pins: [SPKIPin] = [], trustAnchorsPEM: String? = nil,
-        timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() }
+        timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() },
+        proxy: ProxyConfiguration? = nil
     ) {
+        self.proxy = proxy
         self.address = address
         self.serverName = serverName
         self.pins = pins
@@ -81,7 +93,9 @@ package struct ServerInspector: Sendable {
             clientIdentity: clientIdentity)
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
-        return report(for: outcome, policy: configuration.pinning)
+        var report = report(for: outcome, policy: configuration.pinning)
+        report.proxy = route?.description
+        return report
     }
 
     /// Connects with a context shared by many checks (its trust anchors; its pins are not used), handshakes,
@@ -108,12 +122,15 @@ package struct ServerInspector: Sendable {
         case connectTimeout
         /// TLS failed: handshake, chain, hostname (or the handshake timed out).
         case tls(TLSError)
+        /// The proxy's tunnel could not be opened (its own error: refused, authentication, closed, TLS).
+        case proxy(String)
 
         var description: String {
             switch self {
             case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
             case .connectTimeout: return "connect timeout"
             case .tls(let error): return error.description
+            case .proxy(let reason): return reason
             }
         }
     }
@@ -129,23 +146,43 @@ package struct ServerInspector: Sendable {
         let timer = loop.scheduleTask(in: timeout) {
             promise.succeed(.failed(connected.value ? .tls(.handshakeTimeout) : .connectTimeout, nil))
         }
-        let connect = ClientBootstrap(group: loop)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: name, port: port))
-                    try channel.pipeline.syncOperations.addHandler(InspectionHandler(promise: promise))
+        let addHandlers: @Sendable (any Channel) throws -> Void = { channel in
+            try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: name, port: port))
+            try channel.pipeline.syncOperations.addHandler(InspectionHandler(promise: promise))
+        }
+        let connect: EventLoopFuture<any Channel>
+        if let proxy = route {
+            do {
+                connect = try ProxyTunnel.open(to: address.host, port: port, through: proxy, group: loop, timeout: timeout)
+                    .flatMapThrowing { channel in
+                        try addHandlers(channel)
+                        return channel
+                    }
+            } catch {
+                timer.cancel()
+                return .failed(.proxy("the proxy's trust anchors cannot be loaded: \(error)"), nil)
+            }
+            connect.whenFailure { error in
+                guard let failure = error as? HTTPSTransportError else {
+                    return promise.succeed(.failed(.proxy("\(error)"), nil))
+                }
+                if case .timeout = failure { return promise.succeed(.failed(.connectTimeout, nil)) }
+                promise.succeed(.failed(.proxy(failure.description), nil))
+            }
+        } else {
+            connect = ClientBootstrap(group: loop)
+                .connectTimeout(timeout)
+                .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHandlers(channel) } }
+                .connect(host: address.host, port: address.port)
+            connect.whenFailure { error in
+                if case ChannelError.connectTimeout = error {
+                    promise.succeed(.failed(.connectTimeout, nil))
+                } else {
+                    promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
                 }
             }
-            .connect(host: address.host, port: address.port)
-        connect.whenSuccess { _ in connected.value = true }
-        connect.whenFailure { error in
-            if case ChannelError.connectTimeout = error {
-                promise.succeed(.failed(.connectTimeout, nil))
-            } else {
-                promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
-            }
         }
+        connect.whenSuccess { _ in connected.value = true }
         let outcome = try? await promise.futureResult.get()
         timer.cancel()
         if let channel = try? await connect.get() { try? await channel.close() }

@@ -15,6 +15,7 @@ extension ServerReport {
     /// The report for people: TLS details, the chain leaf to root with pins, the verdict and what to do.
     package func text() -> String {
         var lines = ["\(servername) at \(hostDescription):\(port)"]
+        if let proxy { lines.append("  via proxy \(proxy) (CONNECT tunnel)") }
         if let tlsVersion {
             lines.append("  TLS: \(tlsVersion), cipher \(cipher ?? "?"), ALPN \(alpn ?? "none")")
         }

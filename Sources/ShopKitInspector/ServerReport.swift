@@ -104,7 +104,10 @@ package struct ServerReport: Sendable, Codable, Equatable {
         /// The subject of the client certificate sent (`--cert`), or nil when none was.
         package let sent: String?
 
-        enum CodingKeys: String, CodingKey { case acceptedIssuers, sent }
+        /// The proxy tunnelled through (`http://host:port`, never its credentials), or nil for a direct connection.
+    package var proxy: String? = nil
+
+    enum CodingKeys: String, CodingKey { case acceptedIssuers, sent }
 
         /// Both keys always (`sent` as `null` when none was sent), like the report itself.
         package func encode(to encoder: any Encoder) throws {
@@ -114,9 +117,12 @@ package struct ServerReport: Sendable, Codable, Equatable {
         }
     }
 
+    /// The proxy tunnelled through (`http://host:port`, never its credentials), or nil for a direct connection.
+    package var proxy: String? = nil
+
     enum CodingKeys: String, CodingKey {
         case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
-        case configuredPins, matchedPin, warnings, clientCertificate
+        case configuredPins, matchedPin, warnings, clientCertificate, proxy
     }
 
     /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
@@ -136,5 +142,6 @@ package struct ServerReport: Sendable, Codable, Equatable {
         try container.encode(matchedPin, forKey: .matchedPin)
         try container.encode(warnings, forKey: .warnings)
         try container.encode(clientCertificate, forKey: .clientCertificate)
+        try container.encode(proxy, forKey: .proxy)
     }
 }

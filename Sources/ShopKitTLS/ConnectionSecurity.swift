@@ -3,7 +3,8 @@ import NIOCore
 /// The TLS seam: what secures a freshly connected channel before an HTTP client adds its codec.
 ///
 /// An implementation is built once per ``TLSClientConfiguration`` (one OpenSSL context shared by every
-/// connection) and asked, for each new TCP connection, to add its handlers at the front of the pipeline.
+/// connection) and asked, for each new TCP connection, to add its handlers at the end of the pipeline, which
+/// is empty on a direct connection and holds a proxy's TLS handler on a tunnel through an `https://` proxy.
 /// The returned future succeeds only once the connection is verified (chain, hostname and pins passed), with
 /// the ALPN protocol the server chose (if any), and fails with a ``TLSError`` otherwise: ``TLSError/handshakeTimeout`` when that takes longer than
 /// `handshakeTimeout` (the deadline lives with what it races), ``TLSError/connectionClosed`` when the channel
@@ -46,7 +47,7 @@ extension TLSClientContext {
 /// A ``ConnectionSecurity`` made of a client `ChannelHandler` that announces verification with a user
 /// inbound event: the shape of ShopKit's OpenSSL handler, so wiring it in is one small function.
 ///
-/// For each connection it adds `makeHandler(host, port)` at the front of the pipeline, then a
+/// For each connection it adds `makeHandler(host, port)` at the end of the pipeline, then a
 /// ``VerificationGate`` behind it. The gate succeeds when an event for which `isVerified` returns true
 /// arrives (fired only after chain, hostname and pin checks passed), and fails with the `TLSError` passed
 /// to `errorCaught` (or `handshakeFailed` for any other error, `connectionClosed` for a close, or
@@ -82,12 +83,14 @@ package struct HandlerSecurity: ConnectionSecurity {
             let verified = loop.makePromise(of: String?.self)
             do {
                 let pipeline = channel.pipeline.syncOperations
-                try pipeline.addHandler(
-                    VerificationGate(
-                        promise: verified, isVerified: isVerified, negotiatedProtocol: negotiatedProtocol,
-                        timeout: handshakeTimeout),
-                    position: .first)
-                try pipeline.addHandler(makeHandler(host, port), position: .first)
+                // At the end: behind an https proxy's TLS handler when the channel is a CONNECT tunnel (TLS in
+                // TLS); a direct connection's pipeline is empty here. The gate goes first, so it is in place
+                // before the TLS handler starts the handshake.
+                let gate = VerificationGate(
+                    promise: verified, isVerified: isVerified, negotiatedProtocol: negotiatedProtocol,
+                    timeout: handshakeTimeout)
+                try pipeline.addHandler(gate)
+                try pipeline.addHandler(makeHandler(host, port), position: .before(gate))
             } catch {
                 verified.fail(error as? TLSError ?? TLSError.handshakeFailed(reason: "\(error)"))
                 channel.close(promise: nil)

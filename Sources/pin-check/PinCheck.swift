@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShopKitHTTPS
 import ShopKitInspector
 import ShopKitPinning
 import ShopKitTLS
@@ -28,7 +29,8 @@ struct PinCheck: ParsableCommand {
               2   chain not trusted (unknown root, expired, missing intermediate, weak key, ...)
               3   hostname mismatch
               4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS, a client
-                  certificate required or refused)
+                  certificate required or refused, or the proxy refused the tunnel, asked for credentials, or
+                  could not be reached)
               64  usage error (malformed HOST:PORT or pin, unreadable file, options that do not go together)
               69  cannot check on this machine (OpenSSL or the system trust store failed; --demo without TestCerts/)
               70  --demo: a check did not end as expected
@@ -58,6 +60,16 @@ struct PinCheck: ParsableCommand {
     @Option(help: "Seconds allowed for connect and handshake (default 10).")
     var timeout: Double?
 
+    @Option(
+        name: .customLong("proxy"),
+        help: "Reach the server through this HTTP proxy's CONNECT tunnel: http://HOST:PORT or https://HOST:PORT (no credentials on the command line; use --proxy-from-env).")
+    var proxyURL: String?
+
+    @Flag(
+        name: .customLong("proxy-from-env"),
+        help: "Use HTTPS_PROXY/https_proxy (which may hold user:password) and NO_PROXY from the environment, as curl does.")
+    var proxyFromEnvironment = false
+
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
@@ -82,7 +94,7 @@ struct PinCheck: ParsableCommand {
             (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (caFile != nil, "--ca-file"),
             (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
             (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"), (certFile != nil, "--cert"),
-            (keyFile != nil, "--key"),
+            (keyFile != nil, "--key"), (proxyURL != nil, "--proxy"), (proxyFromEnvironment, "--proxy-from-env"),
         ].filter(\.0).map(\.1)
     }
 
@@ -110,6 +122,29 @@ struct PinCheck: ParsableCommand {
         }
         if let serverName, serverName.isEmpty { throw ValidationError("--servername must not be empty") }
         if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both") }
+        if proxyURL != nil, proxyFromEnvironment { throw ValidationError("--proxy and --proxy-from-env exclude each other") }
+        _ = try proxy()
+    }
+
+    /// The proxy from `--proxy` or `--proxy-from-env`, or nil.
+    ///
+    /// - Throws: `ValidationError` (exit 64) for an unusable URL, and for credentials in `--proxy`: argv is
+    ///   visible to every user of the machine.
+    func proxy() throws -> ProxyConfiguration? {
+        do {
+            if proxyFromEnvironment { return try ProxyConfiguration.fromEnvironment() }
+            guard let proxyURL else { return nil }
+            guard let url = URL(string: proxyURL.contains("://") ? proxyURL : "http://" + proxyURL) else {
+                throw ValidationError("--proxy: not a URL; expected http://HOST:PORT or https://HOST:PORT")
+            }
+            guard url.user == nil, url.password == nil else {
+                throw ValidationError(
+                    "--proxy: leave credentials out of the command line (other users can read it); put the URL with user:password in HTTPS_PROXY and pass --proxy-from-env")
+            }
+            return try ProxyConfiguration(url: url)
+        } catch let error as HTTPSTransportError {
+            throw ValidationError("\(proxyFromEnvironment ? "--proxy-from-env" : "--proxy"): \(error)")
+        }
     }
 
     /// Runs the mode given and returns the exit status (a verdict's, or 0).
@@ -147,7 +182,8 @@ struct PinCheck: ParsableCommand {
         var inspector = ServerInspector(
             address: address, serverName: serverName, pins: parsed,
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
-            timeout: .seconds(timeout ?? 10))
+            timeout: .seconds(timeout ?? 10),
+            proxy: (try? proxy()) ?? nil)
         if let certFile, let keyFile {
             do { inspector.clientIdentity = try ClientIdentity.pemFiles(certificateChain: certFile, privateKey: keyFile) } catch {
                 throw Failure(.usage, "--cert \(certFile) --key \(keyFile): \(error)")

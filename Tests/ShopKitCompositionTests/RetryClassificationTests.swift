@@ -50,11 +50,16 @@ import Testing
             TLSError.hostnameMismatch(host: "a.test"), TLSContextError(message: "bad anchors"),
             HTTPSTransportError.invalidURL(reason: "http"), HTTPSTransportError.responseBodyTooLarge(limit: 1),
             HTTPSTransportError.malformedResponse("x"),
+            HTTPSTransportError.invalidProxy(reason: "x"), HTTPSTransportError.proxyAuthenticationRequired,
+            HTTPSTransportError.proxyRefused(status: 403),
+            HTTPSTransportError.proxyTLSFailed(.untrustedChain(reason: "x", verifyCode: 20)),
         ]
         let maybe: [any Error] = [
             TLSError.handshakeFailed(reason: "x"), TLSError.handshakeTimeout, TLSError.connectionClosed,
             HTTPSTransportError.connectFailed(host: "a", port: 1, reason: "refused"),
             HTTPSTransportError.timeout(.request), HTTPSTransportError.connectionClosed,
+            HTTPSTransportError.proxyRefused(status: 502), HTTPSTransportError.proxyClosed,
+            HTTPSTransportError.proxyConnectFailed(host: "proxy", port: 3128, reason: "refused"),
         ]
         for error in never { #expect((error as? any RetryClassifiableError)?.isRetryable == false, "\(error)") }
         for error in maybe { #expect((error as? any RetryClassifiableError)?.isRetryable == true, "\(error)") }

@@ -107,7 +107,7 @@ struct PinCheckFleetTests {
         #expect(
             Set(first.keys) == [
                 "host", "port", "servername", "verdict", "reason", "tlsVersion", "cipher", "alpn", "verifiedChain",
-                "presentedChain", "configuredPins", "matchedPin", "warnings", "clientCertificate",
+                "presentedChain", "configuredPins", "matchedPin", "warnings", "clientCertificate", "proxy",
             ])
     }
 

@@ -1,0 +1,208 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real tinyproxy (Debian's package) on 127.0.0.1, for the proxy tests: `CONNECT` tunnels, Basic
+/// authentication and refusals, as a corporate proxy does them.
+///
+/// tinyproxy cannot adopt an inherited socket as nginx does, so a free port is reserved (bound, then released)
+/// and written to its config; it runs in the foreground (`-d`) logging to a pipe, and ``start(_:)`` returns when
+/// it logs that its main loop accepts connections: no readiness polling, no sleeps.
+package final class TinyproxyServer: Sendable {
+    /// What tinyproxy allows.
+    package struct Configuration: Sendable {
+        /// `BasicAuth` user and password: when set, `CONNECT` without them gets 407.
+        package var basicAuth: (user: String, password: String)?
+        /// When false, `ConnectPort 0` disables `CONNECT` altogether: every tunnel is refused with 403.
+        package var allowsConnect: Bool
+
+        package init(basicAuth: (user: String, password: String)? = nil, allowsConnect: Bool = true) {
+            self.basicAuth = basicAuth
+            self.allowsConnect = allowsConnect
+        }
+    }
+
+    /// Why tinyproxy could not be started.
+    package struct StartError: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// The port tinyproxy listens on, on 127.0.0.1.
+    package let port: Int
+    /// The folder holding tinyproxy's config.
+    package let directory: URL
+    private let pid: pid_t
+    private let output: NIOLockedValueBox<Output>
+
+    /// tinyproxy's output so far, and who waits for something in it.
+    private struct Output {
+        var text = ""
+        var waiters: [(predicate: @Sendable (String) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Appends `more` and returns the waiters now satisfied (removed).
+        mutating func append(_ more: String) -> [CheckedContinuation<Void, Never>] {
+            text += more
+            let text = self.text
+            let ready = waiters.filter { $0.predicate(text) }.map(\.continuation)
+            waiters.removeAll { $0.predicate(text) }
+            return ready
+        }
+    }
+
+    /// The proxy URL, `http://127.0.0.1:PORT`.
+    package var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
+
+    /// Everything tinyproxy logged so far (its `CONNECT` lines name each tunnel's target).
+    package var log: String { output.withLockedValue { $0.text } }
+
+    /// The `host:port` targets of the `CONNECT` requests tinyproxy logged so far, in order.
+    package var connectTargets: [String] { Self.connectTargets(in: log) }
+
+    /// Returns once tinyproxy has logged at least `count` `CONNECT` requests (it logs each as it reads it).
+    package func waitForConnects(_ count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = output.withLockedValue { output -> Bool in
+                if Self.connectTargets(in: output.text).count >= count { return true }
+                output.waiters.append(({ Self.connectTargets(in: $0).count >= count }, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private static func connectTargets(in log: String) -> [String] {
+        log.split(separator: "\n").compactMap { line in
+            guard line.contains("Request ("), let range = line.range(of: "CONNECT ", options: .backwards) else { return nil }
+            return line[range.upperBound...].split(separator: " ").first.map(String.init)
+        }
+    }
+
+    private init(port: Int, directory: URL, pid: pid_t, output: NIOLockedValueBox<Output>) {
+        self.port = port
+        self.directory = directory
+        self.pid = pid
+        self.output = output
+    }
+
+    /// Starts tinyproxy with `configuration`; `path` defaults to Debian's `/usr/bin/tinyproxy`.
+    package static func start(
+        _ configuration: Configuration = Configuration(), path: String = "/usr/bin/tinyproxy"
+    ) async throws -> TinyproxyServer {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw StartError(description: "tinyproxy not found at \(path): run scripts/bootstrap")
+        }
+        let directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("shopkit-tinyproxy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let port = try reservePort()
+        var lines = [
+            "Port \(port)", "Listen 127.0.0.1", "Timeout 30", "LogLevel Info", "MaxClients 64",
+            "PidFile \"\(directory.path)/tinyproxy.pid\"",
+        ]
+        if let auth = configuration.basicAuth { lines.append("BasicAuth \(auth.user) \(auth.password)") }
+        if !configuration.allowsConnect { lines.append("ConnectPort 0") }
+        let configPath = directory.appendingPathComponent("tinyproxy.conf")
+        try (lines.joined(separator: "\n") + "\n").write(to: configPath, atomically: true, encoding: .utf8)
+
+        let output = NIOLockedValueBox(Output())
+        let ready = NIOLockedValueBox<CheckedContinuation<Void, any Error>?>(nil)
+        // Resumes the start once: on the ready line, or when tinyproxy exits (its output ends) first.
+        let resume: @Sendable ((any Error)?) -> Void = { error in
+            let waiting = ready.withLockedValue { value in
+                defer { value = nil }
+                return value
+            }
+            if let error { waiting?.resume(throwing: error) } else { waiting?.resume() }
+        }
+        var pid: pid_t = 0
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            ready.withLockedValue { $0 = continuation }
+            do {
+                let (child, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
+                pid = child
+                // A thread of its own reads the log (blocking reads, never on the cooperative pool) until
+                // tinyproxy exits.
+                Thread {
+                    var chunk = [UInt8](repeating: 0, count: 4096)
+                    while true {
+                        let count = read(readEnd, &chunk, chunk.count)
+                        if count < 0 && errno == EINTR { continue }
+                        guard count > 0 else { break }
+                        let (satisfied, started) = output.withLockedValue { output in
+                            (output.append(String(decoding: chunk[..<count], as: UTF8.self)),
+                                output.text.contains("Accepting connections"))
+                        }
+                        satisfied.forEach { $0.resume() }
+                        if started { resume(nil) }
+                    }
+                    close(readEnd)
+                    resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0.text })"))
+                }.start()
+            } catch {
+                resume(error)
+            }
+        }
+        return TinyproxyServer(port: port, directory: directory, pid: pid, output: output)
+    }
+
+    /// Stops tinyproxy and removes its folder.
+    package func stop() {
+        // SIGKILL: tinyproxy has nothing to flush, and its shutdown waits for open tunnels.
+        kill(pid, SIGKILL)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Spawns tinyproxy with its output on a pipe and default signal handling; returns its pid and the read end.
+    private static func spawn(_ path: String, arguments: [String]) throws -> (pid_t, Int32) {
+        var fds: [Int32] = [0, 0]
+        // Close-on-exec, so that no other child spawned meanwhile keeps the write end (and the reader) alive.
+        guard pipe(&fds) == 0 else { throw StartError(description: "pipe() failed: errno \(errno)") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        posix_spawn_file_actions_addclose(&actions, fds[1])
+        // A test thread may block signals; the child gets an empty mask and default dispositions.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        close(fds[1])
+        guard result == 0 else {
+            close(fds[0])
+            throw StartError(description: "posix_spawn tinyproxy failed: \(result)")
+        }
+        return (pid, fds[0])
+    }
+
+    /// A free loopback port: bound to port 0, read back and released for tinyproxy to bind.
+    private static func reservePort() throws -> Int {
+        let reserved = try BoundClosedPort()
+        defer { reserved.release() }
+        return reserved.port
+    }
+}
