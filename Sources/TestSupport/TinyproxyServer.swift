@@ -88,9 +88,24 @@ package final class TinyproxyServer: Sendable {
     }
 
     /// Starts tinyproxy with `configuration`; `path` defaults to Debian's `/usr/bin/tinyproxy`.
+    ///
+    /// The port is reserved, released and then bound by tinyproxy, so another process can take it in between;
+    /// when tinyproxy says it could not listen, it is started again on another port (a few times at most).
     package static func start(
         _ configuration: Configuration = Configuration(), path: String = "/usr/bin/tinyproxy"
     ) async throws -> TinyproxyServer {
+        var attempt = 1
+        while true {
+            do {
+                return try await startOnce(configuration, path: path)
+            } catch let error as StartError where error.description.contains("Could not create listening sockets") {
+                guard attempt < 5 else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    private static func startOnce(_ configuration: Configuration, path: String) async throws -> TinyproxyServer {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw StartError(description: "tinyproxy not found at \(path): run scripts/bootstrap")
         }
@@ -123,6 +138,7 @@ package final class TinyproxyServer: Sendable {
             do {
                 let (child, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
                 pid = child
+                let spawned = child
                 // A thread of its own reads the log (blocking reads, never on the cooperative pool) until
                 // tinyproxy exits.
                 Thread {
@@ -140,6 +156,11 @@ package final class TinyproxyServer: Sendable {
                     }
                     close(readEnd)
                     resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0.text })"))
+                    // Reap a tinyproxy that exited on its own (a started one is reaped by `stop`).
+                    if ready.withLockedValue({ $0 == nil }), !output.withLockedValue({ $0.text.contains("Accepting connections") }) {
+                        var status: Int32 = 0
+                        while waitpid(spawned, &status, 0) == -1 && errno == EINTR {}
+                    }
                 }.start()
             } catch {
                 resume(error)
