@@ -22,6 +22,8 @@ let package = Package(
         // Already in the graph through ShopKit; named for the ShopKit adapter (HTTPRequest, ClientTransport).
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        // Already in the graph through ShopKit; named for the logger that counts ShopKit's new connections.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // SHA-256 from the system libcrypto, for AsyncHTTPClient's after-handshake leaf pin.
@@ -41,6 +43,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

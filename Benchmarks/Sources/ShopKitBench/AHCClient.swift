@@ -13,17 +13,22 @@ import NIOSSL
 /// pool: a mismatch fails the connection, so no request is sent on it. Only the leaf is available there
 /// (`nioSSL_peerCertificate`; the validated chain needs a custom verification callback AHC does not expose),
 /// so it is a leaf-only pin — "ahc-leafpin" in the tables. Without `leafPins` it is plainly unpinned ("ahc").
+///
+/// HTTP version: HTTP/1.1 only, except with `http2` (the h2-* workloads), where it uses AsyncHTTPClient's
+/// `.automatic` (h2 and http/1.1 in ALPN; one connection with concurrent streams when the server picks h2) and
+/// counts the connections it opens through its per-connection debug initializers.
 final class AHCBenchClient: BenchClient {
     private let client: HTTPClient
     private let baseURL: String
+    private let counter: ConnectionCounter?
 
-    init(baseURL: String, rootPEMPath: String, connections: Int, leafPins: [[UInt8]]) throws {
+    init(baseURL: String, rootPEMPath: String, connections: Int, leafPins: [[UInt8]], http2: Bool = false) throws {
         var tls = NIOSSL.TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(rootPEMPath))
         tls.certificateVerification = .fullVerification
 
         var configuration = HTTPClient.Configuration(tlsConfiguration: tls)
-        configuration.httpVersion = .http1Only
+        configuration.httpVersion = http2 ? .automatic : .http1Only
         configuration.decompression = .disabled
         configuration.connectionPool = .init(
             idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connections)
@@ -37,6 +42,19 @@ final class AHCBenchClient: BenchClient {
                 }
             }
         }
+        let counter = http2 ? ConnectionCounter() : nil
+        if let counter {
+            guard leafPins.isEmpty else { throw BenchFailure("ahc-leafpin does not run the h2-* workloads") }
+            configuration.http1_1ConnectionDebugInitializer = { channel in
+                counter.increment()
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            configuration.http2ConnectionDebugInitializer = { channel in
+                counter.increment()
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+        }
+        self.counter = counter
         self.client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: configuration)
         self.baseURL = baseURL
     }
@@ -52,6 +70,8 @@ final class AHCBenchClient: BenchClient {
     }
 
     func shutdown() async throws { try await client.shutdown() }
+
+    var connectionsOpened: Int? { counter?.value }
 }
 
 /// SHA-256 by the system libcrypto.

@@ -13,6 +13,12 @@ protocol BenchClient: Sendable {
     func get(_ path: String, closeConnection: Bool) async throws -> Int
     /// Releases the client's connections and threads.
     func shutdown() async throws
+    /// TLS connections opened so far (one handshake each), where the client counts them; nil otherwise.
+    var connectionsOpened: Int? { get }
+}
+
+extension BenchClient {
+    var connectionsOpened: Int? { nil }
 }
 
 /// A benchmark run that cannot go ahead, with the reason to print.

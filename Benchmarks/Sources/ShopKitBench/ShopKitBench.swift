@@ -81,6 +81,7 @@ struct Run: AsyncParsableCommand {
                 return
             }
             var measured = try await WorkloadRunner(workload: workload, requests: count).run(benchClient)
+            measured.connectionsOpened = benchClient.connectionsOpened
             try await benchClient.shutdown()
             measured.client = result.client
             measured.round = round
@@ -114,8 +115,12 @@ struct Run: AsyncParsableCommand {
                 throw BenchFailure("AsyncHTTPClient does not resume TLS sessions; resume-* is ShopKit's workload")
             }
             let leafPins = client == .ahcLeafPin ? try pins.map(Self.digest) : []
-            return try AHCBenchClient(baseURL: url, rootPEMPath: root, connections: connections, leafPins: leafPins)
+            return try AHCBenchClient(
+                baseURL: url, rootPEMPath: root, connections: connections, leafPins: leafPins,
+                http2: workload.usesHTTP2Server)
         case .urlsession:
+            // The h2-* rows compare the two clients that pick HTTP/2 in ALPN and multiplex on one connection.
+            guard !workload.usesHTTP2Server else { return nil }
             return URLSessionBenchClient(baseURL: url, connections: connections)
         case .shopkitPinned, .shopkitUnpinned:
             let rootPEM = try String(contentsOfFile: root, encoding: .utf8)

@@ -23,18 +23,24 @@ enum ShopKitVariant: String, Sendable {
 }
 
 /// The transport configuration for one variant and workload.
+///
+/// `httpVersion` nil keeps the transport's default (`.automatic`: h2 and http/1.1 offered in ALPN; the plain
+/// benchmark servers choose http/1.1). `counter` gets a debug logger that counts new connections.
 func makeShopKitTransport(
-    variant: ShopKitVariant, rootPEM: String, pins: [String], connections: Int, resumption: Bool
+    variant: ShopKitVariant, rootPEM: String, pins: [String], connections: Int, resumption: Bool,
+    httpVersion: HTTPSTransport.HTTPVersionPolicy? = nil, counter: ConnectionCounter? = nil
 ) throws -> HTTPSTransport {
     var pinning = PinningPolicy()
     if variant == .pinned {
         let parsed = try pins.map { try SPKIPin($0) }
         pinning = PinningPolicy(pinSets: [try PinSet(hostPattern: try HostPattern("127.0.0.1"), pins: parsed)])
     }
-    let tls = ShopKitTLS.TLSClientConfiguration(
+    var tls = ShopKitTLS.TLSClientConfiguration(
         trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning, sessionResumption: resumption)
-    let configuration = HTTPSTransport.Configuration(
+    if let counter { tls.logger = counter.shopKitLogger() }
+    var configuration = HTTPSTransport.Configuration(
         tls: tls, pool: HTTPSTransport.Pool(maxConnectionsPerHost: max(1, connections)))
+    if let httpVersion { configuration.httpVersion = httpVersion }
     return try HTTPSTransport(configuration: configuration)
 }
 
@@ -43,12 +49,16 @@ final class ShopKitBenchClient: BenchClient {
     private let transport: HTTPSTransport
     private let baseURL: URL
     private let decodeJSON: Bool
+    private let counter: ConnectionCounter?
 
-    init(transport: HTTPSTransport, baseURL: URL, decodeJSON: Bool = false) {
+    init(transport: HTTPSTransport, baseURL: URL, decodeJSON: Bool = false, counter: ConnectionCounter? = nil) {
         self.transport = transport
         self.baseURL = baseURL
         self.decodeJSON = decodeJSON
+        self.counter = counter
     }
+
+    var connectionsOpened: Int? { counter?.value }
 
     func get(_ path: String, closeConnection: Bool) async throws -> Int {
         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
@@ -79,16 +89,19 @@ func makeShopKitClient(
     let resumption = workload == .resumeECDSA || workload == .resumeRSA
     // Keep-alive workloads reuse connections, so resumption does not matter there; the new-connection ones
     // must do a full handshake each time.
+    // The h2-* workloads: the default protocol choice (h2 when the server picks it), each new connection counted.
+    let counter = workload.usesHTTP2Server ? ConnectionCounter() : nil
     let transport = try makeShopKitTransport(
         variant: variant, rootPEM: rootPEM, pins: pins, connections: workload.connections,
-        resumption: resumption || !workload.newConnectionPerRequest)
+        resumption: resumption || !workload.newConnectionPerRequest,
+        httpVersion: workload.usesHTTP2Server ? .automatic : nil, counter: counter)
     switch workload {
     case .apiStack:
         return ShopKitAPIBenchClient(transport: transport, baseURL: baseURL)
     case .apiBare:
         return ShopKitBenchClient(transport: transport, baseURL: baseURL, decodeJSON: true)
     default:
-        return ShopKitBenchClient(transport: transport, baseURL: baseURL)
+        return ShopKitBenchClient(transport: transport, baseURL: baseURL, counter: counter)
     }
 }
 

@@ -23,6 +23,10 @@ public struct BenchResult: Codable, Sendable {
     /// VmRSS after warm-up and after the measured requests (soak), in KiB.
     public var rssBeforeKiB: Int?
     public var rssAfterKiB: Int?
+    /// TLS connections the client opened in the process (warm-up included): one handshake each. Set by the
+    /// clients that can count them (ShopKit through its debug log, AsyncHTTPClient through its connection
+    /// debug initializers) on the HTTP/2 workloads.
+    public var connectionsOpened: Int?
 
     enum CodingKeys: String, CodingKey {
         case client, workload, round, status, note, requests, seconds
@@ -33,6 +37,7 @@ public struct BenchResult: Codable, Sendable {
         case peakRSSKiB = "peak_rss_kib"
         case rssBeforeKiB = "rss_before_kib"
         case rssAfterKiB = "rss_after_kib"
+        case connectionsOpened = "connections_opened"
     }
 
     public init(client: String, workload: String, round: Int = 0) {
@@ -58,6 +63,7 @@ public struct BenchResult: Codable, Sendable {
         peakRSSKiB = try c.decodeIfPresent(Int.self, forKey: .peakRSSKiB)
         rssBeforeKiB = try c.decodeIfPresent(Int.self, forKey: .rssBeforeKiB)
         rssAfterKiB = try c.decodeIfPresent(Int.self, forKey: .rssAfterKiB)
+        connectionsOpened = try c.decodeIfPresent(Int.self, forKey: .connectionsOpened)
     }
 
     /// The result as one JSON line (sorted keys, so lines diff cleanly).

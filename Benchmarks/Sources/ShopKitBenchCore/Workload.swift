@@ -22,18 +22,26 @@ public enum Workload: String, CaseIterable, Sendable {
     case apiBare = "api-bare"
     /// Keep-alive GETs of the 64-byte body on one connection; RSS after warm-up and after the requests.
     case soak = "soak"
+    /// Against the HTTP/2 server: GET of the 64-byte body, 32 concurrent requests (32 workers) that a client
+    /// speaking h2 carries as streams of one connection (one TLS handshake).
+    case h2Keepalive32 = "h2-keepalive-32"
+    /// Against the HTTP/2 server: GET of the 1 MiB body, one request at a time.
+    case h2Body1MiB = "h2-body-1mib"
 
     /// The path served by the benchmark nginx.
     public var path: String {
         switch self {
-        case .body1MiB: return "/1mib"
+        case .body1MiB, .h2Body1MiB: return "/1mib"
         case .apiStack, .apiBare: return "/json"
         default: return "/64b"
         }
     }
 
-    /// Concurrent workers, each with its own connection.
-    public var connections: Int { self == .keepalive32 ? 32 : 1 }
+    /// Concurrent workers; over HTTP/1.1 each needs its own connection, over HTTP/2 they share one.
+    public var connections: Int { self == .keepalive32 || self == .h2Keepalive32 ? 32 : 1 }
+
+    /// Whether the workload runs against the server that offers `h2` in ALPN (scripts/bench's third server).
+    public var usesHTTP2Server: Bool { self == .h2Keepalive32 || self == .h2Body1MiB }
 
     /// Whether every request carries `Connection: close`.
     public var newConnectionPerRequest: Bool {
@@ -47,9 +55,9 @@ public enum Workload: String, CaseIterable, Sendable {
     public var defaultRequests: Int {
         switch self {
         case .keepalive1: return 20_000
-        case .keepalive32: return 40_000
+        case .keepalive32, .h2Keepalive32: return 40_000
         case .newconnECDSA, .newconnRSA, .resumeECDSA, .resumeRSA: return 2_000
-        case .body1MiB: return 2_000
+        case .body1MiB, .h2Body1MiB: return 2_000
         case .apiStack, .apiBare: return 20_000
         case .soak: return 100_000
         }

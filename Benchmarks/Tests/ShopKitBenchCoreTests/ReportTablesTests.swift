@@ -94,6 +94,28 @@ struct ReportTablesTests {
         #expect(markdown.contains("| 1 MiB: ≥ 1× AHC | not measured in this run | |"))
     }
 
+    @Test func http2RowsShowHandshakesAndBothRatios() {
+        var shopkit = result("shopkit-pinned", "h2-keepalive-32", rate: 3000)
+        shopkit.connectionsOpened = 1
+        var ahc = result("ahc", "h2-keepalive-32", rate: 2000)
+        ahc.connectionsOpened = 2
+        let markdown = ReportTables(results: [
+            shopkit, ahc, result("shopkit-pinned", "keepalive-32", rate: 2000),
+        ]).markdown()
+        #expect(markdown.contains("| h2-keepalive-32 | shopkit-pinned | 3000 | 3000–3000 (n=1) | 1 | 1.50 | 1.50 |"))
+        #expect(markdown.contains("| h2-keepalive-32 | ahc | 2000 | 2000–2000 (n=1) | 2 | 1.00 |  |"))
+        #expect(markdown.contains("AHC over h2, with one TLS handshake | 1.50×, 1 handshake(s) | yes |"))
+        // Two handshakes miss the target whatever the rate.
+        shopkit.connectionsOpened = 2
+        let twice = ReportTables(results: [shopkit, ahc]).markdown()
+        #expect(twice.contains("AHC over h2, with one TLS handshake | 1.50×, 2 handshake(s) | **no** |"))
+    }
+
+    @Test func noHTTP2SectionWithoutHTTP2Rows() {
+        let markdown = ReportTables(results: [result("ahc", "keepalive-1", rate: 1000)]).markdown()
+        #expect(!markdown.contains("### HTTP/2"))
+    }
+
     @Test func procStatusReadsThisProcess() throws {
         // The current size first: the peak only grows, so a peak read afterwards is at least that size even if
         // another thread allocated in between.
