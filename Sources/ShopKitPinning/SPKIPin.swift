@@ -16,16 +16,15 @@ public struct SPKIPin: Hashable, Sendable, Codable, CustomStringConvertible {
     }
 
     /// Parses `sha256/BASE64` (or curl's `sha256//BASE64`).
+    ///
+    /// A digest whose base64 starts with `/` makes OkHttp's form begin with `sha256//` too; the two are told
+    /// apart by length (a SHA-256 digest is always 44 base64 characters), so both forms of every pin parse.
     public init(_ text: String) throws(PinParseError) {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let body: Substring
-        if trimmed.hasPrefix("sha256//") {
-            body = trimmed.dropFirst("sha256//".count)
-        } else if trimmed.hasPrefix("sha256/") {
-            body = trimmed.dropFirst("sha256/".count)
-        } else {
-            throw .wrongPrefix(Self.redactedPreview(trimmed))
-        }
+        guard trimmed.hasPrefix("sha256/") else { throw .wrongPrefix(Self.redactedPreview(trimmed)) }
+        var body = trimmed.dropFirst("sha256/".count)
+        // curl's form: one more slash, unless that slash is the digest's own first character.
+        if body.hasPrefix("/") && body.count != 44 { body = body.dropFirst() }
         guard let data = Data(base64Encoded: String(body)) else { throw .badBase64 }
         try self.init(sha256: data)
     }

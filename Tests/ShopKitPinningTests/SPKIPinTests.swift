@@ -66,3 +66,15 @@ import Testing
         #expect(try JSONDecoder().decode([SPKIPin].self, from: json) == [pin])
     }
 }
+
+/// A digest whose base64 starts with `/`: OkHttp's form then starts with `sha256//`, like curl's form.
+@Suite struct SPKIPinSlashTests {
+    @Test func aDigestWhoseBase64StartsWithASlashParsesInBothForms() throws {
+        // 0xFC… encodes to base64 starting with "/".
+        let digest = [UInt8](repeating: 0xFC, count: 32)
+        let pin = try SPKIPin(sha256: digest)
+        #expect(pin.description.hasPrefix("sha256//"))
+        #expect(try SPKIPin(pin.description) == pin)
+        #expect(try SPKIPin("sha256/" + pin.description.dropFirst("sha256".count)) == pin)  // curl's form
+    }
+}
