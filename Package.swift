@@ -133,6 +133,7 @@ let package = Package(
             name: "ShopKitDemoSupport",
             dependencies: [
                 "ShopKitTLS", "ShopKitInspector", "ShopKitPinning",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -31,16 +32,25 @@ package final class LoopbackTLSServer: Sendable {
     /// The server's TLS context (its `statistics` count handshakes).
     package let tlsContext: TLSServerContext
     private let channel: any Channel
+    private let accepted: NIOLockedValueBox<[EventLoopFuture<Void>]>
 
     /// Full handshakes served so far.
     package var fullHandshakes: Int { tlsContext.statistics.fullHandshakes }
     /// Resumed handshakes served so far.
     package var resumptions: Int { tlsContext.statistics.resumptions }
 
-    private init(port: Int, tlsContext: TLSServerContext, channel: any Channel) {
+    private init(port: Int, tlsContext: TLSServerContext, channel: any Channel, accepted: NIOLockedValueBox<[EventLoopFuture<Void>]>) {
         self.port = port
         self.tlsContext = tlsContext
         self.channel = channel
+        self.accepted = accepted
+    }
+
+    /// Returns once every connection accepted so far has closed, so the counters include everything those
+    /// connections did. A client that gives up after its handshake (a refused pin) may return before the server
+    /// has read its last flight; waiting here makes the server's count final without a sleep.
+    package func connectionsClosed() async {
+        for closed in accepted.withLockedValue({ $0 }) { try? await closed.get() }
     }
 
     /// Starts a server presenting `certificateChainPEM` (sent exactly in that order) with `privateKeyPEM`.
@@ -73,10 +83,12 @@ package final class LoopbackTLSServer: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         responder: @escaping Responder = { _, _ in Response(body: Array("hello".utf8)) }
     ) async throws -> LoopbackTLSServer {
+        let accepted = NIOLockedValueBox<[EventLoopFuture<Void>]>([])
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                accepted.withLockedValue { $0.append(channel.closeFuture) }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(LoopbackResponder(responder: responder))
@@ -84,7 +96,7 @@ package final class LoopbackTLSServer: Sendable {
             }
             .bind(host: host, port: 0).get()
         guard let port = channel.localAddress?.port else { throw TLSContextError(message: "server has no port") }
-        return LoopbackTLSServer(port: port, tlsContext: tlsContext, channel: channel)
+        return LoopbackTLSServer(port: port, tlsContext: tlsContext, channel: channel, accepted: accepted)
     }
 
     /// Stops listening (open connections are closed by their peers or when the loop shuts down).

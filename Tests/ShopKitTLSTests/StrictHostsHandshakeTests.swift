@@ -36,6 +36,7 @@ import Testing
             #expect(error.description.contains("localhots"))
             #expect(!error.isRetryable)
         }
+        await server.connectionsClosed()
         #expect(server.fullHandshakes == 1)
         #expect(requests.withLockedValue { $0 } == 0)
     }
