@@ -32,6 +32,8 @@ struct ConnectionFactory: Sendable {
     let handshakeTimeout: TimeAmount
     /// Which HTTP versions may be used.
     let httpVersion: HTTPSTransport.HTTPVersionPolicy
+    /// PINGs on silent HTTP/2 connections, or `nil` for none.
+    var http2Keepalive: HTTP2Connection.Keepalive?
     /// Lowercased URL host → address to connect to (``HTTPSTransport/Configuration/connectAddresses``).
     var connectAddresses: [String: String] = [:]
     /// The security of an `https://` proxy's own connection (its trust, no pins), when one is configured.
@@ -70,13 +72,14 @@ struct ConnectionFactory: Sendable {
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
         let httpVersion = self.httpVersion
+        let keepalive = self.http2Keepalive
         let logger = self.logger
         return opened.flatMap { channel in
             security.addHandlers(
                 to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
             ).hop(to: channel.eventLoop).flatMap { alpn -> EventLoopFuture<PooledConnection> in
                 if alpn == "h2" && httpVersion != .http1Only {
-                    return HTTP2Connection.start(on: channel, logger: logger, events: events).map { .http2($0) }
+                    return HTTP2Connection.start(on: channel, keepalive: keepalive, logger: logger, events: events).map { .http2($0) }
                 }
                 if httpVersion == .http2Only {
                     return channel.eventLoop.makeFailedFuture(HTTPSTransportError.http2NotNegotiated(alpn: alpn))

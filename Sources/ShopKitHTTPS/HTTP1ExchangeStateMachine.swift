@@ -303,9 +303,9 @@ package struct HTTP1ExchangeStateMachine {
         fail(failure)
     }
 
-    /// The channel closed.
-    mutating func channelInactive() -> Actions {
-        var actions = fail(.transport(.connectionClosed))
+    /// The channel closed; a running exchange fails with `reason`.
+    mutating func channelInactive(_ reason: HTTPSTransportError = .connectionClosed) -> Actions {
+        var actions = fail(.transport(reason))
         actions.close = false
         return actions
     }

@@ -20,6 +20,12 @@ final class HTTP2Connection: Sendable {
         var goAway: @Sendable () -> Void = {}
     }
 
+    /// When to PING a silent connection, and how long to wait for the acknowledgement.
+    struct Keepalive: Sendable, Hashable {
+        var interval: TimeAmount
+        var timeout: TimeAmount
+    }
+
     /// The most concurrent streams used when the server sets no limit.
     static let defaultStreamCapacity = 1_000
 
@@ -27,14 +33,20 @@ final class HTTP2Connection: Sendable {
     private let logger: Logger
     private let multiplexer: NIOLoopBound<HTTP2StreamMultiplexer>
     private let state: NIOLockedValueBox<(capacity: Int, goingAway: Bool, lastStreamID: HTTP2StreamID?)>
+    /// Why the connection closed, when its streams should hear more than "closed" (a missed PING).
+    private let closeReason: NIOLoopBoundBox<HTTPSTransportError?>
 
     /// The server's current concurrent-stream limit.
     var streamCapacity: Int { state.withLockedValue { $0.capacity } }
     /// Whether new streams may be opened (the channel is up and no GOAWAY arrived).
     var isAcceptingStreams: Bool { channel.isActive && !state.withLockedValue { $0.goingAway } }
 
-    private init(channel: any Channel, multiplexer: HTTP2StreamMultiplexer, capacity: Int, logger: Logger) {
+    private init(
+        channel: any Channel, multiplexer: HTTP2StreamMultiplexer, capacity: Int,
+        closeReason: NIOLoopBoundBox<HTTPSTransportError?>, logger: Logger
+    ) {
         self.channel = channel
+        self.closeReason = closeReason
         self.logger = logger
         self.multiplexer = NIOLoopBound(multiplexer, eventLoop: channel.eventLoop)
         self.state = NIOLockedValueBox((capacity, false, nil))
@@ -43,14 +55,16 @@ final class HTTP2Connection: Sendable {
     /// Sets up HTTP/2 on a verified channel (on its event loop) and succeeds once the server's first SETTINGS
     /// frame arrived, so the stream capacity is known. `events` is set once the pool knows the connection.
     static func start(
-        on channel: any Channel, logger: Logger, events: @escaping @Sendable () -> Events
+        on channel: any Channel, keepalive: Keepalive?, logger: Logger, events: @escaping @Sendable () -> Events
     ) -> EventLoopFuture<HTTP2Connection> {
         let loop = channel.eventLoop
         let ready = loop.makePromise(of: HTTP2Connection.self)
         do {
             let sync = channel.pipeline.syncOperations
-            let multiplexer = HTTP2StreamMultiplexer(mode: .client, channel: channel, inboundStreamInitializer: nil)
+            let multiplexer = HTTP2StreamMultiplexer(
+                mode: .client, channel: channel, targetWindowSize: Int(streamWindowSize), inboundStreamInitializer: nil)
             let box = NIOLoopBoundBox<HTTP2Connection?>(nil, eventLoop: loop)
+            let closeReason = NIOLoopBoundBox<HTTPSTransportError?>(nil, eventLoop: loop)
             let observer = HTTP2ConnectionObserver(
                 settings: { maxStreams in
                     let capacity = maxStreams.map { min($0, defaultStreamCapacity) } ?? defaultStreamCapacity
@@ -58,7 +72,9 @@ final class HTTP2Connection: Sendable {
                         connection.state.withLockedValue { $0.capacity = capacity }
                         events().capacityChanged(capacity)
                     } else {
-                        let connection = HTTP2Connection(channel: channel, multiplexer: multiplexer, capacity: capacity, logger: logger)
+                        let connection = HTTP2Connection(
+                            channel: channel, multiplexer: multiplexer, capacity: capacity, closeReason: closeReason,
+                            logger: logger)
                         box.value = connection
                         ready.succeed(connection)
                     }
@@ -72,6 +88,12 @@ final class HTTP2Connection: Sendable {
                     events().goAway()
                 })
             try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: Self.initialSettings))
+            if let keepalive {
+                try sync.addHandler(
+                    HTTP2KeepaliveHandler(interval: keepalive.interval, timeout: keepalive.timeout, logger: logger) {
+                        closeReason.value = $0
+                    })
+            }
             try sync.addHandler(observer)
             try sync.addHandler(multiplexer)
         } catch {
@@ -82,26 +104,39 @@ final class HTTP2Connection: Sendable {
         return ready.futureResult
     }
 
-    /// What the client announces: no server push, a 64 KiB stream window, and a bound on the response header
-    /// list (a larger header block is a protocol error for that stream's connection, never unbounded memory).
+    /// How many response body bytes the server may send on one stream ahead of the reader: 1 MiB. The
+    /// multiplexer tops the window up when half of it was read, so a reader that keeps up never stalls the
+    /// server (with HTTP/2's default 64 KiB, a 1 MiB body waited for 16 WINDOW_UPDATE round trips), and one that
+    /// stops reading holds at most this much for its stream. The connection window is topped up as frames arrive
+    /// (the same target), so a slow stream never blocks the others.
+    static let streamWindowSize = 1 << 20
+
+    /// What the client announces: no server push, the stream window, and a bound on the response header list
+    /// (a larger header block is a protocol error for that stream's connection, never unbounded memory).
     static let initialSettings: HTTP2Settings = [
         HTTP2Setting(parameter: .enablePush, value: 0),
-        HTTP2Setting(parameter: .initialWindowSize, value: 65_535),
+        HTTP2Setting(parameter: .initialWindowSize, value: streamWindowSize),
         HTTP2Setting(parameter: .maxHeaderListSize, value: 64 * 1024),
     ]
 
     /// Opens a stream for one exchange: a stream channel whose pipeline speaks HTTP/1-style parts, with an
     /// exchange handler of its own.
     func openStream() -> EventLoopFuture<HTTPClientConnection> {
+        channel.eventLoop.flatSubmit { self.openStreamOnLoop() }
+    }
+
+    /// ``openStream()`` on the event loop.
+    private func openStreamOnLoop() -> EventLoopFuture<HTTPClientConnection> {
         let loop = channel.eventLoop
         let multiplexer = self.multiplexer
         let logger = self.logger
-        return loop.flatSubmit {
+        let closeReason = self.closeReason
+        do {
             let stream = loop.makePromise(of: (any Channel).self)
             let handler = NIOLoopBoundBox<HTTPClientConnectionHandler?>(nil, eventLoop: loop)
             multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
                 streamChannel.eventLoop.makeCompletedFuture {
-                    let exchange = HTTPClientConnectionHandler(logger: logger)
+                    let exchange = HTTPClientConnectionHandler(logger: logger) { closeReason.value }
                     let sync = streamChannel.pipeline.syncOperations
                     try sync.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                     try sync.addHandler(InboundByteObserver { exchange.noteBytesRead() })
@@ -115,6 +150,68 @@ final class HTTP2Connection: Sendable {
             }.flatMapErrorThrowing { error in
                 throw error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed
             }
+        }
+    }
+
+    /// Opens a stream and sends a bodiless request on it in one trip to the event loop (the common case: a GET),
+    /// then waits for the response head. `release` runs exactly once, as for
+    /// ``HTTPClientConnection/execute(head:body:limits:release:)``; when no stream could be opened it runs
+    /// at once, with `false`.
+    ///
+    /// - Throws: ``ExchangeFailure`` for transport failures (``ExchangeFailure/refusedByServer`` set when the
+    ///   server's GOAWAY said it never processed the stream); `CancellationError` when the task is cancelled.
+    func sendBodiless(
+        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
+    ) async throws -> (HTTPClientConnection, HTTPClientConnection.Exchange) {
+        let loop = channel.eventLoop
+        // What cancellation needs, set on the loop once the exchange started; `cancelled` stops one that has not.
+        let started = NIOLockedValueBox<(connection: HTTPClientConnection?, id: HTTPClientConnection.ExchangeID?, cancelled: Bool)>(
+            (nil, nil, false))
+        do {
+            return try await withTaskCancellationHandler {
+                let (connection, exchange) = try await withCheckedThrowingContinuation {
+                    (waiting: CheckedContinuation<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) in
+                    loop.execute {
+                        self.openStreamOnLoop().whenComplete { opened in
+                            let connection: HTTPClientConnection
+                            switch opened {
+                            case .failure(let error):
+                                release(false)
+                                waiting.resume(throwing: ExchangeFailure(error: error, noResponseBytes: true))
+                                return
+                            case .success(let stream):
+                                connection = stream
+                            }
+                            let pending = connection.prepare(head: head, limits: limits, release: release)
+                            let cancelled = started.withLockedValue {
+                                $0.connection = connection
+                                $0.id = pending.exchange.id
+                                return $0.cancelled
+                            }
+                            connection.beginBodiless(pending)
+                            if cancelled { connection.cancelOnLoop(pending.exchange.id) }
+                            pending.exchange.head.futureResult.whenComplete { result in
+                                waiting.resume(
+                                    with: result.map { (connection, .init(id: pending.exchange.id, head: $0, body: pending.exchange.body)) })
+                            }
+                        }
+                    }
+                }
+                if Task.isCancelled {
+                    connection.cancel(exchange.id)
+                    throw CancellationError()
+                }
+                return (connection, exchange)
+            } onCancel: {
+                let (connection, id) = started.withLockedValue {
+                    $0.cancelled = true
+                    return ($0.connection, $0.id)
+                }
+                if let connection, let id { connection.cancel(id) }
+            }
+        } catch let failure as ExchangeFailure {
+            guard failure.noResponseBytes, let connection = started.withLockedValue({ $0.connection }) else { throw failure }
+            throw ExchangeFailure(error: failure.error, noResponseBytes: true, refusedByServer: await refused(connection.channel))
         }
     }
 

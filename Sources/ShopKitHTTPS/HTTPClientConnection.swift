@@ -57,35 +57,17 @@ final class HTTPClientConnection: Sendable {
         release: @escaping @Sendable (Bool) -> Void
     ) async throws -> Exchange {
         let loop = channel.eventLoop
-        let stream = BodyStream()
         let handler = self.handler
-        let id = ExchangeID(raw: lastExchange.withLockedValue { $0 += 1; return $0 })
-        stream.onDemand = { loop.execute { handler.value.resumeReading() } }
-        let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let written = loop.makePromise(of: Void.self)
-        let exchange = ExchangeContext(
-            id: id, limits: limits,
-            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
-                $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
-            },
-            isHead: head.method == .HEAD, head: headPromise, body: stream, release: release)
+        let pending = prepare(head: head, limits: limits, release: release)
+        let id = pending.exchange.id
+        let stream = pending.exchange.body
+        let headPromise = pending.exchange.head
+        let written = pending.written
         let channel = self.channel
-        /// Runs on the loop: starts the exchange, reports the request's end to it, writes the head.
-        @Sendable func start() {
-            handler.value.start(exchange)
-            written.futureResult.whenComplete { result in
-                switch result {
-                case .success: handler.value.requestSent(id)
-                case .failure: handler.value.requestFailed(id)
-                }
-            }
-            channel.write(HTTPClientRequestPart.head(head), promise: nil)
-        }
-
         return try await withTaskCancellationHandler {
             let responseHead: HTTPResponseHead
             if let body {
-                loop.execute { start() }
+                loop.execute { self.begin(pending) }
                 switch await Self.writeBody(body, to: channel, end: written, racing: headPromise.futureResult, stream: stream) {
                 case .written:
                     break
@@ -109,8 +91,7 @@ final class HTTPClientConnection: Sendable {
                 responseHead = try await withCheckedThrowingContinuation { waiting in
                     loop.execute {
                         headPromise.futureResult.whenComplete { waiting.resume(with: $0) }
-                        start()
-                        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
+                        self.beginBodiless(pending)
                     }
                 }
             }
@@ -122,6 +103,56 @@ final class HTTPClientConnection: Sendable {
         } onCancel: {
             loop.execute { handler.value.cancel(id) }
         }
+    }
+
+    /// One exchange made ready to start: its context (id, promises, body stream) and the request head.
+    struct Pending: Sendable {
+        let exchange: ExchangeContext
+        let requestHead: HTTPRequestHead
+        /// Completes when the request's end is written (fails when writing it does).
+        let written: EventLoopPromise<Void>
+    }
+
+    /// Makes the next exchange ready, on any thread: a new id, the head promise and the body stream.
+    func prepare(
+        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
+    ) -> Pending {
+        let loop = channel.eventLoop
+        let handler = self.handler
+        let stream = BodyStream()
+        stream.onDemand = { loop.execute { handler.value.resumeReading() } }
+        let exchange = ExchangeContext(
+            id: ExchangeID(raw: lastExchange.withLockedValue { $0 += 1; return $0 }), limits: limits,
+            requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
+                $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
+            },
+            isHead: head.method == .HEAD, head: loop.makePromise(), body: stream, release: release)
+        return Pending(exchange: exchange, requestHead: head, written: loop.makePromise())
+    }
+
+    /// On the event loop: starts the exchange, reports the request's end to it, writes the head.
+    func begin(_ pending: Pending) {
+        let handler = self.handler
+        let id = pending.exchange.id
+        handler.value.start(pending.exchange)
+        pending.written.futureResult.whenComplete { result in
+            switch result {
+            case .success: handler.value.requestSent(id)
+            case .failure: handler.value.requestFailed(id)
+            }
+        }
+        channel.write(HTTPClientRequestPart.head(pending.requestHead), promise: nil)
+    }
+
+    /// On the event loop: starts a bodiless exchange and writes and flushes the whole request at once.
+    func beginBodiless(_ pending: Pending) {
+        begin(pending)
+        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: pending.written)
+    }
+
+    /// On the event loop: abandons exchange `id`, if it is still running.
+    func cancelOnLoop(_ id: ExchangeID) {
+        handler.value.cancel(id)
     }
 
     /// Abandons exchange `id`, if it is still running: the connection is closed.

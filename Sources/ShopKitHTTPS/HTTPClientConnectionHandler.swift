@@ -80,9 +80,16 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
 
+    /// Why the connection under this handler closed, when it knows better than "closed" (an HTTP/2 stream
+    /// whose connection missed its PING acknowledgement); read on the event loop when the channel goes inactive.
+    private let closeReason: () -> HTTPSTransportError?
+
     /// A handler with no exchange yet; `logger` gets what it drops (trailers).
-    package init(logger: Logger = TLSClientConfiguration.disabledLogger) {
+    package init(
+        logger: Logger = TLSClientConfiguration.disabledLogger, closeReason: @escaping () -> HTTPSTransportError? = { nil }
+    ) {
         self.logger = logger
+        self.closeReason = closeReason
     }
 
     package func handlerAdded(context: ChannelHandlerContext) { self.context = context }
@@ -169,7 +176,7 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
-        perform(machine.channelInactive())
+        perform(machine.channelInactive(closeReason() ?? .connectionClosed))
         context.fireChannelInactive()
     }
 

@@ -72,16 +72,25 @@ public struct HTTPSTransport: ClientTransport {
         /// The whole request, from `send` until the last body byte, including waiting for a pooled
         /// connection (default 60 s).
         public var request: Duration
+        /// How long an HTTP/2 connection may be silent (no frame from the server, idle in the pool or not) before
+        /// the transport sends a PING to check that the server is still there (default 30 s); `nil` sends none.
+        public var http2PingInterval: Duration?
+        /// How long the server has to acknowledge that PING (default 10 s). If it does not, the connection is
+        /// closed and its streams fail with ``HTTPSTransportError/Timeout/ping``.
+        public var http2PingTimeout: Duration
 
         /// Timeouts with the given values.
         public init(
             connect: Duration = .seconds(10), handshake: Duration = .seconds(10), idleRead: Duration = .seconds(30),
-            request: Duration = .seconds(60)
+            request: Duration = .seconds(60), http2PingInterval: Duration? = .seconds(30),
+            http2PingTimeout: Duration = .seconds(10)
         ) {
             self.connect = connect
             self.handshake = handshake
             self.idleRead = idleRead
             self.request = request
+            self.http2PingInterval = http2PingInterval
+            self.http2PingTimeout = http2PingTimeout
         }
     }
 
@@ -159,6 +168,9 @@ public struct HTTPSTransport: ClientTransport {
         let factory = ConnectionFactory(
             group: group, security: security, connectTimeout: TimeAmount(configuration.timeouts.connect),
             handshakeTimeout: TimeAmount(configuration.timeouts.handshake), httpVersion: configuration.httpVersion,
+            http2Keepalive: configuration.timeouts.http2PingInterval.map {
+                .init(interval: TimeAmount($0), timeout: TimeAmount(configuration.timeouts.http2PingTimeout))
+            },
             connectAddresses: Dictionary(
                 configuration.connectAddresses.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last }),
             proxySecurity: proxySecurity, logger: configuration.tls.logger)
@@ -231,26 +243,29 @@ public struct HTTPSTransport: ClientTransport {
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
             maxBodySize: configuration.maxResponseBodySize)
         let pool = self.pool
+        let release: @Sendable (Bool) -> Void = { pool.release(lease, reusable: $0) }
         let connection: HTTPClientConnection
+        let exchange: HTTPClientConnection.Exchange
         switch lease.connection {
         case .http1(let http1):
             connection = http1
+            exchange = try await connection.execute(head: head, body: body, limits: limits, release: release)
+        case .http2(let http2) where body == nil:
+            // The common case: the stream is opened and the request sent in one trip to the event loop.
+            (connection, exchange) = try await http2.sendBodiless(head: head, limits: limits, release: release)
         case .http2(let http2):
             do {
                 connection = try await http2.openStream().get()
             } catch {
-                pool.release(lease, reusable: false)
+                release(false)
                 throw ExchangeFailure(error: error, noResponseBytes: true)
             }
-        }
-        let exchange: HTTPClientConnection.Exchange
-        do {
-            exchange = try await connection.execute(
-                head: head, body: body, limits: limits, release: { pool.release(lease, reusable: $0) })
-        } catch let failure as ExchangeFailure {
-            guard case .http2(let http2) = lease.connection, failure.noResponseBytes else { throw failure }
-            throw ExchangeFailure(
-                error: failure.error, noResponseBytes: true, refusedByServer: await http2.refused(connection.channel))
+            do {
+                exchange = try await connection.execute(head: head, body: body, limits: limits, release: release)
+            } catch let failure as ExchangeFailure where failure.noResponseBytes {
+                throw ExchangeFailure(
+                    error: failure.error, noResponseBytes: true, refusedByServer: await http2.refused(connection.channel))
+            }
         }
         let response: HTTPResponse
         do {

@@ -48,6 +48,9 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
         case idleRead
         /// The whole request, waiting for a pooled connection included.
         case request
+        /// The server did not acknowledge an HTTP/2 PING in time (``HTTPSTransport/Timeouts/http2PingTimeout``):
+        /// the connection was dead and is closed.
+        case ping
     }
 
     public var description: String {

@@ -44,6 +44,8 @@ package final class LoopbackHTTP2Server: Sendable {
         package var openStreams = 0
         package var maxOpenStreams = 0
         package var held = 0
+        /// PINGs received (not acknowledgements).
+        package var pings = 0
     }
 
     fileprivate struct Held {
@@ -56,7 +58,10 @@ package final class LoopbackHTTP2Server: Sendable {
         var counts = Counts()
         var held: [Held] = []
         var heldWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
+        var pingWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
         var connections: [any Channel] = []
+        /// Inbound bytes are dropped unread, as from a peer that vanished (so no PING is acknowledged).
+        var silent = false
     }
 
     /// The bound port.
@@ -107,6 +112,7 @@ package final class LoopbackHTTP2Server: Sendable {
                 }
                 return connection.eventLoop.makeCompletedFuture {
                     try connection.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
+                    try connection.pipeline.syncOperations.addHandler(Silencer(state: state))
                 }.flatMap {
                     connection.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
                         stream.eventLoop.makeCompletedFuture {
@@ -117,7 +123,9 @@ package final class LoopbackHTTP2Server: Sendable {
                             try sync.addHandler(
                                 StreamResponder(state: state, connection: connection, resetter: resetter, script: script))
                         }
-                    }.map { _ in }
+                    }.flatMapThrowing { multiplexer in
+                        try connection.pipeline.syncOperations.addHandler(PingCounter(state: state), position: .before(multiplexer))
+                    }
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -135,6 +143,29 @@ package final class LoopbackHTTP2Server: Sendable {
             }
             if ready { continuation.resume() }
         }
+    }
+
+    /// Returns once the server received at least `count` PINGs.
+    package func waitUntilPinged(_ count: Int) async {
+        await withCheckedContinuation { continuation in
+            let ready: Bool = state.withLockedValue { state in
+                if state.counts.pings >= count { return true }
+                state.pingWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    /// From now on every connection drops what it receives, unread and unanswered, as a peer that vanished
+    /// (behind a NAT that forgot the connection) would; the sockets stay open.
+    package func goSilent() {
+        state.withLockedValue { $0.silent = true }
+    }
+
+    /// Ends ``goSilent()``: connections read again (what arrived meanwhile stays dropped).
+    package func speakAgain() {
+        state.withLockedValue { $0.silent = false }
     }
 
     /// Answers every held request with 200 and `body`.
@@ -191,6 +222,42 @@ package final class LoopbackHTTP2Server: Sendable {
             return ready
         }
         for continuation in ready { continuation.resume() }
+    }
+
+    /// Drops inbound bytes while the server is silent.
+    private final class Silencer: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+        private let state: NIOLockedValueBox<State>
+
+        init(state: NIOLockedValueBox<State>) { self.state = state }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if !state.withLockedValue({ $0.silent }) { context.fireChannelRead(data) }
+        }
+    }
+
+    /// Counts the PINGs the connection receives (swift-nio-http2 acknowledges them).
+    private final class PingCounter: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame
+        typealias InboundOut = HTTP2Frame
+        private let state: NIOLockedValueBox<State>
+
+        init(state: NIOLockedValueBox<State>) { self.state = state }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            if case .ping(_, ack: false) = unwrapInboundIn(data).payload {
+                let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+                    state.counts.pings += 1
+                    let count = state.counts.pings
+                    let ready = state.pingWaiters.filter { $0.0 <= count }.map(\.1)
+                    state.pingWaiters.removeAll { $0.0 <= count }
+                    return ready
+                }
+                for continuation in ready { continuation.resume() }
+            }
+            context.fireChannelRead(data)
+        }
     }
 
     /// Answers one request on one stream.

@@ -1,0 +1,83 @@
+import Foundation
+import HTTPTypes
+import ShopKitTLS
+import TestSupport
+import Testing
+@testable import ShopKitHTTPS
+
+/// PINGs on real HTTP/2 connections (swift-nio-http2's server side behind ShopKit's TLS server handler): a
+/// quiet connection that answers is kept; one whose peer vanished is closed, its streams fail with a ping
+/// timeout long before their idle-read timeout, and the next request gets a new connection. The intervals are
+/// short so that the tests finish quickly; they wait for events, never for time. The acknowledgement's deadline
+/// is long wherever the server does answer, so that a loaded machine cannot make an answered PING look missed.
+@Suite(.timeLimit(.minutes(1))) struct HTTP2KeepaliveTransportTests {
+    func transport(pingInterval: Duration?, pingTimeout: Duration) throws -> HTTPSTransport {
+        let timeouts = HTTPSTransport.Timeouts(
+            idleRead: .seconds(120), request: .seconds(120), http2PingInterval: pingInterval,
+            http2PingTimeout: pingTimeout)
+        return HTTPSTransport(
+            configuration: .init(timeouts: timeouts),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+    }
+
+    func url(_ server: LoopbackHTTP2Server) -> URL { URL(string: "https://127.0.0.1:\(server.port)")! }
+
+    @Test func aQuietConnectionThatAnswersPingsIsKept() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index == 1 ? .hold : .respond(body: Array("h2".utf8))
+        }
+        let transport = try transport(pingInterval: .milliseconds(50), pingTimeout: .seconds(30))
+        let base = url(server)
+        let held = Task { try await transport.fetch(baseURL: base) }
+        await server.waitUntilHeld(1)
+        // The held stream is silent: the client checks the connection, the server answers, nothing fails.
+        await server.waitUntilPinged(3)
+        server.releaseHeld(body: Array("late".utf8))
+        #expect(try await held.value.1 == Array("late".utf8))
+        // Idle in the pool, it is pinged too, and still the one connection the next request uses.
+        let pinged = server.counts.pings
+        await server.waitUntilPinged(pinged + 2)
+        #expect(try await transport.fetch(baseURL: base).1 == Array("h2".utf8))
+        #expect(server.counts.connections == 1)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    @Test func aVanishedPeerFailsItsStreamsWithAPingTimeoutAndTheNextRequestReconnects() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index <= 2 ? .hold : .respond(body: Array("after".utf8))
+        }
+        // Until the server goes silent its acknowledgements must count, even late ones: the deadline is 2 s.
+        let transport = try transport(pingInterval: .milliseconds(100), pingTimeout: .seconds(2))
+        let base = url(server)
+        let held = (0..<2).map { _ in Task { try await transport.fetch(baseURL: base) } }
+        await server.waitUntilHeld(2)
+        server.goSilent()
+        for task in held {
+            await #expect(throws: HTTPSTransportError.timeout(.ping)) { _ = try await task.value }
+        }
+        #expect(HTTPSTransportError.timeout(.ping).isRetryable)
+        #expect(HTTPSTransportError.timeout(.ping).description == "ping timeout")
+        // The dead connection was closed, not reused: the next request opens a second one.
+        server.speakAgain()
+        #expect(try await transport.fetch(baseURL: base).1 == Array("after".utf8))
+        #expect(server.counts.connections == 2)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    @Test func withoutPingsAVanishedPeerIsLeftToTheIdleReadTimeout() async throws {
+        let server = try await LoopbackHTTP2Server.start { _ in .hold }
+        let timeouts = HTTPSTransport.Timeouts(idleRead: .milliseconds(300), http2PingInterval: nil)
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: timeouts),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+        let held = Task { try await transport.fetch(baseURL: url(server)) }
+        await server.waitUntilHeld(1)
+        server.goSilent()
+        await #expect(throws: HTTPSTransportError.timeout(.idleRead)) { _ = try await held.value }
+        #expect(server.counts.pings == 0)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+}
