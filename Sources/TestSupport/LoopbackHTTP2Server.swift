@@ -57,8 +57,8 @@ package final class LoopbackHTTP2Server: Sendable {
     fileprivate struct State {
         var counts = Counts()
         var held: [Held] = []
-        var heldWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
-        var pingWaiters: [(Int, CheckedContinuation<Void, Never>)] = []
+        /// Who waits for which count to reach what.
+        var waiters: [(counter: Counter, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
         var connections: [any Channel] = []
         /// Inbound bytes are dropped unread, as from a peer that vanished (so no PING is acknowledged).
         var silent = false
@@ -133,28 +133,49 @@ package final class LoopbackHTTP2Server: Sendable {
         return LoopbackHTTP2Server(port: port, tlsContext: tlsContext, channel: channel, state: state)
     }
 
+    /// The counts a test can wait for.
+    fileprivate enum Counter: Sendable {
+        case held, pings
+
+        func value(in counts: Counts) -> Int {
+            switch self {
+            case .held: return counts.held
+            case .pings: return counts.pings
+            }
+        }
+    }
+
     /// Returns once at least `count` requests are being held.
     package func waitUntilHeld(_ count: Int) async {
+        await wait(until: .held, reaches: count)
+    }
+
+    /// Returns once the server received at least `count` PINGs.
+    package func waitUntilPinged(_ count: Int) async {
+        await wait(until: .pings, reaches: count)
+    }
+
+    private func wait(until counter: Counter, reaches count: Int) async {
         await withCheckedContinuation { continuation in
             let ready: Bool = state.withLockedValue { state in
-                if state.counts.held >= count { return true }
-                state.heldWaiters.append((count, continuation))
+                if counter.value(in: state.counts) >= count { return true }
+                state.waiters.append((counter, count, continuation))
                 return false
             }
             if ready { continuation.resume() }
         }
     }
 
-    /// Returns once the server received at least `count` PINGs.
-    package func waitUntilPinged(_ count: Int) async {
-        await withCheckedContinuation { continuation in
-            let ready: Bool = state.withLockedValue { state in
-                if state.counts.pings >= count { return true }
-                state.pingWaiters.append((count, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
+    /// Changes the state, then wakes the waiters whose count was reached.
+    fileprivate static func update(_ state: NIOLockedValueBox<State>, _ change: (inout State) -> Void) {
+        let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+            change(&state)
+            let counts = state.counts
+            let ready = state.waiters.filter { $0.counter.value(in: counts) >= $0.count }.map(\.continuation)
+            state.waiters.removeAll { $0.counter.value(in: counts) >= $0.count }
+            return ready
         }
+        for continuation in ready { continuation.resume() }
     }
 
     /// From now on every connection drops what it receives, unread and unanswered, as a peer that vanished
@@ -213,15 +234,10 @@ package final class LoopbackHTTP2Server: Sendable {
     }
 
     fileprivate static func note(_ state: NIOLockedValueBox<State>, held entry: Held) {
-        let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
+        update(state) { state in
             state.held.append(entry)
             state.counts.held += 1
-            let count = state.counts.held
-            let ready = state.heldWaiters.filter { $0.0 <= count }.map(\.1)
-            state.heldWaiters.removeAll { $0.0 <= count }
-            return ready
         }
-        for continuation in ready { continuation.resume() }
     }
 
     /// Drops inbound bytes while the server is silent.
@@ -247,14 +263,7 @@ package final class LoopbackHTTP2Server: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             if case .ping(_, ack: false) = unwrapInboundIn(data).payload {
-                let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
-                    state.counts.pings += 1
-                    let count = state.counts.pings
-                    let ready = state.pingWaiters.filter { $0.0 <= count }.map(\.1)
-                    state.pingWaiters.removeAll { $0.0 <= count }
-                    return ready
-                }
-                for continuation in ready { continuation.resume() }
+                LoopbackHTTP2Server.update(state) { $0.counts.pings += 1 }
             }
             context.fireChannelRead(data)
         }
