@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,8 @@ import Glibc
 package final class StalledListener: Sendable {
     /// The port to connect to.
     package let port: Int
-    private let descriptors: [Int32]
+    /// Taken out by the first ``close()``, so a second one cannot close a descriptor number reused meanwhile.
+    private let descriptors: NIOLockedValueBox<[Int32]>
 
     /// Opens the listener and fills its accept queue.
     package init() throws {
@@ -45,12 +47,17 @@ package final class StalledListener: Sendable {
             descriptors.append(filler)
         }
         self.port = Int(UInt16(bigEndian: address.sin_port))
-        self.descriptors = descriptors
+        self.descriptors = NIOLockedValueBox(descriptors)
     }
 
-    /// Closes the listener and the filler sockets.
+    /// Closes the listener and the filler sockets (once; later calls do nothing). A client whose connect was
+    /// left waiting is then refused at its next SYN retransmission.
     package func close() {
-        for descriptor in descriptors { Glibc.close(descriptor) }
+        let open = descriptors.withLockedValue { open -> [Int32] in
+            defer { open = [] }
+            return open
+        }
+        for descriptor in open { Glibc.close(descriptor) }
     }
 }
 

@@ -21,6 +21,11 @@ import Testing
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
         }
 
+        /// Closes the channel, which stops the handler's timer (it holds the handler and its context).
+        deinit {
+            _ = try? channel.finish(acceptAlreadyClosed: true)
+        }
+
         func advance(by amount: TimeAmount) { channel.embeddedEventLoop.advanceTime(by: amount) }
 
         /// The PINGs the handler wrote since the last call (acknowledgements excluded).

@@ -146,7 +146,9 @@ import ShopKitTLS
                     URL(string: "https://127.0.0.1:\(mute.port)/r")!,
                 ],
                 app: .init(bundleID: "shop")),
-            transport: try Self.reporterTransport(handshakeTimeout: .milliseconds(300)))
+            // Long enough that the stalled collector's connect is certainly still waiting when the app's request
+            // returns, however slow the machine: the test ends that wait itself, below.
+            transport: try Self.reporterTransport(handshakeTimeout: .seconds(60)))
 
         // Report-only: the app's request succeeds with or without the dead collector.
         let reportingApp = try Self.appTransport(reportOnly: true, reporter: reporter)
@@ -170,6 +172,9 @@ import ShopKitTLS
         }
         #expect(errors.count == 2 && errors[0] == errors[1])
 
+        // The stalled collector goes away: its waiting connects are refused at their next SYN, so every report
+        // has now failed, none was delivered.
+        hanging.close()
         await reporter.waitUntilIdle()
         #expect(reporter.statistics.delivered == 0)
         #expect(reporter.statistics.failed == 6)
