@@ -62,7 +62,7 @@ final class HTTP2Connection: Sendable {
         do {
             let sync = channel.pipeline.syncOperations
             let multiplexer = HTTP2StreamMultiplexer(
-                mode: .client, channel: channel, targetWindowSize: Int(streamWindowSize), inboundStreamInitializer: nil)
+                mode: .client, channel: channel, targetWindowSize: streamWindowSize, inboundStreamInitializer: nil)
             let box = NIOLoopBoundBox<HTTP2Connection?>(nil, eventLoop: loop)
             let closeReason = NIOLoopBoundBox<HTTPSTransportError?>(nil, eventLoop: loop)
             let observer = HTTP2ConnectionObserver(
@@ -131,25 +131,23 @@ final class HTTP2Connection: Sendable {
         let multiplexer = self.multiplexer
         let logger = self.logger
         let closeReason = self.closeReason
-        do {
-            let stream = loop.makePromise(of: (any Channel).self)
-            let handler = NIOLoopBoundBox<HTTPClientConnectionHandler?>(nil, eventLoop: loop)
-            multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
-                streamChannel.eventLoop.makeCompletedFuture {
-                    let exchange = HTTPClientConnectionHandler(logger: logger) { closeReason.value }
-                    let sync = streamChannel.pipeline.syncOperations
-                    try sync.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
-                    try sync.addHandler(InboundByteObserver { exchange.noteBytesRead() })
-                    try sync.addHandler(exchange)
-                    handler.value = exchange
-                }
+        let stream = loop.makePromise(of: (any Channel).self)
+        let handler = NIOLoopBoundBox<HTTPClientConnectionHandler?>(nil, eventLoop: loop)
+        multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
+            streamChannel.eventLoop.makeCompletedFuture {
+                let exchange = HTTPClientConnectionHandler(logger: logger) { closeReason.value }
+                let sync = streamChannel.pipeline.syncOperations
+                try sync.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
+                try sync.addHandler(InboundByteObserver { exchange.noteBytesRead() })
+                try sync.addHandler(exchange)
+                handler.value = exchange
             }
-            return stream.futureResult.flatMapThrowing { streamChannel in
-                guard let exchange = handler.value else { throw HTTPSTransportError.connectionClosed }
-                return HTTPClientConnection(stream: streamChannel, handler: exchange)
-            }.flatMapErrorThrowing { error in
-                throw error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed
-            }
+        }
+        return stream.futureResult.flatMapThrowing { streamChannel in
+            guard let exchange = handler.value else { throw HTTPSTransportError.connectionClosed }
+            return HTTPClientConnection(stream: streamChannel, handler: exchange)
+        }.flatMapErrorThrowing { error in
+            throw error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed
         }
     }
 
@@ -164,7 +162,8 @@ final class HTTP2Connection: Sendable {
         head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
     ) async throws -> (HTTPClientConnection, HTTPClientConnection.Exchange) {
         let loop = channel.eventLoop
-        // What cancellation needs, set on the loop once the exchange started; `cancelled` stops one that has not.
+        // What cancellation needs, set on the loop when the exchange starts; an exchange that starts after the task
+        // was cancelled (`cancelled`) is cancelled at once.
         let started = NIOLockedValueBox<(connection: HTTPClientConnection?, id: HTTPClientConnection.ExchangeID?, cancelled: Bool)>(
             (nil, nil, false))
         do {
