@@ -33,8 +33,12 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        // libsecret: GLib's include paths from glib-2.0.pc, libsecret's headers through the link
+        // CLibSecret/libsecret -> /usr/include/libsecret-1/libsecret (the module's folder is on the include path).
+        // libsecret-1.pc itself is not used: through GIO's Requires.private it adds `-pthread`, which SwiftPM
+        // prohibits with a warning on every package load. The module map names the libraries to link.
         .systemLibrary(
-            name: "CLibSecret", path: "CLibSecret", pkgConfig: "libsecret-1",
+            name: "CLibSecret", path: "CLibSecret", pkgConfig: "glib-2.0",
             providers: [.apt(["libsecret-1-dev"])]),
         // prctl(2) for ProcessHardening (Swift cannot call the variadic prctl).
         .systemLibrary(name: "CProcessControl", path: "CProcessControl"),
