@@ -33,13 +33,19 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", path: "COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
-        // libsecret: GLib's include paths from glib-2.0.pc, libsecret's headers through the link
-        // CLibSecret/libsecret -> /usr/include/libsecret-1/libsecret (the module's folder is on the include path).
-        // libsecret-1.pc itself is not used: through GIO's Requires.private it adds `-pthread`, which SwiftPM
-        // prohibits with a warning on every package load. The module map names the libraries to link.
+        // libsecret without libsecret-1.pc, which through GIO's Requires.private adds `-pthread`, a flag SwiftPM
+        // prohibits with a warning on every package load. CGLib gives GLib's include paths (glib-2.0.pc, quiet);
+        // CLibSecret is a C target whose include/ folder (on its importers' include path) holds the shim and the
+        // link include/libsecret -> /usr/include/libsecret-1/libsecret, where distributions install the headers.
         .systemLibrary(
-            name: "CLibSecret", path: "CLibSecret", pkgConfig: "glib-2.0",
-            providers: [.apt(["libsecret-1-dev"])]),
+            name: "CGLib", path: "CGLib", pkgConfig: "glib-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
+        .target(
+            name: "CLibSecret", dependencies: ["CGLib"], path: "CLibSecret",
+            linkerSettings: [
+                .linkedLibrary("secret-1"), .linkedLibrary("gio-2.0"), .linkedLibrary("gobject-2.0"),
+                .linkedLibrary("glib-2.0"),
+            ]),
         // prctl(2) for ProcessHardening (Swift cannot call the variadic prctl).
         .systemLibrary(name: "CProcessControl", path: "CProcessControl"),
 
