@@ -33,18 +33,6 @@ import Testing
             transport: backend)
     }
 
-    /// Runs `body` with an encrypted-file backend in a fresh temp directory, removed afterwards.
-    private static func withFileBackend(_ body: (any CredentialBackend) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-auth-\(UUID())")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await body(
-            EncryptedFileStore(
-                configuration: .init(
-                    url: directory.appendingPathComponent("tokens.skt"), kdf: .init(logN: 10, r: 8, p: 1),
-                    deviceID: "test-device"),
-                passphrase: Passphrase(bytes: Array("auth-test-passphrase".utf8))))
-    }
-
     private static func refreshedTokensAreSaved(to backend: any CredentialBackend) async throws {
         let key = CredentialKey(service: "dev.shopkit.auth-test", account: "refresh-\(UUID())")
         let vault = CredentialVault(backend: backend)
@@ -80,7 +68,7 @@ import Testing
     }
 
     @Test func refreshedTokensAreSavedToTheFile() async throws {
-        try await Self.withFileBackend { try await Self.refreshedTokensAreSaved(to: $0) }
+        try await withTemporaryFileBackend("auth") { try await Self.refreshedTokensAreSaved(to: $0) }
     }
 
     @Test(.enabled(if: insidePrivateKeyring, keyringOnly))
@@ -89,6 +77,6 @@ import Testing
     }
 
     @Test func failedRefreshSignsOutAndClearsTheFile() async throws {
-        try await Self.withFileBackend { try await Self.failedRefreshSignsOut(from: $0) }
+        try await withTemporaryFileBackend("auth") { try await Self.failedRefreshSignsOut(from: $0) }
     }
 }

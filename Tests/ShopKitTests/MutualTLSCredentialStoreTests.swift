@@ -13,17 +13,6 @@ import Testing
 
     static func path(_ file: String) -> String { TestCertificates.directory.appendingPathComponent(file).path }
 
-    static func withFileBackend(_ body: (any CredentialBackend) async throws -> Void) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-mtls-\(UUID())")
-        defer { try? FileManager.default.removeItem(at: directory) }
-        try await body(
-            EncryptedFileStore(
-                configuration: .init(
-                    url: directory.appendingPathComponent("tokens.skt"), kdf: .init(logN: 10, r: 8, p: 1),
-                    deviceID: "test-device"),
-                passphrase: Passphrase(bytes: Array("mtls-test-passphrase".utf8))))
-    }
-
     /// nginx asking for a certificate from `client-ca`; `GET /client` answers nginx's verdict and the subject.
     static func clientEndpoint(identity: ClientIdentity) async throws -> String {
         let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-chain-\(UUID()).pem")
@@ -62,12 +51,12 @@ import Testing
     }
 
     @Test func anIdentityWhoseKeyIsInTheEncryptedFileReachesNginx() async throws {
-        try await Self.withFileBackend { try await Self.storedIdentityReachesNginx(backend: $0) }
+        try await withTemporaryFileBackend("mtls") { try await Self.storedIdentityReachesNginx(backend: $0) }
     }
 
     /// The key is read through the vault: a `userPresence` item needs a proof, exactly as tokens do.
     @Test func loadingAPresenceProtectedKeyAsksForPresence() async throws {
-        try await Self.withFileBackend { backend in
+        try await withTemporaryFileBackend("mtls") { backend in
             let answers = PresenceAnswers([false, true])
             let vault = CredentialVault(
                 backend: backend, presenceVerifier: ClosurePresenceVerifier { _ in await answers.next() })
@@ -88,7 +77,7 @@ import Testing
     /// Only a key that loads and belongs to the certificate is stored: encrypted keys, garbage and another
     /// certificate's key are input errors, and nothing is written.
     @Test func onlyAnUnencryptedMatchingKeyIsStored() async throws {
-        try await Self.withFileBackend { backend in
+        try await withTemporaryFileBackend("mtls") { backend in
             let vault = CredentialVault(backend: backend)
             let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "refused")
             let encrypted = try Array(Data(contentsOf: URL(fileURLWithPath: Self.path("client-ecdsa-encrypted.key"))))
@@ -104,7 +93,7 @@ import Testing
 
     /// An item holding something else (here: a token) is an input error when loaded as a key, never a crash.
     @Test func anItemThatIsNotAKeyIsAnInputError() async throws {
-        try await Self.withFileBackend { backend in
+        try await withTemporaryFileBackend("mtls") { backend in
             let vault = CredentialVault(backend: backend)
             let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "token")
             try await vault.write(AuthTokens(accessToken: "a-bearer-token"), for: item)
