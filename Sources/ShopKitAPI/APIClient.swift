@@ -101,27 +101,54 @@ public struct APIClient: Sendable {
 
     /// Builds the `HTTPRequest` for `request`: path with encoded query, `Accept`, `Content-Type`.
     func makeHTTPRequest<Request: APIRequest>(for request: Request) -> HTTPRequest {
-        var components = URLComponents()
-        components.percentEncodedPath = Self.encodePath(request.path)
+        var path = Self.encodePath(request.path)
         if !request.queryItems.isEmpty {
+            var components = URLComponents()
             components.queryItems = request.queryItems
             // URLComponents leaves "+" alone, which many servers read as a space.
-            components.percentEncodedQuery = components.percentEncodedQuery?
-                .replacingOccurrences(of: "+", with: "%2B")
+            if let query = components.percentEncodedQuery?.replacingOccurrences(of: "+", with: "%2B") {
+                path += "?" + query
+            }
         }
         var fields = request.headerFields
         if fields[.accept] == nil { fields[.accept] = "application/json" }
         if request.body != nil, fields[.contentType] == nil { fields[.contentType] = "application/json" }
-        let path = components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
         return HTTPRequest(method: request.method, scheme: nil, authority: nil, path: path, headerFields: fields)
     }
 
-    /// Adds the leading `/` and percent-encodes characters that are not allowed in a path (spaces, `?`, `#`).
+    /// Adds the leading `/` and percent-encodes every UTF-8 byte outside RFC 3986's path characters (unreserved,
+    /// sub-delims but `;`, `:`, `@` and `/`), so spaces, `?`, `#`, `;`, `%` and non-ASCII text cannot change the
+    /// request's meaning. (Exactly Foundation's `urlPathAllowed` minus `?` and `#`, which a test checks, without
+    /// building a `CharacterSet` per request.) A path that needs no encoding is returned as it is.
     static func encodePath(_ path: String) -> String {
-        let rooted = path.hasPrefix("/") ? path : "/" + path
-        var allowed = CharacterSet.urlPathAllowed
-        allowed.remove(charactersIn: "?#")
-        return rooted.addingPercentEncoding(withAllowedCharacters: allowed) ?? rooted
+        let rooted = path.utf8.first == UInt8(ascii: "/") ? path : "/" + path
+        guard rooted.utf8.contains(where: { !pathAllowed(byte: $0) }) else { return rooted }
+        let hex = Array("0123456789ABCDEF".utf8)
+        var encoded: [UInt8] = []
+        encoded.reserveCapacity(rooted.utf8.count * 3)
+        for byte in rooted.utf8 {
+            if pathAllowed(byte: byte) {
+                encoded.append(byte)
+            } else {
+                encoded += [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]]
+            }
+        }
+        return String(decoding: encoded, as: UTF8.self)
+    }
+
+    /// Whether `byte` may stand for itself in a path: ALPHA, DIGIT, `-._~`, `!$&'()*+,=`, `:`, `@`, `/`.
+    @inline(__always)
+    static func pathAllowed(byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"),
+            UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "("),
+            UInt8(ascii: ")"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: ","), UInt8(ascii: "="), UInt8(ascii: ":"), UInt8(ascii: "@"), UInt8(ascii: "/"):
+            return true
+        default:
+            return false
+        }
     }
 
     /// Decodes `type` from `bytes`; ``NoContent`` ignores the body, whatever it holds.

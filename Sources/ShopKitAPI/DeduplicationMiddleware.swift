@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
+import ShopKitCore
 
 /// Coalesces identical in-flight GET and HEAD requests into one upstream request.
 ///
@@ -48,6 +49,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         let url: String
         let scheme: String?
         let authority: String?
+        /// The header fields that count, name then value, in a canonical order.
         let headers: [String]
     }
 
@@ -63,6 +65,8 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     private var tasks: [UInt64: Task<Void, Never>] = [:]
     /// The upstream requests started by callers that must wait for them to end, by waiter ID.
     private var startedBy: [UInt64: Task<Void, Never>] = [:]
+    /// The last waiter ID handed out: taken under a lock, so a caller gets its ID without a hop to this actor.
+    private nonisolated let lastWaiterID = LockedBox<UInt64>(0)
 
     /// Creates the middleware.
     public init(maxBodyBytes: Int = 10 * 1024 * 1024) {
@@ -95,7 +99,10 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         _ request: HTTPRequest, baseURL: URL, outlivesCall: Bool, next: @escaping Next
     ) async throws -> (HTTPResponse, HTTPBody?) {
         let key = Self.key(for: request, baseURL: baseURL)
-        let waiterID = await makeWaiterID()
+        let waiterID = lastWaiterID.withLock { last in
+            last &+= 1
+            return last
+        }
         let result: Result<Buffered, any Error>
         do {
             result = .success(try await wait(for: key, waiterID: waiterID, recordsStart: !outlivesCall) {
@@ -110,21 +117,30 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     }
 
     /// The dedup key of `request`.
+    ///
+    /// Header fields are compared by canonical name and value; they are sorted by name (stably, so repeated
+    /// fields keep their order, which can matter) unless they already are, the common case.
     static func key(for request: HTTPRequest, baseURL: URL) -> Key {
         var base = baseURL.absoluteString
         while base.hasSuffix("/") { base.removeLast() }
-        // Stable sort by name keeps the order of repeated fields, which can matter.
-        let fields = request.headerFields
-            .filter { !ignoredHeaderNames.contains($0.name.canonicalName) }
-            .enumerated()
-            .sorted { ($0.element.name.canonicalName, $0.offset) < ($1.element.name.canonicalName, $1.offset) }
-            .map { "\($0.element.name.canonicalName): \($0.element.value)" }
+        var fields: [(name: String, value: String)] = []
+        fields.reserveCapacity(request.headerFields.count)
+        for field in request.headerFields {
+            let name = field.name.canonicalName
+            if !ignoredHeaderNames.contains(name) { fields.append((name, field.value)) }
+        }
+        if zip(fields, fields.dropFirst()).contains(where: { $0.name > $1.name }) {
+            fields = fields.enumerated()
+                .sorted { ($0.element.name, $0.offset) < ($1.element.name, $1.offset) }
+                .map(\.element)
+        }
+        var headers: [String] = []
+        headers.reserveCapacity(fields.count * 2)
+        for field in fields { headers += [field.name, field.value] }
         return Key(
             method: request.method.rawValue, url: base + (request.path ?? ""), scheme: request.scheme,
-            authority: request.authority, headers: fields)
+            authority: request.authority, headers: headers)
     }
-
-    private func makeWaiterID() -> UInt64 { state.makeWaiterID() }
 
     private func takeStartedFlight(waiterID: UInt64) -> Task<Void, Never>? {
         startedBy.removeValue(forKey: waiterID)
@@ -144,15 +160,33 @@ public actor DeduplicationMiddleware: ClientMiddleware {
                     return
                 }
                 guard case .start(let flightID) = state.join(key, waiterID: waiterID, waiter: continuation) else { return }
-                let task = Task {
-                    let result = await self.fetch(send)
-                    self.finish(key: key, flightID: flightID, result: result)
-                }
+                let task = startFlight(key: key, flightID: flightID, send: send)
                 tasks[flightID] = task
                 if recordsStart { startedBy[waiterID] = task }
             }
         } onCancel: {
             Task { await self.leave(key: key, waiterID: waiterID) }
+        }
+    }
+
+    /// Starts the upstream request of a new flight in its own task, so no waiter's cancellation cancels it.
+    ///
+    /// Where the runtime has `Task.immediate`, the task runs on the calling thread up to its first suspension
+    /// (the transport waiting for the network) instead of waiting for a thread of the pool: one hand-off between
+    /// threads less per request. It cannot finish the flight before this actor has recorded it, because `finish`
+    /// runs on this actor, which is busy with the caller until then.
+    private nonisolated func startFlight(
+        key: Key, flightID: UInt64, send: @escaping @Sendable () async throws -> (HTTPResponse, HTTPBody?)
+    ) -> Task<Void, Never> {
+        if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+            return Task.immediate {
+                let result = await self.fetch(send)
+                await self.finish(key: key, flightID: flightID, result: result)
+            }
+        }
+        return Task {
+            let result = await self.fetch(send)
+            await self.finish(key: key, flightID: flightID, result: result)
         }
     }
 

@@ -33,6 +33,29 @@ import TestSupport
         #expect(sent[1].request.headerFields[.contentType] == "application/json")
     }
 
+    @Test func pathEncodingMatchesFoundationsPathSetWithoutQueryAndFragment() {
+        var allowed = CharacterSet.urlPathAllowed
+        allowed.remove(charactersIn: "?#")
+        func foundation(_ path: String) -> String {
+            let rooted = path.hasPrefix("/") ? path : "/" + path
+            return rooted.addingPercentEncoding(withAllowedCharacters: allowed) ?? rooted
+        }
+        var samples = [
+            "products/42", "/products/42", "", "/", "a b", "what?x=1", "frag#ment", "100%", "%41", "caf\u{E9}",
+            "\u{1F600}/x", "a+b;c=d,e:f@g!h$i&j'k(l)m*n~o.p_q-r", "\\back\"quote<>[]{}|^`", "tab\tnew\nline", "\u{0}",
+        ]
+        // Every byte value once, plus random mixes of ASCII and multi-byte scalars.
+        samples.append(String(decoding: (1...127).map { UInt8($0) }, as: UTF8.self))
+        var generator = SystemRandomNumberGenerator()
+        let alphabet = Array("aZ09-._~!$&'()*+,;=:@/ ?#%[]\u{E9}\u{4E2D}\u{1F600}\"<>")
+        for _ in 0..<200 {
+            samples.append(String((0..<Int.random(in: 0...24, using: &generator)).map { _ in alphabet.randomElement(using: &generator)! }))
+        }
+        for sample in samples {
+            #expect(APIClient.encodePath(sample) == foundation(sample), "\(sample.debugDescription)")
+        }
+    }
+
     /// A transport that records whether the client asked for the current request to skip auth.
     final class SkipRecorder: ClientTransport {
         let skips = EventCounter()

@@ -106,6 +106,23 @@ import TestSupport
         #expect(DeduplicatingTransport.key(for: traced, baseURL: baseURL) == plain)
     }
 
+    @Test func headerOrderAcrossNamesDoesNotSeparateButRepeatsAndValuesDo() {
+        func key(_ fields: [(String, String)]) -> DeduplicationMiddleware.Key {
+            var request = Self.request()
+            request.headerFields = HTTPFields(fields.map { HTTPField(name: HTTPField.Name($0.0)!, value: $0.1) })
+            return DeduplicatingTransport.key(for: request, baseURL: baseURL)
+        }
+        let sorted = key([("accept", "application/json"), ("authorization", "Bearer a"), ("x-tenant", "1")])
+        #expect(key([("X-Tenant", "1"), ("Authorization", "Bearer a"), ("Accept", "application/json")]) == sorted)
+        #expect(key([("accept", "application/json"), ("authorization", "Bearer b"), ("x-tenant", "1")]) != sorted)
+        #expect(key([("accept", "application/json"), ("authorization", "Bearer a")]) != sorted)
+        // Repeated fields keep their order: "a, b" and "b, a" can mean different things.
+        #expect(key([("x-tenant", "1"), ("accept", "a"), ("accept", "b")]) == key([("accept", "a"), ("accept", "b"), ("x-tenant", "1")]))
+        #expect(key([("accept", "a"), ("accept", "b")]) != key([("accept", "b"), ("accept", "a")]))
+        // A name and a value cannot run into each other.
+        #expect(key([("x-a", "b: c")]) != key([("x-a", "b"), ("c", "")]))
+    }
+
     @Test func postsAreNeverMerged() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
