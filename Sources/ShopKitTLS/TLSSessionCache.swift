@@ -33,6 +33,15 @@ public final class TLSSessionCache: Sendable {
         var pinSet: PinSet?
         /// The client identity's fingerprint (nil: none), so a session is never resumed with another identity.
         var clientIdentity: String?
+
+        /// Hashes host and port only; equality still compares every field. Hashing the trust roots (whole PEM
+        /// bundles) and the pin set cost ~15k instructions per new connection; keys that differ only there share
+        /// a bucket and are told apart by `==`, whose string comparison is a pointer check when the strings come
+        /// from one configuration.
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(host)
+            hasher.combine(port)
+        }
     }
 
     /// A session with what the full handshake established.
