@@ -3,7 +3,7 @@ import NIOPosix
 import ShopKitTLS
 
 extension ConnectionFactory {
-    /// Opens a `CONNECT` tunnel to `target` through `proxy`: TCP to the proxy, then (for an `https://` proxy)
+    /// Opens a `CONNECT` tunnel to `target` through `proxy` on `loop`: TCP to the proxy, then (for an `https://` proxy)
     /// TLS verified with the proxy's own trust and no pins, then ``ProxyTunnelHandler``. The future's channel is
     /// ready for the origin's TLS handlers, which go behind the proxy's.
     ///
@@ -12,10 +12,10 @@ extension ConnectionFactory {
     /// ``HTTPSTransportError/proxyTLSFailed(_:)``, ``HTTPSTransportError/proxyAuthenticationRequired``,
     /// ``HTTPSTransportError/proxyRefused(status:)``, ``HTTPSTransportError/proxyClosed``, and
     /// ``HTTPSTransportError/timeout(_:)`` (`.connect`) when the proxy does not connect or answer in time.
-    func tunnel(to target: RequestTarget, through proxy: ProxyConfiguration) -> EventLoopFuture<any Channel> {
+    func tunnel(to target: RequestTarget, through proxy: ProxyConfiguration, on loop: any EventLoop) -> EventLoopFuture<any Channel> {
         ProxyTunnel.open(
             to: target, through: proxy, proxySecurity: proxySecurity,
-            connect: { tcpConnect(host: proxy.host, port: proxy.port) }, connectTimeout: connectTimeout,
+            connect: { tcpConnect(host: proxy.host, port: proxy.port, on: loop) }, connectTimeout: connectTimeout,
             handshakeTimeout: handshakeTimeout)
     }
 }
@@ -23,7 +23,7 @@ extension ConnectionFactory {
 /// Opening a `CONNECT` tunnel, shared by the transport's ``ConnectionFactory`` and pin-check's inspector.
 package enum ProxyTunnel {
     /// Opens a tunnel to `host`:`port` through `proxy` on `group`, for a caller that adds its own TLS handlers
-    /// to the returned channel (pin-check). Failures are as for ``ConnectionFactory/tunnel(to:through:)``.
+    /// to the returned channel (pin-check). Failures are as for ``ConnectionFactory/tunnel(to:through:on:)``.
     ///
     /// - Throws: `TLSContextError` when an `https://` proxy's trust anchors cannot be loaded.
     package static func open(

@@ -51,23 +51,25 @@ struct ConnectionFactory: Sendable {
     /// and race address families for every new connection, a thread round trip per handshake.
     ///
     /// A target routed through a proxy is reached through a `CONNECT` tunnel first (see
-    /// ``tunnel(to:through:)``), whose failures are the proxy's own errors; TLS to the origin then runs inside
+    /// ``tunnel(to:through:on:)``), whose failures are the proxy's own errors; TLS to the origin then runs inside
     /// the tunnel exactly as on a direct connection.
     ///
-    /// - Parameter events: what an HTTP/2 connection reports to the pool (asked once it is set up).
+    /// - Parameters:
+    ///   - loop: the connection's event loop (one of ``group``'s); called there, nothing hops to another thread.
+    ///   - events: what an HTTP/2 connection reports to the pool (asked once it is set up).
     func connect(
-        to target: RequestTarget, events: @escaping @Sendable () -> HTTP2Connection.Events
+        to target: RequestTarget, on loop: any EventLoop, events: @escaping @Sendable () -> HTTP2Connection.Events
     ) -> EventLoopFuture<PooledConnection> {
         let opened: EventLoopFuture<any Channel>
         switch target.route {
         case .direct:
             let host = connectAddresses[target.host] ?? target.host
-            opened = tcpConnect(host: host, port: target.port).flatMapErrorThrowing { error -> any Channel in
+            opened = tcpConnect(host: host, port: target.port, on: loop).flatMapErrorThrowing { error -> any Channel in
                 if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
                 throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
             }
         case .tunnel(let proxy):
-            opened = tunnel(to: target, through: proxy)
+            opened = tunnel(to: target, through: proxy, on: loop)
         }
         let security = self.security
         let handshakeTimeout = self.handshakeTimeout
@@ -92,9 +94,9 @@ struct ConnectionFactory: Sendable {
         }
     }
 
-    /// A TCP connection to `host` (an IP literal is connected to directly, see above).
-    func tcpConnect(host: String, port: Int) -> EventLoopFuture<any Channel> {
-        let bootstrap = ClientBootstrap(group: group)
+    /// A TCP connection to `host` on `loop` (an IP literal is connected to directly, see above).
+    func tcpConnect(host: String, port: Int, on loop: any EventLoop) -> EventLoopFuture<any Channel> {
+        let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
         if let address = try? SocketAddress(ipAddress: host, port: port) {

@@ -26,9 +26,12 @@ final class ConnectionPool: Sendable {
         let reused: Bool
     }
 
+    /// Where a lease's outcome goes: called exactly once, outside the pool's lock.
+    typealias LeaseHandler = @Sendable (Result<Lease, any Error>) -> Void
+
     private struct Waiter {
         let target: RequestTarget
-        let continuation: CheckedContinuation<Lease, any Error>
+        let handler: LeaseHandler
     }
 
     private struct Locked {
@@ -38,26 +41,37 @@ final class ConnectionPool: Sendable {
         var waiters: [WaiterID: Waiter] = [:]
         var waiterTimers: [WaiterID: Scheduled<Void>] = [:]
         var nextWaiter = 0
+        /// Which of ``loops`` each connection (open or being opened) is on.
+        var placement: LoopPlacement<ConnectionID>
     }
 
     /// Side effects decided under the lock and carried out after it is released.
     private enum Effect {
-        case resume(CheckedContinuation<Lease, any Error>, Result<Lease, any Error>)
+        case resume(LeaseHandler, Result<Lease, any Error>)
         case cancelTimer(Scheduled<Void>)
         case close(PooledConnection)
-        case create(ConnectionID, WaiterID, RequestTarget)
+        /// Opens a connection for a waiter; with a deadline, the waiter's timer is scheduled on the new
+        /// connection's event loop first (the waiter that caused the creation).
+        case create(ConnectionID, WaiterID, RequestTarget, deadline: NIODeadline?)
         case park(ConnectionID, PooledConnection, RequestTarget)
         case log(String, Logger.Metadata)
     }
 
     private let locked: NIOLockedValueBox<Locked>
     private let factory: ConnectionFactory
+    /// The group's event loops, which connections are placed on (see ``LoopPlacement``).
+    private let loops: [any EventLoop]
     private let idleTimeout: TimeAmount
     private let logger: Logger
 
     init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
+        var loops = Array(factory.group.makeIterator())
+        if loops.isEmpty { loops = [factory.group.next()] }
+        self.loops = loops
         self.locked = NIOLockedValueBox(
-            Locked(machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only)))
+            Locked(
+                machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only),
+                placement: LoopPlacement(loops: loops.count)))
         self.factory = factory
         self.idleTimeout = idleTimeout
         self.logger = logger
@@ -73,6 +87,66 @@ final class ConnectionPool: Sendable {
     /// - Throws: `HTTPSTransportError.timeout(.request)` when `deadline` passes first; connection errors; `CancellationError`.
     func lease(_ target: RequestTarget, deadline: NIODeadline) async throws -> Lease {
         // Fast path: an idle connection is handed over at once, without a continuation.
+        if let idle = leaseIdle(target) { return idle }
+        let waiter = NIOLockedValueBox<(id: WaiterID?, cancelled: Bool)>((nil, false))
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let id = lease(target, deadline: deadline) { continuation.resume(with: $0) }
+                let cancelled = waiter.withLockedValue {
+                    $0.id = id
+                    return $0.cancelled
+                }
+                // Cancelled before the waiter was known: the handler below found nothing to abandon.
+                if cancelled, let id { abandon(id, error: CancellationError()) }
+            }
+        } onCancel: {
+            let id = waiter.withLockedValue {
+                $0.cancelled = true
+                return $0.id
+            }
+            if let id { abandon(id, error: CancellationError()) }
+        }
+    }
+
+    /// Leases a connection to `target` and gives it to `handler`, exactly once:
+    /// - an idle connection at once, on this thread, before this returns (then the result is `nil`);
+    /// - a new connection on its event loop, as soon as it is verified and set up, so the first exchange can start
+    ///   there without a trip through the caller's thread; a freed connection on the thread that freed it (its
+    ///   event loop);
+    /// - an error where the waiter was given up: its `deadline` (`HTTPSTransportError.timeout(.request)`), a
+    ///   failed connection, shutdown, or ``abandon(_:error:)``.
+    ///
+    /// - Returns: the waiter, for ``abandon(_:error:)``, or `nil` when `handler` already ran.
+    func lease(_ target: RequestTarget, deadline: NIODeadline, handler: @escaping LeaseHandler) -> WaiterID? {
+        if let idle = leaseIdle(target) {
+            handler(.success(idle))
+            return nil
+        }
+        var createsOwnConnection = false
+        let (waiter, effects) = withLock { state -> (WaiterID, [Effect]) in
+            state.nextWaiter += 1
+            let waiter = WaiterID(raw: state.nextWaiter)
+            state.waiters[waiter] = Waiter(target: target, handler: handler)
+            let action = state.machine.lease(target, for: waiter)
+            var effects = Self.plan(action, target, &state).map { effect -> Effect in
+                // The connection opened for this waiter schedules its deadline on its own event loop.
+                guard case .create(let id, waiter, let target, nil) = effect else { return effect }
+                createsOwnConnection = true
+                return .create(id, waiter, target, deadline: deadline)
+            }
+            if case .none = action { effects.insert(.log("waiting for a free connection", ["host": "\(target.host)"]), at: 0) }
+            return (waiter, effects)
+        }
+        if !createsOwnConnection {
+            // Waiting for a connection to be freed (or served already): the deadline is scheduled here.
+            scheduleTimer(for: waiter, on: factory.group.any(), deadline: deadline)
+        }
+        perform(effects)
+        return waiter
+    }
+
+    /// An idle connection to `target`, leased, or nil when none is idle.
+    private func leaseIdle(_ target: RequestTarget) -> Lease? {
         let (idle, idleEffects) = withLock { state -> (Lease?, [Effect]) in
             guard let id = state.machine.leaseIdle(target) else { return (nil, []) }
             var effects: [Effect] = []
@@ -85,39 +159,20 @@ final class ConnectionPool: Sendable {
             return (Lease(id: id, target: target, connection: connection, reused: true), effects)
         }
         perform(idleEffects)
-        if let idle { return idle }
-        let waiter = withLock { state -> WaiterID in
-            state.nextWaiter += 1
-            return WaiterID(raw: state.nextWaiter)
+        return idle
+    }
+
+    /// Ends `waiter`'s deadline with a timeout; the timer is dropped if the waiter was served meanwhile.
+    private func scheduleTimer(for waiter: WaiterID, on loop: any EventLoop, deadline: NIODeadline) {
+        let timer = loop.scheduleTask(deadline: deadline) { [self] in
+            abandon(waiter, error: HTTPSTransportError.timeout(.request))
         }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let effects = withLock { state -> [Effect] in
-                    state.waiters[waiter] = Waiter(target: target, continuation: continuation)
-                    let action = state.machine.lease(target, for: waiter)
-                    if case .none = action {
-                        return [.log("waiting for a free connection", ["host": "\(target.host)"])]
-                            + Self.plan(action, target, &state)
-                    }
-                    return Self.plan(action, target, &state)
-                }
-                // A requester that is not served at once gets its whole-request deadline.
-                let timer = factory.group.any().scheduleTask(deadline: deadline) { [self] in
-                    abandon(waiter, error: HTTPSTransportError.timeout(.request))
-                }
-                let stale: Scheduled<Void>? = withLock { state in
-                    guard state.waiters[waiter] != nil else { return timer }
-                    state.waiterTimers[waiter] = timer
-                    return nil
-                }
-                stale?.cancel()
-                perform(effects)
-                // Cancelled before the waiter was registered: the handler below found nothing to abandon.
-                if Task.isCancelled { abandon(waiter, error: CancellationError()) }
-            }
-        } onCancel: {
-            abandon(waiter, error: CancellationError())
+        let stale: Scheduled<Void>? = withLock { state in
+            guard state.waiters[waiter] != nil else { return timer }
+            state.waiterTimers[waiter] = timer
+            return nil
         }
+        stale?.cancel()
     }
 
     /// Returns a leased connection: reused when `reusable`, else closed. Safe to call from any thread,
@@ -137,13 +192,14 @@ final class ConnectionPool: Sendable {
         perform(withLock { Self.plan($0.machine.shutDown(), nil, &$0) })
     }
 
-    private func abandon(_ waiter: WaiterID, error: any Error) {
+    /// Gives up on `waiter` if it is still waiting: its handler gets `error`. Does nothing once it was served.
+    func abandon(_ waiter: WaiterID, error: any Error) {
         let effects = withLock { state -> [Effect] in
             guard let entry = state.waiters.removeValue(forKey: waiter) else { return [] }
             var effects: [Effect] = []
             if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
             _ = state.machine.removeWaiter(entry.target, waiter)
-            effects.append(.resume(entry.continuation, .failure(error)))
+            effects.append(.resume(entry.handler, .failure(error)))
             return effects
         }
         perform(effects)
@@ -162,7 +218,7 @@ final class ConnectionPool: Sendable {
             return effects + resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
         case .create(let id, let waiter):
             guard let target else { return [] }
-            return [.create(id, waiter, target)]
+            return [.create(id, waiter, target, deadline: nil)]
         case .park(let id):
             guard let connection = state.connections[id], let target else { return [] }
             return [.park(id, connection, target)]
@@ -171,14 +227,14 @@ final class ConnectionPool: Sendable {
         case .closeAndCreate(let id, let replacement, let waiter):
             let effects = close(id, &state)
             guard let target else { return effects }
-            return effects + [.create(replacement, waiter, target)]
+            return effects + [.create(replacement, waiter, target, deadline: nil)]
         case .failShutDown(let waiter):
             return fail(waiter, HTTPSTransportError.connectionClosed, &state)
         case .shutDown(let closing, let failing):
             return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.connectionClosed, &state) }
         case .createEach(let ids, let waiters):
             guard let target else { return [] }
-            return zip(ids, waiters).map { .create($0, $1, target) }
+            return zip(ids, waiters).map { .create($0, $1, target, deadline: nil) }
         case .handOverStreams(let id, let waiters):
             guard let connection = state.connections[id], let target else { return [] }
             return waiters.flatMap {
@@ -194,7 +250,7 @@ final class ConnectionPool: Sendable {
             // The requester gave up meanwhile: the connection goes back to the pool.
             return effects + plan(state.machine.release(lease.target, lease.id, reusable: true), lease.target, &state)
         }
-        return effects + [.resume(entry.continuation, .success(lease))]
+        return effects + [.resume(entry.handler, .success(lease))]
     }
 
     private static func fail(_ waiter: WaiterID, _ error: any Error, _ state: inout Locked) -> [Effect] {
@@ -202,13 +258,14 @@ final class ConnectionPool: Sendable {
         var effects: [Effect] = []
         if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
         _ = state.machine.removeWaiter(entry.target, waiter)
-        return effects + [.resume(entry.continuation, .failure(error))]
+        return effects + [.resume(entry.handler, .failure(error))]
     }
 
     private static func close(_ id: ConnectionID, _ state: inout Locked) -> [Effect] {
         var effects: [Effect] = []
         if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
         if let connection = state.connections.removeValue(forKey: id) { effects.append(.close(connection)) }
+        state.placement.remove(id)
         return effects
     }
 
@@ -216,14 +273,14 @@ final class ConnectionPool: Sendable {
     private func perform(_ effects: [Effect]) {
         for effect in effects {
             switch effect {
-            case .resume(let continuation, let result):
-                continuation.resume(with: result)
+            case .resume(let handler, let result):
+                handler(result)
             case .cancelTimer(let timer):
                 timer.cancel()
             case .close(let connection):
                 connection.close()
-            case .create(let id, let waiter, let target):
-                create(id, for: waiter, target: target)
+            case .create(let id, let waiter, let target, let deadline):
+                create(id, for: waiter, target: target, deadline: deadline)
             case .park(let id, let connection, let target):
                 let timer = connection.channel.eventLoop.scheduleTask(in: idleTimeout) { [self] in
                     idleTimeoutFired(id, target)
@@ -241,9 +298,10 @@ final class ConnectionPool: Sendable {
         }
     }
 
-    private func create(_ id: ConnectionID, for waiter: WaiterID, target: RequestTarget) {
+    /// Opens connection `id` for `waiter`. Everything runs on the new connection's event loop, entered once: the
+    /// waiter's deadline (when given), the TCP connect, the handshake, and the hand-over to the waiter.
+    private func create(_ id: ConnectionID, for waiter: WaiterID, target: RequestTarget, deadline: NIODeadline?) {
         logger.debug("opening connection", metadata: ["host": "\(target.host)", "port": "\(target.port)", "connection": "\(id)"])
-        // Completes on the new connection's event loop: the requester is resumed from there, no task needed.
         let events = HTTP2Connection.Events(
             capacityChanged: { [self] capacity in
                 perform(withLock { Self.plan($0.machine.streamCapacityChanged(target, id, to: capacity), target, &$0) })
@@ -252,12 +310,17 @@ final class ConnectionPool: Sendable {
                 logger.debug("the server sent GOAWAY: no new streams", metadata: ["host": "\(target.host)", "connection": "\(id)"])
                 perform(withLock { Self.plan($0.machine.goAway(target, id), target, &$0) })
             })
-        factory.connect(to: target, events: { events }).whenComplete { [self] result in
-            switch result {
-            case .success(let connection): created(id, connection, for: waiter, target: target)
-            case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
+        let loop = loops[withLock { $0.placement.place(id) }]
+        let open: @Sendable () -> Void = { [self] in
+            if let deadline { scheduleTimer(for: waiter, on: loop, deadline: deadline) }
+            factory.connect(to: target, on: loop, events: { events }).whenComplete { [self] result in
+                switch result {
+                case .success(let connection): created(id, connection, for: waiter, target: target)
+                case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
+                }
             }
         }
+        if loop.inEventLoop { open() } else { loop.execute(open) }
     }
 
     private func created(_ id: ConnectionID, _ connection: PooledConnection, for waiter: WaiterID, target: RequestTarget) {
@@ -280,8 +343,9 @@ final class ConnectionPool: Sendable {
             var effects: [Effect] = []
             if let entry = state.waiters.removeValue(forKey: waiter) {
                 if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
-                effects.append(.resume(entry.continuation, .failure(error)))
+                effects.append(.resume(entry.handler, .failure(error)))
             }
+            state.placement.remove(id)
             return effects + Self.plan(state.machine.creationFailed(target, id), target, &state)
         }
         perform(effects)
@@ -303,7 +367,10 @@ final class ConnectionPool: Sendable {
             if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
             effects += Self.plan(state.machine.connectionClosed(target, id), target, &state)
             // A leased connection stays registered until its requester releases it.
-            if state.machine.isUnknown(target, id) { state.connections.removeValue(forKey: id) }
+            if state.machine.isUnknown(target, id) {
+                state.connections.removeValue(forKey: id)
+                state.placement.remove(id)
+            }
             return effects
         }
         perform(effects)

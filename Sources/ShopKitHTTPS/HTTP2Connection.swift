@@ -151,66 +151,25 @@ final class HTTP2Connection: Sendable {
         }
     }
 
-    /// Opens a stream and sends a bodiless request on it in one trip to the event loop (the common case: a GET),
-    /// then waits for the response head. `release` runs exactly once, as for
-    /// ``HTTPClientConnection/execute(head:body:limits:release:)``; when no stream could be opened it runs
-    /// at once, with `false`.
-    ///
-    /// - Throws: ``ExchangeFailure`` for transport failures (``ExchangeFailure/refusedByServer`` set when the
-    ///   server's GOAWAY said it never processed the stream); `CancellationError` when the task is cancelled.
-    func sendBodiless(
-        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
-    ) async throws -> (HTTPClientConnection, HTTPClientConnection.Exchange) {
-        let loop = channel.eventLoop
-        // What cancellation needs, set on the loop when the exchange starts; an exchange that starts after the task
-        // was cancelled (`cancelled`) is cancelled at once.
-        let started = NIOLockedValueBox<(connection: HTTPClientConnection?, id: HTTPClientConnection.ExchangeID?, cancelled: Bool)>(
-            (nil, nil, false))
-        do {
-            return try await withTaskCancellationHandler {
-                let (connection, exchange) = try await withCheckedThrowingContinuation {
-                    (waiting: CheckedContinuation<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) in
-                    loop.execute {
-                        self.openStreamOnLoop().whenComplete { opened in
-                            let connection: HTTPClientConnection
-                            switch opened {
-                            case .failure(let error):
-                                release(false)
-                                waiting.resume(throwing: ExchangeFailure(error: error, noResponseBytes: true))
-                                return
-                            case .success(let stream):
-                                connection = stream
-                            }
-                            let pending = connection.prepare(head: head, limits: limits, release: release)
-                            let cancelled = started.withLockedValue {
-                                $0.connection = connection
-                                $0.id = pending.exchange.id
-                                return $0.cancelled
-                            }
-                            connection.beginBodiless(pending)
-                            if cancelled { connection.cancelOnLoop(pending.exchange.id) }
-                            pending.exchange.head.futureResult.whenComplete { result in
-                                waiting.resume(
-                                    with: result.map { (connection, .init(id: pending.exchange.id, head: $0, body: pending.exchange.body)) })
-                            }
-                        }
-                    }
-                }
-                if Task.isCancelled {
-                    connection.cancel(exchange.id)
-                    throw CancellationError()
-                }
-                return (connection, exchange)
-            } onCancel: {
-                let (connection, id) = started.withLockedValue {
-                    $0.cancelled = true
-                    return ($0.connection, $0.id)
-                }
-                if let connection, let id { connection.cancel(id) }
+    /// On the event loop: opens a stream and starts a bodiless request on it (the common case: a GET), as
+    /// ``HTTPClientConnection/startBodiless(head:limits:release:started:answered:)`` does on an HTTP/1.1
+    /// connection. `started` also gets the stream. When no stream can be opened, `release` runs at once with
+    /// `false` and `answered` gets an ``ExchangeFailure`` with no response bytes.
+    func startBodiless(
+        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
+        started: @escaping @Sendable (HTTPClientConnection, HTTPClientConnection.ExchangeID) -> Bool,
+        answered: @escaping @Sendable (Result<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) -> Void
+    ) {
+        openStreamOnLoop().whenComplete { opened in
+            switch opened {
+            case .failure(let error):
+                release(false)
+                answered(.failure(ExchangeFailure(error: error, noResponseBytes: true)))
+            case .success(let stream):
+                stream.startBodiless(
+                    head: head, limits: limits, release: release, started: { started(stream, $0) },
+                    answered: { answered($0.map { (stream, $0) }) })
             }
-        } catch let failure as ExchangeFailure {
-            guard failure.noResponseBytes, let connection = started.withLockedValue({ $0.connection }) else { throw failure }
-            throw ExchangeFailure(error: failure.error, noResponseBytes: true, refusedByServer: await refused(connection.channel))
         }
     }
 

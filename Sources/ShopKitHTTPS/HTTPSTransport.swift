@@ -134,7 +134,7 @@ public struct HTTPSTransport: ClientTransport {
 
     /// The configuration the transport was built with.
     public let configuration: Configuration
-    private let pool: ConnectionPool
+    let pool: ConnectionPool
 
     /// A transport whose connections are secured by OpenSSL with `configuration.tls`.
     ///
@@ -205,22 +205,24 @@ public struct HTTPSTransport: ClientTransport {
         }
         let head = HTTPConversion.requestHead(request, baseURL: baseURL, target: target, bodyLength: bodyLength)
         let mayRetry = HTTPConversion.isRetryable(request, body: body)
+        let limits = HTTP1ExchangeStateMachine.Limits(
+            deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
+            maxBodySize: configuration.maxResponseBodySize)
         var attempt = 1
         while true {
-            let lease = try await pool.lease(target, deadline: deadline)
             do {
-                return try await exchange(head, body: body, on: lease, deadline: deadline, isHead: request.method == .head)
-            } catch let failure as ExchangeFailure {
+                let started: StartedExchange
+                if let body {
+                    let lease = try await pool.lease(target, deadline: deadline)
+                    started = try await exchange(head, body: body, on: lease, limits: limits)
+                } else {
+                    started = try await exchangeBodiless(head, to: target, limits: limits)
+                }
+                return try await response(of: started, isHead: request.method == .head)
+            } catch let failure as NotProcessed {
                 // Not processed by the server: a kept-alive HTTP/1.1 connection it had closed while idle, or an
-                // HTTP/2 stream it refused (above the last stream id of its GOAWAY). An HTTP/2 server closes
-                // gracefully with GOAWAY, so a connection that dies under its streams fails them.
-                let isHTTP1: Bool
-                if case .http1 = lease.connection { isHTTP1 = true } else { isHTTP1 = false }
-                let stale =
-                    failure.noResponseBytes
-                    && ((isHTTP1 && lease.reused && (failure.error as? HTTPSTransportError) == .connectionClosed)
-                        || failure.refusedByServer)
-                guard stale, mayRetry, attempt == 1 else { throw failure.error }
+                // HTTP/2 stream it refused (above the last stream id of its GOAWAY).
+                guard mayRetry, attempt == 1 else { throw failure.error }
                 configuration.tls.logger.debug(
                     "retrying on a new connection: the server did not process the request",
                     metadata: ["host": "\(target.host)", "method": "\(request.method)", "error": "\(failure.error)"])
@@ -232,60 +234,5 @@ public struct HTTPSTransport: ClientTransport {
     /// Closes idle connections; requests still running finish, then their connections close.
     public func shutdown() async {
         pool.shutDown()
-    }
-
-    /// Runs one exchange on `lease`. The lease goes back to the pool exactly once, on the event loop, when the
-    /// exchange's state machine ends the exchange: this function never releases it itself.
-    private func exchange(
-        _ head: HTTPRequestHead, body: HTTPBody?, on lease: ConnectionPool.Lease, deadline: NIODeadline, isHead: Bool
-    ) async throws -> (HTTPResponse, HTTPBody?) {
-        let limits = HTTP1ExchangeStateMachine.Limits(
-            deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
-            maxBodySize: configuration.maxResponseBodySize)
-        let pool = self.pool
-        let release: @Sendable (Bool) -> Void = { pool.release(lease, reusable: $0) }
-        let connection: HTTPClientConnection
-        let exchange: HTTPClientConnection.Exchange
-        switch lease.connection {
-        case .http1(let http1):
-            connection = http1
-            exchange = try await connection.execute(head: head, body: body, limits: limits, release: release)
-        case .http2(let http2) where body == nil:
-            // The common case: the stream is opened and the request sent in one trip to the event loop.
-            (connection, exchange) = try await http2.sendBodiless(head: head, limits: limits, release: release)
-        case .http2(let http2):
-            do {
-                connection = try await http2.openStream().get()
-            } catch {
-                release(false)
-                throw ExchangeFailure(error: error, noResponseBytes: true)
-            }
-            do {
-                exchange = try await connection.execute(head: head, body: body, limits: limits, release: release)
-            } catch let failure as ExchangeFailure where failure.noResponseBytes {
-                throw ExchangeFailure(
-                    error: failure.error, noResponseBytes: true, refusedByServer: await http2.refused(connection.channel))
-            }
-        }
-        let response: HTTPResponse
-        do {
-            response = try HTTPConversion.response(exchange.head)
-        } catch {
-            connection.cancel(exchange.id)
-            throw error
-        }
-        if isHead || exchange.head.status.code == 204 || exchange.head.status.code == 304 {
-            // No body: wait for the exchange's end, so the connection is back in the pool when `send` returns.
-            while try await exchange.body.next() != nil {}
-            return (response, nil)
-        }
-        let id = exchange.id
-        exchange.body.onCancel = { connection.cancel(id) }
-        if case .http2 = lease.connection {
-            // A body dropped unread resets its stream (RST_STREAM) rather than being read to the end.
-            exchange.body.onAbandon = { connection.cancel(id) }
-        }
-        let length = HTTPConversion.contentLength(exchange.head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
-        return (response, HTTPBody(ResponseBodySequence(stream: exchange.body), length: length, iterationBehavior: .single))
     }
 }

@@ -110,6 +110,56 @@ import ShopKitTLS
         await server.stop()
     }
 
+    @Test func theRequestDeadlineRunsWhileTheConnectionIsOpened() async throws {
+        // The connect hangs in SYN-SENT; the request's deadline, far shorter than the connect timeout, ends it.
+        let listener = try StalledListener()
+        defer { listener.close() }
+        let transport = makeTransport(timeouts: .init(connect: .seconds(5), request: .milliseconds(100)))
+        await #expect(throws: HTTPSTransportError.timeout(.request)) {
+            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!)
+        }
+        await transport.shutdown()
+    }
+
+    @Test func cancellingWhileTheConnectionIsOpenedEndsTheRequest() async throws {
+        // Cancelled before it starts: the request never waits for a connection.
+        let listener = try StalledListener()
+        defer { listener.close() }
+        let transport = makeTransport(timeouts: .init(connect: .seconds(5), request: Self.long))
+        let early = Task { try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!) }
+        early.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await early.value }
+        // Cancelled while the handshake hangs (the server read the ClientHello and says nothing).
+        let reads = EventCounter()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture { try child.pipeline.syncOperations.addHandler(CountingSink(counter: reads)) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        let hanging = Task { try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!) }
+        await reads.wait(until: 1)
+        hanging.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await hanging.value }
+        await transport.shutdown()
+        try await server.close()
+    }
+
+    @Test func cancellingTheFirstRequestOfANewConnectionClosesIt() async throws {
+        // The request is started on the event loop by the new connection itself: cancellation must still reach it.
+        let server = try await LoopbackHTTPServer.startTLS { request in request.uri == "/hang" ? .neverRespond : .ok() }
+        let transport = makeTransport()
+        let task = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
+        await server.waitUntil { $0.requests == 1 }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        await server.waitUntil { $0.closed == 1 }
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        #expect(server.counts.accepted == 2)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func cancellationClosesTheConnection() async throws {
         let server = try await LoopbackHTTPServer.startTLS { request in request.uri == "/hang" ? .neverRespond : .ok() }
         let transport = makeTransport()
