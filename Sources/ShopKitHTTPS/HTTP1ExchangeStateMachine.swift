@@ -21,6 +21,10 @@ import ShopKitTLS
 /// - Truncation: a TCP close without TLS close_notify fails the exchange in progress, so a body framed by the
 ///   connection's end is never accepted as complete on a FIN anyone could forge.
 /// - Backpressure: while the body reader is behind, the channel's reads are held back.
+/// - HTTP/2 streams (``init(stream:)``): the stream closes itself once both sides have ended it, so a
+///   response that ended after the whole request was written is released without a close (closing the stream
+///   channel then would send the server an RST_STREAM for a finished stream). A response that ended before the
+///   request did still resets the stream, which stops the upload (RFC 9113 §8.1).
 package struct HTTP1ExchangeStateMachine {
     /// Identifies one exchange on a connection.
     package struct ExchangeID: Hashable, Sendable, CustomStringConvertible {
@@ -113,10 +117,15 @@ package struct HTTP1ExchangeStateMachine {
     }
 
     private var state = State.idle
+    /// The connection is one HTTP/2 stream: its exchange ends with the stream.
+    private let stream: Bool
     /// The body reader is behind: the channel's reads are held back until it catches up.
     private var readingPaused = false
     /// A read the channel asked for while reading was paused.
     private var pendingRead = false
+
+    /// A machine for an HTTP/1.1 connection, or, when `stream`, for one HTTP/2 stream.
+    init(stream: Bool = false) { self.stream = stream }
 
     /// Whether the connection can take a new exchange.
     var isIdle: Bool {
@@ -271,7 +280,9 @@ package struct HTTP1ExchangeStateMachine {
         case .running(var exchange):
             guard case .streaming(_, let keepAlive) = exchange.response else { break }
             var actions: Actions
-            if keepAlive && !exchange.requestWritten {
+            if stream {
+                actions = finish(exchange, reusable: exchange.requestWritten)
+            } else if keepAlive && !exchange.requestWritten {
                 // An early response: the connection is reusable once the request's end is out.
                 exchange.response = .complete
                 state = .running(exchange)

@@ -135,7 +135,7 @@ final class HTTP2Connection: Sendable {
         let handler = NIOLoopBoundBox<HTTPClientConnectionHandler?>(nil, eventLoop: loop)
         multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
             streamChannel.eventLoop.makeCompletedFuture {
-                let exchange = HTTPClientConnectionHandler(logger: logger) { closeReason.value }
+                let exchange = HTTPClientConnectionHandler(logger: logger, stream: true) { closeReason.value }
                 let sync = streamChannel.pipeline.syncOperations
                 try sync.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                 try sync.addHandler(InboundByteObserver { exchange.noteBytesRead() })

@@ -72,7 +72,7 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     package typealias OutboundIn = HTTPClientRequestPart
     package typealias OutboundOut = HTTPClientRequestPart
 
-    private var machine = HTTP1ExchangeStateMachine()
+    private var machine: HTTP1ExchangeStateMachine
     private var current: ExchangeContext?
     /// Where the handler logs what it drops (the transport's logger; names only, never values).
     private let logger: Logger
@@ -84,10 +84,13 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     /// whose connection missed its PING acknowledgement); read on the event loop when the channel goes inactive.
     private let closeReason: () -> HTTPSTransportError?
 
-    /// A handler with no exchange yet; `logger` gets what it drops (trailers).
+    /// A handler with no exchange yet; `logger` gets what it drops (trailers). `stream`: the channel is one
+    /// HTTP/2 stream, which closes itself when its exchange is over.
     package init(
-        logger: Logger = TLSClientConfiguration.disabledLogger, closeReason: @escaping () -> HTTPSTransportError? = { nil }
+        logger: Logger = TLSClientConfiguration.disabledLogger, stream: Bool = false,
+        closeReason: @escaping () -> HTTPSTransportError? = { nil }
     ) {
+        self.machine = HTTP1ExchangeStateMachine(stream: stream)
         self.logger = logger
         self.closeReason = closeReason
     }

@@ -8,8 +8,8 @@ import ShopKitTLS
 
 /// An in-process HTTPS server on 127.0.0.1 that speaks HTTP/2 (swift-nio-http2's server side) behind ShopKit's
 /// server-role TLS handler, with ALPN; for the transport's HTTP/2 tests. It can limit concurrent streams,
-/// hold responses until told, reset streams, and send GOAWAY; it counts connections, requests and the most
-/// streams open at once.
+/// hold responses until told, reset streams, and send GOAWAY; it counts connections, requests, the most
+/// streams open at once, PINGs and the client's stream resets.
 package final class LoopbackHTTP2Server: Sendable {
     /// One request as the server saw it.
     package struct Request: Sendable {
@@ -46,6 +46,9 @@ package final class LoopbackHTTP2Server: Sendable {
         package var held = 0
         /// PINGs received (not acknowledgements).
         package var pings = 0
+        /// RST_STREAM frames the client sent, counted from the bytes before swift-nio-http2 sees them (its state
+        /// machine drops a reset of a stream that has already ended).
+        package var resets = 0
     }
 
     fileprivate struct Held {
@@ -113,6 +116,7 @@ package final class LoopbackHTTP2Server: Sendable {
                 return connection.eventLoop.makeCompletedFuture {
                     try connection.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
                     try connection.pipeline.syncOperations.addHandler(Silencer(state: state))
+                    try connection.pipeline.syncOperations.addHandler(ResetCounter(state: state))
                 }.flatMap {
                     connection.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
                         stream.eventLoop.makeCompletedFuture {
@@ -250,6 +254,39 @@ package final class LoopbackHTTP2Server: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             if !state.withLockedValue({ $0.silent }) { context.fireChannelRead(data) }
+        }
+    }
+
+    /// Counts the client's RST_STREAM frames by reading the frame headers (RFC 9113 §4.1: a 24-bit length, an
+    /// 8-bit type, flags, a stream id) in the plaintext after the client's 24-byte preface; passes every byte on.
+    private final class ResetCounter: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        typealias InboundOut = ByteBuffer
+        private let state: NIOLockedValueBox<State>
+        private var prefaceLeft = 24
+        private var header: [UInt8] = []
+        private var payloadLeft = 0
+
+        init(state: NIOLockedValueBox<State>) { self.state = state }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            var bytes = unwrapInboundIn(data).readableBytesView[...]
+            while !bytes.isEmpty {
+                if prefaceLeft > 0 || payloadLeft > 0 {
+                    let skip = min(bytes.count, max(prefaceLeft, payloadLeft))
+                    bytes = bytes.dropFirst(skip)
+                    if prefaceLeft > 0 { prefaceLeft -= skip } else { payloadLeft -= skip }
+                    continue
+                }
+                let take = min(bytes.count, 9 - header.count)
+                header += bytes.prefix(take)
+                bytes = bytes.dropFirst(take)
+                guard header.count == 9 else { continue }
+                payloadLeft = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+                if header[3] == 0x3 { LoopbackHTTP2Server.update(state) { $0.counts.resets += 1 } }
+                header = []
+            }
+            context.fireChannelRead(data)
         }
     }
 

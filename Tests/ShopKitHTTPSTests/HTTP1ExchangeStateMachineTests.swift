@@ -73,6 +73,28 @@ import ShopKitTLS
         #expect(machine.isIdle)
     }
 
+    @Test func aStreamsCompletedExchangeIsReleasedWithoutAClose() {
+        var machine = Machine(stream: true)
+        _ = machine.start(id, limits: limits, requestKeepAlive: true, isHead: false, now: t0, channelActive: true)
+        _ = machine.requestWritten(id, now: t0)
+        // An HTTP/2 response head (version 2.0): HTTP/1.1's keep-alive rules do not apply.
+        let head = HTTPResponseHead(version: .http2, status: .ok)
+        #expect(machine.responseHead(head).head == head)
+        let end = machine.responseEnd()
+        #expect(end.release == true && !end.close && end.finishBody && end.timer == .cancel)
+        // The stream then closes by itself; nothing fails.
+        #expect(machine.channelInactive().fail == nil)
+    }
+
+    @Test func aStreamsResponseThatEndsBeforeTheRequestResetsTheStream() {
+        var machine = Machine(stream: true)
+        _ = machine.start(id, limits: limits, requestKeepAlive: true, isHead: false, now: t0, channelActive: true)
+        _ = machine.responseHead(HTTPResponseHead(version: .http2, status: .ok))
+        let end = machine.responseEnd()
+        #expect(end.release == false && end.close && end.finishBody)
+        #expect(machine.requestWritten(id, now: t0) == .none)
+    }
+
     @Test func anEarlyResponseWhoseRequestFailsIsClosed() {
         var machine = started()
         _ = machine.responseHead(head(200, length: 0))

@@ -172,6 +172,9 @@ import Testing
         for task in others { #expect(try await task.value.0.status == .ok) }
         // The connection is still the one: a new request needs no new handshake.
         #expect(try await transport.fetch(baseURL: base).0.status == .ok)
+        // The cancelled stream was reset (before this last request's HEADERS, on the same connection); the
+        // completed ones were not.
+        #expect(server.counts.resets == 1)
         #expect(server.counts.connections == 1)
         await transport.shutdown()
         try await server.shutdown()
@@ -190,6 +193,28 @@ import Testing
         body = nil  // dropped unread: the stream is reset, not read to the end
         _ = body
         #expect(try await transport.fetch(.get, "/small", baseURL: base).1 == Array("small".utf8))
+        #expect(server.counts.connections == 1)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    /// A stream whose response was read to its end is closed by the protocol (END_STREAM both ways), never
+    /// reset: an RST_STREAM per request is wasted work for both sides, and servers that guard against rapid
+    /// resets (CVE-2023-44487) may count it against the client.
+    @Test func completedStreamsAreNotReset() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in .respond(body: Array("\(request.index)".utf8)) }
+        let transport = try transport()
+        let base = url(server)
+        for _ in 0..<5 { #expect(try await transport.fetch(baseURL: base).0.status == .ok) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 { group.addTask { _ = try await transport.fetch(baseURL: base) } }
+            try await group.waitForAll()
+        }
+        // Frames on one connection arrive in order: by the time the server answers this request, any reset
+        // of the 25 streams before it has been counted.
+        #expect(try await transport.fetch(baseURL: base).0.status == .ok)
+        #expect(server.counts.requests == 26)
+        #expect(server.counts.resets == 0)
         #expect(server.counts.connections == 1)
         await transport.shutdown()
         try await server.shutdown()
