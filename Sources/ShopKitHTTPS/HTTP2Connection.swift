@@ -122,32 +122,39 @@ final class HTTP2Connection: Sendable {
     /// Opens a stream for one exchange: a stream channel whose pipeline speaks HTTP/1-style parts, with an
     /// exchange handler of its own.
     func openStream() -> EventLoopFuture<HTTPClientConnection> {
-        channel.eventLoop.flatSubmit { self.openStreamOnLoop() }
+        let opened = channel.eventLoop.makePromise(of: HTTPClientConnection.self)
+        channel.eventLoop.execute { self.openStreamOnLoop { opened.completeWith($0) } }
+        return opened.futureResult
     }
 
-    /// ``openStream()`` on the event loop.
-    private func openStreamOnLoop() -> EventLoopFuture<HTTPClientConnection> {
+    /// ``openStream()`` on the event loop: `opened` gets the stream, or an ``HTTPSTransportError``. One promise
+    /// (the stream channel's) per stream, and no future chained on it: each future costs an allocation and
+    /// NIO's generic metadata lookups, on every request.
+    private func openStreamOnLoop(_ opened: @escaping @Sendable (Result<HTTPClientConnection, any Error>) -> Void) {
         let loop = channel.eventLoop
-        let multiplexer = self.multiplexer
-        let logger = self.logger
         let closeReason = self.closeReason
+        let handler = NIOLoopBound(
+            HTTPClientConnectionHandler(logger: logger, stream: true) { closeReason.value }, eventLoop: loop)
         let stream = loop.makePromise(of: (any Channel).self)
-        let handler = NIOLoopBoundBox<HTTPClientConnectionHandler?>(nil, eventLoop: loop)
         multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
-            streamChannel.eventLoop.makeCompletedFuture {
-                let exchange = HTTPClientConnectionHandler(logger: logger, stream: true) { closeReason.value }
+            do {
+                let exchange = handler.value
                 let sync = streamChannel.pipeline.syncOperations
                 try sync.addHandler(HTTP2FramePayloadToHTTP1ClientCodec(httpProtocol: .https))
                 try sync.addHandler(InboundByteObserver { exchange.noteBytesRead() })
                 try sync.addHandler(exchange)
-                handler.value = exchange
+                return streamChannel.eventLoop.makeSucceededVoidFuture()
+            } catch {
+                return streamChannel.eventLoop.makeFailedFuture(error)
             }
         }
-        return stream.futureResult.flatMapThrowing { streamChannel in
-            guard let exchange = handler.value else { throw HTTPSTransportError.connectionClosed }
-            return HTTPClientConnection(stream: streamChannel, handler: exchange)
-        }.flatMapErrorThrowing { error in
-            throw error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed
+        stream.futureResult.whenComplete { result in
+            switch result {
+            case .success(let streamChannel):
+                opened(.success(HTTPClientConnection(stream: streamChannel, handler: handler.value)))
+            case .failure(let error):
+                opened(.failure(error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed))
+            }
         }
     }
 
@@ -160,7 +167,7 @@ final class HTTP2Connection: Sendable {
         started: @escaping @Sendable (HTTPClientConnection, HTTPClientConnection.ExchangeID) -> Bool,
         answered: @escaping @Sendable (Result<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) -> Void
     ) {
-        openStreamOnLoop().whenComplete { opened in
+        openStreamOnLoop { opened in
             switch opened {
             case .failure(let error):
                 release(false)
