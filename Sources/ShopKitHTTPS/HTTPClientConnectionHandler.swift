@@ -79,6 +79,12 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
 
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
+    /// Inside a read (between `channelRead` and `channelReadComplete`).
+    private var reading = false
+    /// A response head decoded in the current read, handed over when the read is complete, so that the caller,
+    /// woken once, finds the body parts of the same read (a small response's whole body) already buffered
+    /// instead of waking, finding no body yet, and waiting to be woken again.
+    private var deferredHead: (promise: EventLoopPromise<HTTPResponseHead>, head: HTTPResponseHead)?
 
     /// Why the connection under this handler closed, when it knows better than "closed" (an HTTP/2 stream
     /// whose connection missed its PING acknowledgement); read on the event loop when the channel goes inactive.
@@ -96,7 +102,10 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     }
 
     package func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    package func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    package func handlerRemoved(context: ChannelHandlerContext) {
+        deliverDeferredHead()
+        self.context = nil
+    }
 
     /// The event loop's current time.
     private var now: NIODeadline { context?.eventLoop.now ?? .now() }
@@ -145,6 +154,7 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     // MARK: From the channel
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reading = true
         switch unwrapInboundIn(data) {
         case .head(let head): perform(machine.responseHead(head))
         case .body(let buffer): perform(machine.responseBody(buffer))
@@ -155,6 +165,12 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
             }
             perform(machine.responseEnd())
         }
+    }
+
+    package func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        deliverDeferredHead()
+        context.fireChannelReadComplete()
     }
 
     package func read(context: ChannelHandlerContext) {
@@ -179,6 +195,7 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
+        deliverDeferredHead()
         perform(machine.channelInactive(closeReason() ?? .connectionClosed))
         context.fireChannelInactive()
     }
@@ -208,7 +225,9 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
             if actions.read { context?.read() }
             return
         }
-        if let head = actions.head { exchange.head.succeed(head) }
+        if let head = actions.head {
+            if reading { deferredHead = (exchange.head, head) } else { exchange.head.succeed(head) }
+        }
         if let buffer = actions.body, !exchange.body.yield(ArraySlice(buffer.readableBytesView)) {
             machine.readerBehind()
         }
@@ -218,6 +237,7 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         }
         if actions.finishBody { exchange.body.finish() }
         if let (failure, noResponseBytes, headDelivered) = actions.fail {
+            deliverDeferredHead()  // the caller gets the head, then the body's error
             let error: any Error
             switch failure {
             case .transport(let transport): error = transport
@@ -229,6 +249,13 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         }
         if actions.close { context?.close(promise: nil) }
         if actions.read { context?.read() }
+    }
+
+    /// Hands over a response head held back until the end of its read.
+    private func deliverDeferredHead() {
+        guard let (promise, head) = deferredHead else { return }
+        deferredHead = nil
+        promise.succeed(head)
     }
 }
 

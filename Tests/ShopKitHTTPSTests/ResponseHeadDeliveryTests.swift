@@ -1,0 +1,102 @@
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import Testing
+@testable import ShopKitHTTPS
+
+/// The response head is handed to the caller at the end of the read that carried it, after the body parts of
+/// that same read: the caller is woken once and finds a small body complete, instead of waking for the head,
+/// finding no body yet and waiting to be woken again. A failure in the same read still comes after the head.
+@Suite struct ResponseHeadDeliveryTests {
+    /// An embedded channel with the HTTP handler and one started exchange whose request was written.
+    struct Running {
+        let channel: EmbeddedChannel
+        let exchange: ExchangeContext
+        /// What had happened when the head was handed over: the releases so far.
+        let releasedAtHead: NIOLoopBoundBox<[Bool]?>
+        let released: NIOLoopBoundBox<[Bool]>
+
+        init(maxBodySize: Int = 1_000) throws {
+            channel = EmbeddedChannel()
+            let handler = HTTPClientConnectionHandler()
+            try channel.pipeline.syncOperations.addHandler(handler)
+            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
+            let loop = channel.embeddedEventLoop
+            let released = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
+            self.released = released
+            exchange = ExchangeContext(
+                id: .init(raw: 1),
+                limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(5), maxBodySize: maxBodySize),
+                requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),
+                release: { released.value.append($0) })
+            let releasedAtHead = NIOLoopBoundBox<[Bool]?>(nil, eventLoop: loop)
+            self.releasedAtHead = releasedAtHead
+            exchange.head.futureResult.whenSuccess { _ in releasedAtHead.value = released.value }
+            handler.start(exchange)
+            handler.requestSent(exchange.id)
+        }
+
+        func read(_ part: HTTPClientResponsePart) {
+            channel.pipeline.syncOperations.fireChannelRead(NIOAny(part))
+        }
+
+        func readComplete() { channel.pipeline.syncOperations.fireChannelReadComplete() }
+
+        var headDelivered: Bool { releasedAtHead.value != nil }
+
+        func body() async throws -> [UInt8] {
+            var bytes: [UInt8] = []
+            while let chunk = try await exchange.body.next() { bytes += chunk }
+            return bytes
+        }
+    }
+
+    static let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "3"])
+
+    @Test func theHeadWaitsForTheEndOfItsReadAndTheBodyOfThatReadIsThenComplete() async throws {
+        let running = try Running()
+        running.read(.head(Self.head))
+        #expect(!running.headDelivered)
+        running.read(.body(ByteBuffer(string: "abc")))
+        running.read(.end(nil))
+        #expect(!running.headDelivered)
+        running.readComplete()
+        // When the caller got the head, the exchange had already ended (released reusable, body finished).
+        #expect(running.releasedAtHead.value == [true])
+        #expect(try await running.body() == Array("abc".utf8))
+        _ = try running.channel.finish()
+    }
+
+    @Test func aHeadWhoseBodyComesInALaterReadIsHandedOverAtTheEndOfItsOwn() async throws {
+        let running = try Running()
+        running.read(.head(Self.head))
+        running.readComplete()
+        #expect(running.releasedAtHead.value == [])
+        running.read(.body(ByteBuffer(string: "abc")))
+        running.read(.end(nil))
+        running.readComplete()
+        #expect(try await running.body() == Array("abc".utf8))
+        _ = try running.channel.finish()
+    }
+
+    @Test func aFailureInTheSameReadComesAfterTheHead() async throws {
+        let running = try Running(maxBodySize: 2)
+        running.read(.head(HTTPResponseHead(version: .http1_1, status: .ok)))
+        running.read(.body(ByteBuffer(string: "abc")))  // over the limit: the exchange fails
+        #expect(running.headDelivered)
+        #expect(running.released.value == [false])
+        await #expect(throws: HTTPSTransportError.responseBodyTooLarge(limit: 2)) { _ = try await running.body() }
+        _ = try? running.channel.finish()
+    }
+
+    @Test func aConnectionThatClosesBeforeTheEndOfTheReadStillHandsOverTheHead() async throws {
+        let running = try Running()
+        running.read(.head(Self.head))
+        running.read(.body(ByteBuffer(string: "abc")))
+        running.read(.end(nil))  // the exchange is over: the close that follows fails nothing
+        running.channel.pipeline.fireChannelInactive()
+        #expect(running.releasedAtHead.value == [true])
+        #expect(try await running.body() == Array("abc".utf8))
+        _ = try? running.channel.finish()
+    }
+}
