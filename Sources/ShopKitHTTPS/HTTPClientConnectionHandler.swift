@@ -78,7 +78,8 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     private let logger: Logger
 
     private var context: ChannelHandlerContext?
-    private var timer: Scheduled<Void>?
+    /// The exchange's one timer: a scheduled callback (no promise or closure per arm, unlike `scheduleTask`).
+    private var timer: NIOScheduledCallback?
     /// Inside a read (between `channelRead` and `channelReadComplete`).
     private var reading = false
     /// A response head decoded in the current read, handed over when the read is complete, so that the caller,
@@ -213,11 +214,8 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
             timer?.cancel()
             timer = nil
             if let context {
-                let this = NIOLoopBound(self, eventLoop: context.eventLoop)
-                timer = context.eventLoop.scheduleTask(deadline: deadline) {
-                    this.value.timer = nil
-                    this.value.perform(this.value.machine.timerFired(now: this.value.now))
-                }
+                timer = try? context.eventLoop.assumeIsolated().scheduleCallback(
+                    at: deadline, handler: TimerFired(handler: self))
             }
         }
         guard let exchange = refused ?? current else {
@@ -249,6 +247,16 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         }
         if actions.close { context?.close(promise: nil) }
         if actions.read { context?.read() }
+    }
+
+    /// The exchange's timer fired (on the event loop).
+    private struct TimerFired: NIOScheduledCallbackHandler {
+        let handler: HTTPClientConnectionHandler
+
+        func handleScheduledCallback(eventLoop: some EventLoop) {
+            handler.timer = nil
+            handler.perform(handler.machine.timerFired(now: handler.now))
+        }
     }
 
     /// Hands over a response head held back until the end of its read.
