@@ -37,7 +37,15 @@ final class ConnectionPool: Sendable {
     private struct Locked {
         var machine: Machine
         var connections: [ConnectionID: PooledConnection] = [:]
+        /// Each pooled connection's idle rule (see ``IdleClock``) and its pending timer, if any. The timer is not
+        /// cancelled when the connection is leased, so a kept-alive request does no timer work.
+        var idleClocks: [ConnectionID: IdleClock] = [:]
         var idleTimers: [ConnectionID: Scheduled<Void>] = [:]
+        /// How long a connection may stay idle.
+        let idleTimeout: TimeAmount
+        /// Whether the logger takes debug messages: the pool's log effects (and their metadata) are built only
+        /// then.
+        let debugLogging: Bool
         var waiters: [WaiterID: Waiter] = [:]
         var waiterTimers: [WaiterID: Scheduled<Void>] = [:]
         var nextWaiter = 0
@@ -53,7 +61,8 @@ final class ConnectionPool: Sendable {
         /// Opens a connection for a waiter; with a deadline, the waiter's timer is scheduled on the new
         /// connection's event loop first (the waiter that caused the creation).
         case create(ConnectionID, WaiterID, RequestTarget, deadline: NIODeadline?)
-        case park(ConnectionID, PooledConnection, RequestTarget)
+        /// Arms connection `id`'s idle timer for this deadline.
+        case armIdleTimer(ConnectionID, PooledConnection, RequestTarget, NIODeadline)
         case log(String, Logger.Metadata)
     }
 
@@ -61,7 +70,6 @@ final class ConnectionPool: Sendable {
     private let factory: ConnectionFactory
     /// The group's event loops, which connections are placed on (see ``LoopPlacement``).
     private let loops: [any EventLoop]
-    private let idleTimeout: TimeAmount
     private let logger: Logger
 
     init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
@@ -71,9 +79,9 @@ final class ConnectionPool: Sendable {
         self.locked = NIOLockedValueBox(
             Locked(
                 machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only),
+                idleTimeout: idleTimeout, debugLogging: logger.logLevel <= .debug,
                 placement: LoopPlacement(loops: loops.count)))
         self.factory = factory
-        self.idleTimeout = idleTimeout
         self.logger = logger
     }
 
@@ -91,13 +99,13 @@ final class ConnectionPool: Sendable {
         let waiter = NIOLockedValueBox<(id: WaiterID?, cancelled: Bool)>((nil, false))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let id = lease(target, deadline: deadline) { continuation.resume(with: $0) }
+                let id = wait(for: target, deadline: deadline) { continuation.resume(with: $0) }
                 let cancelled = waiter.withLockedValue {
                     $0.id = id
                     return $0.cancelled
                 }
                 // Cancelled before the waiter was known: the handler below found nothing to abandon.
-                if cancelled, let id { abandon(id, error: CancellationError()) }
+                if cancelled { abandon(id, error: CancellationError()) }
             }
         } onCancel: {
             let id = waiter.withLockedValue {
@@ -122,6 +130,12 @@ final class ConnectionPool: Sendable {
             handler(.success(idle))
             return nil
         }
+        return wait(for: target, deadline: deadline, handler: handler)
+    }
+
+    /// ``lease(_:deadline:handler:)`` once no idle connection was found: registers a waiter, which the machine
+    /// serves with a connection parked meanwhile, a new one, or the next one freed.
+    private func wait(for target: RequestTarget, deadline: NIODeadline, handler: @escaping LeaseHandler) -> WaiterID {
         var createsOwnConnection = false
         let (waiter, effects) = withLock { state -> (WaiterID, [Effect]) in
             state.nextWaiter += 1
@@ -134,7 +148,9 @@ final class ConnectionPool: Sendable {
                 createsOwnConnection = true
                 return .create(id, waiter, target, deadline: deadline)
             }
-            if case .none = action { effects.insert(.log("waiting for a free connection", ["host": "\(target.host)"]), at: 0) }
+            if case .none = action, state.debugLogging {
+                effects.insert(.log("waiting for a free connection", ["host": "\(target.host)"]), at: 0)
+            }
             return (waiter, effects)
         }
         if !createsOwnConnection {
@@ -149,13 +165,15 @@ final class ConnectionPool: Sendable {
     private func leaseIdle(_ target: RequestTarget) -> Lease? {
         let (idle, idleEffects) = withLock { state -> (Lease?, [Effect]) in
             guard let id = state.machine.leaseIdle(target) else { return (nil, []) }
-            var effects: [Effect] = []
-            if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
+            state.idleClocks[id]?.leased()
             guard let connection = state.connections[id] else {
                 // Not registered (cannot happen): give it back as unusable and take the slow path.
-                return (nil, effects + Self.plan(state.machine.release(target, id, reusable: false), target, &state))
+                return (nil, Self.plan(state.machine.release(target, id, reusable: false), target, &state))
             }
-            effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+            var effects: [Effect] = []
+            if state.debugLogging {
+                effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+            }
             return (Lease(id: id, target: target, connection: connection, reused: true), effects)
         }
         perform(idleEffects)
@@ -211,17 +229,23 @@ final class ConnectionPool: Sendable {
         case .none:
             return []
         case .useIdle(let id, let waiter), .handOver(let id, let waiter):
+            state.idleClocks[id]?.leased()
+            guard let connection = state.connections[id], let target else { return [] }
             var effects: [Effect] = []
-            if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
-            guard let connection = state.connections[id], let target else { return effects }
-            effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+            if state.debugLogging {
+                effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+            }
             return effects + resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
         case .create(let id, let waiter):
             guard let target else { return [] }
             return [.create(id, waiter, target, deadline: nil)]
         case .park(let id):
             guard let connection = state.connections[id], let target else { return [] }
-            return [.park(id, connection, target)]
+            let timeout = state.idleTimeout
+            guard let deadline = state.idleClocks[id, default: IdleClock(timeout: timeout)].parked(now: .now()) else {
+                return []  // its timer is pending: it will see this park when it fires
+            }
+            return [.armIdleTimer(id, connection, target, deadline)]
         case .close(let id):
             return close(id, &state)
         case .closeAndCreate(let id, let replacement, let waiter):
@@ -237,6 +261,7 @@ final class ConnectionPool: Sendable {
             return zip(ids, waiters).map { .create($0, $1, target, deadline: nil) }
         case .handOverStreams(let id, let waiters):
             guard let connection = state.connections[id], let target else { return [] }
+            if !waiters.isEmpty { state.idleClocks[id]?.leased() }
             return waiters.flatMap {
                 resume($0, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
             }
@@ -263,6 +288,7 @@ final class ConnectionPool: Sendable {
 
     private static func close(_ id: ConnectionID, _ state: inout Locked) -> [Effect] {
         var effects: [Effect] = []
+        state.idleClocks.removeValue(forKey: id)
         if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
         if let connection = state.connections.removeValue(forKey: id) { effects.append(.close(connection)) }
         state.placement.remove(id)
@@ -281,13 +307,13 @@ final class ConnectionPool: Sendable {
                 connection.close()
             case .create(let id, let waiter, let target, let deadline):
                 create(id, for: waiter, target: target, deadline: deadline)
-            case .park(let id, let connection, let target):
-                let timer = connection.channel.eventLoop.scheduleTask(in: idleTimeout) { [self] in
-                    idleTimeoutFired(id, target)
+            case .armIdleTimer(let id, let connection, let target, let deadline):
+                let timer = connection.channel.eventLoop.scheduleTask(deadline: deadline) { [self] in
+                    idleTimerFired(id, target)
                 }
-                // The connection may have been leased again before the timer was registered.
+                // The connection may have been closed before the timer was registered.
                 let stale: Scheduled<Void>? = withLock { state in
-                    guard state.machine.isIdle(target, id) else { return timer }
+                    guard state.idleClocks[id]?.armed == true else { return timer }
                     state.idleTimers.updateValue(timer, forKey: id)?.cancel()
                     return nil
                 }
@@ -351,12 +377,23 @@ final class ConnectionPool: Sendable {
         perform(effects)
     }
 
-    private func idleTimeoutFired(_ id: ConnectionID, _ target: RequestTarget) {
+    /// Connection `id`'s idle timer fired: closes it if it has been idle for the whole timeout, arms the timer
+    /// again if it was parked again meanwhile (see ``IdleClock``).
+    private func idleTimerFired(_ id: ConnectionID, _ target: RequestTarget) {
         let effects = withLock { state -> [Effect] in
             state.idleTimers.removeValue(forKey: id)
-            guard case .close = state.machine.idleTimeoutFired(target, id) else { return [] }
-            return [.log("closing idle connection", ["host": "\(target.host)", "connection": "\(id)"])]
-                + Self.close(id, &state)
+            guard let outcome = state.idleClocks[id]?.fired(now: .now()) else { return [] }
+            switch outcome {
+            case .stop:
+                return []
+            case .rearm(let deadline):
+                guard let connection = state.connections[id] else { return [] }
+                return [.armIdleTimer(id, connection, target, deadline)]
+            case .close:
+                guard case .close = state.machine.idleTimeoutFired(target, id) else { return [] }
+                return [.log("closing idle connection", ["host": "\(target.host)", "connection": "\(id)"])]
+                    + Self.close(id, &state)
+            }
         }
         perform(effects)
     }
@@ -364,6 +401,7 @@ final class ConnectionPool: Sendable {
     private func connectionClosed(_ id: ConnectionID, _ target: RequestTarget) {
         let effects = withLock { state -> [Effect] in
             var effects: [Effect] = []
+            state.idleClocks.removeValue(forKey: id)
             if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
             effects += Self.plan(state.machine.connectionClosed(target, id), target, &state)
             // A leased connection stays registered until its requester releases it.
