@@ -56,14 +56,57 @@ enum HTTPConversion {
     /// - Throws: ``HTTPSTransportError/malformedResponse(_:)`` for a field name swift-http-types refuses.
     static func response(_ head: HTTPResponseHead) throws(HTTPSTransportError) -> HTTPResponse {
         var fields = HTTPFields()
+        fields.reserveCapacity(head.headers.count)
         for (name, value) in head.headers {
-            guard let fieldName = HTTPField.Name(name) else {
+            guard let fieldName = commonName(name) ?? HTTPField.Name(name) else {
                 throw .malformedResponse("invalid header field name \"\(name)\"")
             }
             fields.append(HTTPField(name: fieldName, value: value))
         }
         let status = HTTPResponse.Status(code: Int(head.status.code), reasonPhrase: head.status.reasonPhrase)
         return HTTPResponse(status: status, headerFields: fields)
+    }
+
+    /// Field names common in responses, as swift-http-types' constants.
+    static let commonResponseNames: [HTTPField.Name] = [
+        .contentType, .contentLength, .date, .server, .connection, .lastModified, .eTag, .acceptRanges,
+        .cacheControl, .transferEncoding, .vary, .contentEncoding, .location, .setCookie, .expires, .age,
+        .strictTransportSecurity, .wwwAuthenticate, .retryAfter, .xContentTypeOptions,
+    ]
+
+    /// ``commonResponseNames``' lowercase bytes, end to end, and where each one starts and how long it is.
+    private static let commonBytes: [UInt8] = Array(commonResponseNames.map(\.canonicalName).joined().utf8)
+    private static let commonBounds: [(start: Int, count: Int)] = {
+        var start = 0
+        return commonResponseNames.map { name in
+            defer { start += name.canonicalName.utf8.count }
+            return (start, name.canonicalName.utf8.count)
+        }
+    }()
+
+    /// The constant for `name` when it is one of ``commonResponseNames`` (ASCII letters in any case, every
+    /// other byte equal), else nil. Such a name needs none of `HTTPField.Name.init?(_:)`'s validation and
+    /// lowercasing, which ran for every field of every response. Only letters are folded, so a name that
+    /// differs from a common one in any other byte (`content_type`, or a control byte) is never taken for it.
+    static func commonName(_ name: String) -> HTTPField.Name? {
+        let found = name.utf8.withContiguousStorageIfAvailable { bytes -> Int? in
+            commonBytes.withUnsafeBufferPointer { common in
+                commonBounds.withUnsafeBufferPointer { bounds in
+                    candidates: for index in bounds.indices where bounds[index].count == bytes.count {
+                        let start = bounds[index].start
+                        for offset in 0..<bytes.count {
+                            let byte = bytes[offset]
+                            let folded = byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+                            if folded != common[start + offset] { continue candidates }
+                        }
+                        return index
+                    }
+                    return nil
+                }
+            }
+        }
+        guard let index = found ?? nil else { return nil }
+        return commonResponseNames[index]
     }
 
     /// The declared `Content-Length` of a response, if any and valid.

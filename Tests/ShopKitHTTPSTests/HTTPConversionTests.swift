@@ -56,6 +56,29 @@ import ShopKitTLS
         #expect(response.headerFields[values: .setCookie] == ["a=1", "b=2"])
     }
 
+    @Test func commonResponseFieldNamesAreMatchedInAnyCaseAndNothingElseIs() throws {
+        for name in HTTPConversion.commonResponseNames {
+            for spelling in [name.canonicalName, name.canonicalName.uppercased(), name.rawName] {
+                #expect(HTTPConversion.commonName(spelling) == name, "\(spelling)")
+            }
+        }
+        // Only letters are folded: a name one other byte away from a common one is not that one.
+        for near in ["content_type", "content\rtype", "content\u{0D}type", "contenu-type", "content-typ", "content-types",
+            "date\u{00}", "D\u{C3}\u{A9}te", "content-type "]
+        {
+            #expect(HTTPConversion.commonName(near) == nil, "\(near.debugDescription)")
+        }
+        // Through the whole conversion: a control byte is still refused, an unusual token still accepted.
+        var headers = HTTPHeaders([("CONTENT-TYPE", "text/plain"), ("content_type", "x")])
+        let response = try HTTPConversion.response(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))
+        #expect(response.headerFields[.contentType] == "text/plain")
+        #expect(response.headerFields[HTTPField.Name("content_type")!] == "x")
+        headers = HTTPHeaders([("content\rtype", "x")])
+        #expect(throws: HTTPSTransportError.self) {
+            try HTTPConversion.response(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))
+        }
+    }
+
     @Test func onlyIdempotentReplayableRequestsAreRetryable() {
         func request(_ method: HTTPRequest.Method) -> HTTPRequest {
             HTTPRequest(method: method, scheme: nil, authority: nil, path: "/")
