@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOPosix
 import ShopKitBenchCore
 
 /// `shopkit-bench`: one client, one workload, one process, one JSON line. scripts/bench drives it.
@@ -57,6 +58,13 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Round number, copied into the result.")
     var round = 0
 
+    @Flag(
+        help: """
+            Experiment, not a benchmark row (ShopKit clients only): the transport gets a one-loop group and the \
+            workers' tasks prefer that loop as their executor, so no request crosses between threads.
+            """)
+    var callerOnLoop = false
+
     func validate() throws {
         guard url.hasPrefix("https://"), URL(string: url) != nil else {
             throw ValidationError("--url must be https://HOST:PORT")
@@ -67,6 +75,9 @@ struct Run: AsyncParsableCommand {
         if let requests, requests < 1 { throw ValidationError("--requests must be at least 1") }
         if (client == .shopkitPinned || client == .ahcLeafPin) && pins.isEmpty {
             throw ValidationError("--pin is required for \(client.rawValue)")
+        }
+        if callerOnLoop && client != .shopkitPinned && client != .shopkitUnpinned {
+            throw ValidationError("--caller-on-loop is for the ShopKit clients only")
         }
     }
 
@@ -80,13 +91,16 @@ struct Run: AsyncParsableCommand {
                 print(result.jsonLine())
                 return
             }
-            var measured = try await WorkloadRunner(workload: workload, requests: count).run(benchClient)
+            var runner = WorkloadRunner(workload: workload, requests: count)
+            if let loop = callerLoop?.next() { runner.executor = EventLoopTaskExecutor(loop: loop) }
+            var measured = try await runner.run(benchClient)
             measured.connectionsOpened = benchClient.connectionsOpened
             try await benchClient.shutdown()
             measured.client = result.client
             measured.round = round
-            measured.note = note
+            measured.note = callerOnLoop ? "experiment: the caller's tasks on the transport's one event loop" : note
             result = measured
+            try await callerLoop?.shutdownGracefully()
             print(result.jsonLine())
         } catch {
             result.status = "failed"
@@ -105,6 +119,10 @@ struct Run: AsyncParsableCommand {
         case .shopkitUnpinned: return "same transport, no pin set"
         }
     }
+
+    /// The one-loop group of the caller-on-the-loop experiment.
+    private static let oneLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private var callerLoop: MultiThreadedEventLoopGroup? { callerOnLoop ? Self.oneLoop : nil }
 
     private func makeClient(count: Int) throws -> (any BenchClient)? {
         guard let base = URL(string: url) else { throw ValidationError("bad --url") }
@@ -125,7 +143,9 @@ struct Run: AsyncParsableCommand {
         case .shopkitPinned, .shopkitUnpinned:
             let rootPEM = try String(contentsOfFile: root, encoding: .utf8)
             let variant: ShopKitVariant = client == .shopkitPinned ? .pinned : .unpinned
-            return try makeShopKitClient(variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload)
+            return try makeShopKitClient(
+                variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload,
+                eventLoopGroup: callerLoop)
         }
     }
 

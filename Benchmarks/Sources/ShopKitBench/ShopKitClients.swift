@@ -7,6 +7,7 @@
 // handshake), and the composition root's APIClient (retry → auth → dedup → transport) for api-stack.
 import Foundation
 import HTTPTypes
+import NIOCore
 import OpenAPIRuntime
 import ShopKit
 import ShopKitAPI
@@ -28,7 +29,8 @@ enum ShopKitVariant: String, Sendable {
 /// benchmark servers choose http/1.1). `counter` gets a debug logger that counts new connections.
 func makeShopKitTransport(
     variant: ShopKitVariant, rootPEM: String, pins: [String], connections: Int, resumption: Bool,
-    httpVersion: HTTPSTransport.HTTPVersionPolicy? = nil, counter: ConnectionCounter? = nil
+    httpVersion: HTTPSTransport.HTTPVersionPolicy? = nil, counter: ConnectionCounter? = nil,
+    eventLoopGroup: (any EventLoopGroup)? = nil
 ) throws -> HTTPSTransport {
     var pinning = PinningPolicy()
     if variant == .pinned {
@@ -41,6 +43,7 @@ func makeShopKitTransport(
     var configuration = HTTPSTransport.Configuration(
         tls: tls, pool: HTTPSTransport.Pool(maxConnectionsPerHost: max(1, connections)))
     if let httpVersion { configuration.httpVersion = httpVersion }
+    configuration.eventLoopGroup = eventLoopGroup
     return try HTTPSTransport(configuration: configuration)
 }
 
@@ -84,7 +87,8 @@ final class ShopKitBenchClient: BenchClient {
 
 /// The ShopKit client for `variant` on `workload`.
 func makeShopKitClient(
-    variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], workload: Workload
+    variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], workload: Workload,
+    eventLoopGroup: (any EventLoopGroup)? = nil
 ) throws -> (any BenchClient)? {
     let resumption = workload == .resumeECDSA || workload == .resumeRSA
     // Keep-alive workloads reuse connections, so resumption does not matter there; the new-connection ones
@@ -94,7 +98,7 @@ func makeShopKitClient(
     let transport = try makeShopKitTransport(
         variant: variant, rootPEM: rootPEM, pins: pins, connections: workload.connections,
         resumption: resumption || !workload.newConnectionPerRequest,
-        httpVersion: workload.usesHTTP2Server ? .automatic : nil, counter: counter)
+        httpVersion: workload.usesHTTP2Server ? .automatic : nil, counter: counter, eventLoopGroup: eventLoopGroup)
     switch workload {
     case .apiStack:
         return ShopKitAPIBenchClient(transport: transport, baseURL: baseURL)
@@ -162,4 +166,18 @@ struct BenchJSON: Decodable, Sendable {
 
     /// The byte size of scripts/bench's /json.
     static let servedBytes = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#.utf8.count
+}
+
+/// The "caller on the loop" experiment's executor: a task that prefers it runs its nonisolated code on `loop`,
+/// the one event loop of the transport's group, so a request and its response never cross between the caller's
+/// thread and the loop's. Not a benchmark row: it measures what those crossings cost (see BENCHMARKS.md).
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
 }

@@ -5,6 +5,8 @@ import ShopKitBenchCore
 struct WorkloadRunner: Sendable {
     let workload: Workload
     let requests: Int
+    /// The workers' preferred executor (the caller-on-the-loop experiment), or nil for the default pool.
+    var executor: (any TaskExecutor)? = nil
 
     /// Runs the warm-up, then the measured requests; fills in everything but client and workload names.
     func run(_ client: some BenchClient) async throws -> BenchResult {
@@ -40,7 +42,7 @@ struct WorkloadRunner: Sendable {
         return try await withThrowingTaskGroup(of: (Latencies, Int).self) { group in
             for worker in 0..<workers {
                 let share = requests / workers + (worker < requests % workers ? 1 : 0)
-                group.addTask {
+                group.addTask(executorPreference: executor) {
                     var latencies = Latencies()
                     latencies.nanos.reserveCapacity(share)
                     var bytes = 0
