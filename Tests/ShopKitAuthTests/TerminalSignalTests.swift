@@ -86,7 +86,7 @@ struct TerminalSignalTests {
             try Self.script.write(to: scriptURL, atomically: true, encoding: .utf8)
             let command = "env --default-signal bash '\(scriptURL.path)' '\(binary.path)' set --file '\(dir.storeURL.path)' --service s --account a"
             let session = try await TerminalSession.run(
-                command, environment: Self.environment, steps: [("Token: ", .type("\u{03}"))])
+                command, environment: Self.environment, steps: [("Token: ", .press("\u{03}"))])
             #expect(session.screen.contains("status=\(128 + SIGINT) ECHO=echo END"), "\(session.screen)")
             #expect(!FileManager.default.fileExists(atPath: dir.storeURL.path))
         }

@@ -109,9 +109,12 @@ import Testing
 
 /// A command run in a real pseudo-terminal by util-linux `script`, answering prompts as a person would.
 enum TerminalSession {
-    /// What to do once a step's marker shows: type a line, or act (e.g. send a signal) given the screen so far.
+    /// What to do once a step's marker shows: type a line (Enter after it), press keys (no Enter: a Ctrl-C
+    /// followed by Enter would race the signal against the empty line it completes), or act (e.g. send a
+    /// signal) given the screen so far.
     enum Action: Sendable {
         case type(String)
+        case press(String)
         case act(@Sendable (_ screen: String) throws -> Void)
     }
 
@@ -165,6 +168,7 @@ enum TerminalSession {
                     }
                     switch step.action {
                     case .type(let line): TerminalIO.writeAll(input.fileHandleForWriting.fileDescriptor, line + "\n")
+                    case .press(let keys): TerminalIO.writeAll(input.fileHandleForWriting.fileDescriptor, keys)
                     case .act(let body): try body(String(decoding: screen, as: UTF8.self))
                     }
                 }
