@@ -17,18 +17,9 @@ import ShopKitTLS
         let released: NIOLoopBoundBox<[Bool]>
 
         init(deadlineIn: TimeAmount, idleRead: TimeAmount) throws {
-            channel = EmbeddedChannel()
-            handler = HTTPClientConnectionHandler()
-            try channel.pipeline.syncOperations.addHandler(handler)
-            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
+            let embedded = try EmbeddedExchange(deadlineIn: deadlineIn, idleRead: idleRead)
+            (channel, handler, exchange, released) = (embedded.channel, embedded.handler, embedded.exchange, embedded.released)
             let loop = channel.embeddedEventLoop
-            let released = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
-            self.released = released
-            exchange = ExchangeContext(
-                id: .init(raw: 1),
-                limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxBodySize: 1_000),
-                requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),
-                release: { reusable in loop.execute { released.value.append(reusable) } })
             let failure = NIOLoopBoundBox<(any Error)?>(nil, eventLoop: loop)
             exchange.head.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
             self.failure = failure

@@ -17,18 +17,10 @@ import Testing
         let released: NIOLoopBoundBox<[Bool]>
 
         init(maxBodySize: Int = 1_000) throws {
-            channel = EmbeddedChannel()
-            let handler = HTTPClientConnectionHandler()
-            try channel.pipeline.syncOperations.addHandler(handler)
-            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
+            let embedded = try EmbeddedExchange(maxBodySize: maxBodySize)
+            let (handler, released) = (embedded.handler, embedded.released)
+            (channel, exchange, self.released) = (embedded.channel, embedded.exchange, released)
             let loop = channel.embeddedEventLoop
-            let released = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
-            self.released = released
-            exchange = ExchangeContext(
-                id: .init(raw: 1),
-                limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(5), maxBodySize: maxBodySize),
-                requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),
-                release: { released.value.append($0) })
             let releasedAtHead = NIOLoopBoundBox<[Bool]?>(nil, eventLoop: loop)
             self.releasedAtHead = releasedAtHead
             exchange.head.futureResult.whenSuccess { _ in releasedAtHead.value = released.value }

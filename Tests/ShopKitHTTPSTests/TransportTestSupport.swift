@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOEmbedded
 import OpenAPIRuntime
 import ShopKitPinning
 import TestSupport
@@ -88,4 +89,28 @@ let neverVerifyingSecurity = HandlerSecurity(
 /// A handler that never says anything.
 final class SilentHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
+}
+
+/// The HTTP exchange handler on a connected embedded channel (time is the embedded loop's), with one exchange
+/// made ready but not started; the releases it reports are collected in `released`.
+struct EmbeddedExchange {
+    let channel: EmbeddedChannel
+    let handler: HTTPClientConnectionHandler
+    let exchange: ExchangeContext
+    let released: NIOLoopBoundBox<[Bool]>
+
+    init(deadlineIn: TimeAmount = .seconds(60), idleRead: TimeAmount = .seconds(5), maxBodySize: Int = 1_000) throws {
+        channel = EmbeddedChannel()
+        handler = HTTPClientConnectionHandler()
+        try channel.pipeline.syncOperations.addHandler(handler)
+        channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
+        let loop = channel.embeddedEventLoop
+        let released = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
+        self.released = released
+        exchange = ExchangeContext(
+            id: .init(raw: 1),
+            limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxBodySize: maxBodySize),
+            requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),
+            release: { released.value.append($0) })
+    }
 }
