@@ -6,9 +6,8 @@ import OpenAPIRuntime
 /// logic over a fixed upstream transport.
 ///
 /// Which requests are identical, how the shared body is buffered (a large or broken error body never hides the
-/// status) and what cancellation does is described on ``DeduplicationMiddleware``. Because the upstream
-/// transport outlives every call, a cancelled caller here gets `CancellationError` at once, even the one whose
-/// request started the shared upstream request.
+/// status) and what cancellation does is described on ``DeduplicationMiddleware``: a cancelled caller gets
+/// `CancellationError`; when it was the one sending, the oldest caller still waiting sends the request again.
 ///
 /// - Warning: Place it *under* ``AuthenticatingTransport``. Above auth, requests carry no `Authorization` yet and
 ///   the responses of two users could be merged.
@@ -39,7 +38,7 @@ public struct DeduplicatingTransport: ClientTransport {
             return try await upstream.send(request, body: body, baseURL: baseURL, operationID: operationID)
         }
         let upstream = self.upstream
-        return try await middleware.share(request, baseURL: baseURL, outlivesCall: true) {
+        return try await middleware.share(request, baseURL: baseURL) {
             try await upstream.send($0, body: $1, baseURL: $2, operationID: operationID)
         }
     }

@@ -20,14 +20,17 @@ import ShopKitCore
 /// other status with at most its first 64 KiB, as ``APIClient`` reads an error body, and a body that breaks off
 /// delivers the status with no body. So a large or broken error page never hides a 401, a 404 or a 503 from the
 /// layers above. The entry is evicted as soon as the request ends (the next identical request goes upstream
-/// again: this is not a cache). A waiter that is cancelled gets `CancellationError` while the others keep
-/// waiting; when the last waiter leaves, the upstream request is cancelled.
+/// again: this is not a cache).
+///
+/// The first caller sends the request in its own task (it *leads*); identical callers that come while it runs
+/// wait for its response. So a request that nobody shares costs no task and no hand-off between threads. A
+/// waiting caller that is cancelled gets `CancellationError` at once and the request goes on for the others.
+/// When the leading caller is cancelled, its request is cancelled with it and it gets `CancellationError`; if
+/// others still wait, the oldest of them sends the same request again, through its own `next`, for itself and
+/// the rest (GET and HEAD are safe to repeat), so they still get a response. No caller's `next` is called after
+/// its call returns.
 ///
 /// Requests with a body, and all other methods, pass straight through.
-///
-/// As a middleware, the `next` closure it is given may not outlive the call, so the caller whose request
-/// started a shared upstream request returns only once that request has ended (when it is cancelled while others
-/// still wait, it gets `CancellationError` then). ``DeduplicatingTransport`` has no such wait.
 ///
 /// - Warning: Place it *under* the auth middleware or transport. Above auth, requests carry no `Authorization`
 ///   yet and the responses of two users could be merged.
@@ -59,14 +62,16 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         let body: [UInt8]?
     }
 
-    /// Who waits for which upstream request (pure bookkeeping; this actor carries out its actions).
-    private var state = SingleFlight<Key, CheckedContinuation<Buffered, any Error>>()
-    /// The running upstream requests, by flight ID, so the last waiter to leave can cancel its request.
-    private var tasks: [UInt64: Task<Void, Never>] = [:]
-    /// The upstream requests started by callers that must wait for them to end, by waiter ID.
-    private var startedBy: [UInt64: Task<Void, Never>] = [:]
+    /// Who leads and who follows which upstream request (pure bookkeeping; this actor carries out its actions).
+    private var flights = LeaderFlights<Key, CheckedContinuation<Turn, any Error>>()
     /// The last waiter ID handed out: taken under a lock, so a caller gets its ID without a hop to this actor.
     private nonisolated let lastWaiterID = LockedBox<UInt64>(0)
+
+    /// What a follower is resumed with: the shared response, or the flight itself when its leader was cancelled.
+    enum Turn: Sendable {
+        case lead(flightID: UInt64)
+        case result(Buffered)
+    }
 
     /// Creates the middleware.
     public init(maxBodyBytes: Int = 10 * 1024 * 1024) {
@@ -79,11 +84,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         guard Self.isShared(request, body: body) else { return try await next(request, body, baseURL) }
-        // Safe: `share(outlivesCall: false)` returns only after the upstream request it started (the only thing
-        // that keeps `next`) has ended.
-        return try await withoutActuallyEscaping(next) { next in
-            try await share(request, baseURL: baseURL, outlivesCall: false, next: next)
-        }
+        return try await share(request, baseURL: baseURL, next: next)
     }
 
     /// Whether `request` can share a response: a GET or HEAD without a body.
@@ -91,28 +92,30 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         body == nil && (request.method == .get || request.method == .head)
     }
 
-    /// Joins the flight for `request` or starts one through `next`, and returns this caller's copy of the response.
+    /// Joins the flight for `request` or leads one through `next`, and returns this caller's copy of the response.
     ///
-    /// `outlivesCall` says whether `next` may still be called after this returns; when it is `false`, a caller
-    /// that started the upstream request waits for it to end before returning, even when cancelled.
+    /// A leader sends in its own task and returns once its request has ended, so `next` is never called after
+    /// this returns.
     nonisolated func share(
-        _ request: HTTPRequest, baseURL: URL, outlivesCall: Bool, next: @escaping Next
+        _ request: HTTPRequest, baseURL: URL, next: Next
     ) async throws -> (HTTPResponse, HTTPBody?) {
+        try Task.checkCancellation()
         let key = Self.key(for: request, baseURL: baseURL)
         let waiterID = lastWaiterID.withLock { last in
             last &+= 1
             return last
         }
-        let result: Result<Buffered, any Error>
-        do {
-            result = .success(try await wait(for: key, waiterID: waiterID, recordsStart: !outlivesCall) {
-                try await next(request, nil, baseURL)
-            })
-        } catch {
-            result = .failure(error)
+        let shared: Buffered
+        if let flightID = await lead(key) {
+            shared = try await run(key: key, flightID: flightID) { try await next(request, nil, baseURL) }
+        } else {
+            switch try await follow(key, waiterID: waiterID) {
+            case .result(let result):
+                shared = result
+            case .lead(let flightID):
+                shared = try await run(key: key, flightID: flightID) { try await next(request, nil, baseURL) }
+            }
         }
-        if !outlivesCall { await takeStartedFlight(waiterID: waiterID)?.value }
-        let shared = try result.get()
         return (shared.response, shared.body.map { HTTPBody($0) })
     }
 
@@ -142,16 +145,14 @@ public actor DeduplicationMiddleware: ClientMiddleware {
             authority: request.authority, headers: headers)
     }
 
-    private func takeStartedFlight(waiterID: UInt64) -> Task<Void, Never>? {
-        startedBy.removeValue(forKey: waiterID)
+    /// Starts a flight for `key` led by the caller, unless one is running (`nil`: follow it).
+    private func lead(_ key: Key) -> UInt64? {
+        flights.lead(key)
     }
 
-    /// Joins the flight for `key`, starting it with `send` when there is none, and waits for its result or
-    /// cancellation. With `recordsStart`, a flight this waiter starts is kept in ``startedBy``.
-    private func wait(
-        for key: Key, waiterID: UInt64, recordsStart: Bool,
-        send: @escaping @Sendable () async throws -> (HTTPResponse, HTTPBody?)
-    ) async throws -> Buffered {
+    /// Waits for the running flight for `key`: its result, or the flight itself when its leader was cancelled (or
+    /// when it ended before this caller got here).
+    private func follow(_ key: Key, waiterID: UInt64) async throws -> Turn {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Runs on this actor before the first suspension, so no cancellation can slip in between.
@@ -159,41 +160,34 @@ public actor DeduplicationMiddleware: ClientMiddleware {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                guard case .start(let flightID) = state.join(key, waiterID: waiterID, waiter: continuation) else { return }
-                let task = startFlight(key: key, flightID: flightID, send: send)
-                tasks[flightID] = task
-                if recordsStart { startedBy[waiterID] = task }
+                if case .lead(let flightID) = flights.follow(key, waiterID: waiterID, follower: continuation) {
+                    continuation.resume(returning: .lead(flightID: flightID))
+                }
             }
         } onCancel: {
             Task { await self.leave(key: key, waiterID: waiterID) }
         }
     }
 
-    /// Starts the upstream request of a new flight in its own task, so no waiter's cancellation cancels it.
-    ///
-    /// Where the runtime has `Task.immediate`, the task runs on the calling thread up to its first suspension
-    /// (the transport waiting for the network) instead of waiting for a thread of the pool: one hand-off between
-    /// threads less per request. It cannot finish the flight before this actor has recorded it, because `finish`
-    /// runs on this actor, which is busy with the caller until then.
-    private nonisolated func startFlight(
-        key: Key, flightID: UInt64, send: @escaping @Sendable () async throws -> (HTTPResponse, HTTPBody?)
-    ) -> Task<Void, Never> {
-        if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
-            return Task.immediate {
-                let result = await self.fetch(send)
-                await self.finish(key: key, flightID: flightID, result: result)
-            }
+    /// Leads flight `flightID`: sends in the caller's task, then hands the result to the followers, or, when the
+    /// caller was cancelled before it had a result, the flight to the oldest follower.
+    private nonisolated func run(
+        key: Key, flightID: UInt64, send: () async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> Buffered {
+        // A follower handed a flight after it was cancelled does not send: it passes the flight on.
+        let result = Task.isCancelled ? .failure(CancellationError()) : await fetch(send)
+        if case .failure = result, Task.isCancelled {
+            await finish(key: key, flightID: flightID, result: result, handOver: true)
+            throw CancellationError()
         }
-        return Task {
-            let result = await self.fetch(send)
-            await self.finish(key: key, flightID: flightID, result: result)
-        }
+        await finish(key: key, flightID: flightID, result: result, handOver: false)
+        return try result.get()
     }
 
     /// Sends upstream and buffers the body as described on the type. Runs outside the actor's state; only its
     /// result comes back.
     private nonisolated func fetch(
-        _ send: @Sendable () async throws -> (HTTPResponse, HTTPBody?)
+        _ send: () async throws -> (HTTPResponse, HTTPBody?)
     ) async -> Result<Buffered, any Error> {
         do {
             let (response, body) = try await send()
@@ -210,28 +204,25 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         }
     }
 
-    /// Evicts the flight and hands its result to every remaining waiter.
-    private func finish(key: Key, flightID: UInt64, result: Result<Buffered, any Error>) {
-        tasks[flightID] = nil
-        for continuation in state.finish(key, flightID: flightID) { continuation.resume(with: result) }
-    }
-
-    /// A waiter was cancelled: it stops waiting; the last one to leave cancels the upstream request.
-    private func leave(key: Key, waiterID: UInt64) {
-        switch state.leave(key, waiterID: waiterID, cancelWhenEmpty: true) {
-        case .none:
-            break
-        case .resume(let continuation):
-            continuation.resume(throwing: CancellationError())
-        case .resumeAndCancel(let continuation, let flightID):
-            continuation.resume(throwing: CancellationError())
-            tasks.removeValue(forKey: flightID)?.cancel()
+    /// The leader of flight `flightID` ended: hands its result to every follower, or with `handOver` the flight to
+    /// the oldest one.
+    private func finish(key: Key, flightID: UInt64, result: Result<Buffered, any Error>, handOver: Bool) {
+        switch flights.finish(key, flightID: flightID, handOver: handOver) {
+        case .resume(let followers):
+            for follower in followers { follower.resume(with: result.map(Turn.result)) }
+        case .handOver(let follower, let flightID):
+            follower.resume(returning: .lead(flightID: flightID))
         }
     }
 
+    /// A follower was cancelled: it stops waiting. The flight runs on for its leader.
+    private func leave(key: Key, waiterID: UInt64) {
+        flights.leave(key, waiterID: waiterID)?.resume(throwing: CancellationError())
+    }
+
     /// The number of requests in flight upstream (for tests and diagnostics).
-    public var inFlightCount: Int { state.flightCount }
+    public var inFlightCount: Int { flights.flightCount }
 
     /// The number of callers waiting on in-flight requests (for tests).
-    var waiterCount: Int { state.waiterCount }
+    var waiterCount: Int { flights.waiterCount }
 }

@@ -45,7 +45,8 @@ package actor Gate {
 package actor EventCounter {
     /// Events so far.
     package private(set) var count = 0
-    private var waiters: [(target: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waiters: [(id: Int, target: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var lastID = 0
 
     /// Creates a counter at zero.
     package init() {}
@@ -58,11 +59,27 @@ package actor EventCounter {
         for waiter in ready { waiter.continuation.resume() }
     }
 
-    /// Returns once at least `target` events happened.
+    /// Returns once at least `target` events happened, or when the waiting task is cancelled (a test's time
+    /// limit), so a test whose event never comes fails on its next expectation instead of hanging.
     package func wait(until target: Int) async {
         if count >= target { return }
-        await withCheckedContinuation { continuation in
-            waiters.append((target, continuation))
+        lastID += 1
+        let id = lastID
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    waiters.append((id, target, continuation))
+                }
+            }
+        } onCancel: {
+            Task { await self.stopWaiting(id) }
         }
+    }
+
+    private func stopWaiting(_ id: Int) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume()
     }
 }

@@ -135,20 +135,51 @@ import TestSupport
         _ = try await (first, second)
     }
 
-    @Test func oneWaiterCancellingDoesNotCancelTheOthers() async throws {
+    @Test func aWaitingCallerCancellingDoesNotCancelTheOthers() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
         let dedup = DeduplicatingTransport(wrapping: stub)
+        let leader = Task { try await Self.fetch(dedup, Self.request()) }
+        await stub.arrivals.wait(until: 1)  // the leader's request is upstream
         let leaving = Task { try await Self.fetch(dedup, Self.request()) }
-        let staying = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
+        let staying = Task { try await Self.fetch(dedup, Self.request()) }
         await Self.waitForWaiters(dedup, 3)
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }  // at once, while the gate is shut
         #expect(await dedup.inFlightCount == 1)
         await gate.open()
-        for task in staying { #expect(try await task.value.0 == 200) }
+        for task in [leader, staying] { #expect(try await task.value.0 == 200) }
         #expect(await stub.cancellations.count == 0)
         #expect(await stub.requests.count == 1)
+    }
+
+    /// The first caller sends in its own task: when it is cancelled, its request is cancelled with it, and the
+    /// oldest waiting caller sends the same request again for itself and the others.
+    @Test func theLeaderCancellingHandsTheRequestToTheOldestWaiter() async throws {
+        let gate = Gate()
+        let stub = Self.heldStub(gate)
+        let dedup = DeduplicatingTransport(wrapping: stub)
+        let leader = Task { try await Self.fetch(dedup, Self.request()) }
+        await stub.arrivals.wait(until: 1)
+        let waiting = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
+        await Self.waitForWaiters(dedup, 3)
+        leader.cancel()
+        await #expect(throws: CancellationError.self) { try await leader.value }  // at once, while the gate is shut
+        await stub.cancellations.wait(until: 1)  // its request saw the cancellation
+        await stub.arrivals.wait(until: 2)  // and a waiting caller sent it again
+        #expect(await dedup.inFlightCount == 1)
+        #expect(await dedup.waiterCount == 2)
+        await gate.open()
+        for task in waiting {
+            let (status, body) = try await task.value
+            #expect(status == 200)
+            #expect(body == Data(productJSON.utf8))
+        }
+        let requests = await stub.requests
+        #expect(requests.count == 2)
+        #expect(requests.first?.request == requests.last?.request)
+        #expect(await stub.cancellations.count == 1)
+        #expect(await dedup.inFlightCount == 0)
     }
 
     @Test func allWaitersCancellingCancelsTheRequest() async throws {

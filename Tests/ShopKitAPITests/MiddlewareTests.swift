@@ -80,30 +80,38 @@ import TestSupport
     }
 
     /// The middleware's `next` may not outlive the call: a cancelled caller that started the shared request
-    /// returns once that request ended, and the others still get the response.
-    @Test func dedupMiddlewareCancelledStarterLeavesTheOthersTheirResponse() async throws {
+    /// cancels it and returns, and a waiting caller sends the request again through its own `next`.
+    @Test func dedupMiddlewareCancelledStarterHandsTheRequestToAWaitingCaller() async throws {
         let gate = Gate()
-        let stub = StubTransport { _ in
+        let starterStub = StubTransport { _ in
+            try await gate.wait()
+            return .json(productJSON)
+        }
+        let otherStub = StubTransport { _ in
             try await gate.wait()
             return .json(productJSON)
         }
         let dedup = DeduplicationMiddleware()
-        @Sendable func call() async throws -> Int {
+        @Sendable func call(_ stub: StubTransport) async throws -> Int {
             try await dedup.intercept(Self.get, body: nil, baseURL: baseURL, operationID: "op") {
                 try await stub.send($0, body: $1, baseURL: $2, operationID: "op")
             }.0.status.code
         }
-        let starter = Task { try await call() }
-        await stub.arrivals.wait(until: 1)  // the starter's request is upstream
-        let other = Task { try await call() }
+        let starter = Task { try await call(starterStub) }
+        await starterStub.arrivals.wait(until: 1)  // the starter's request is upstream
+        let other = Task { try await call(otherStub) }
         while await dedup.waiterCount < 2 { await Task.yield() }
+        #expect(await otherStub.requests.isEmpty)  // joined, not sent
         starter.cancel()
-        while await dedup.waiterCount > 1 { await Task.yield() }  // the starter left the flight
+        await #expect(throws: CancellationError.self) { try await starter.value }  // with the gate still shut
+        #expect(await starterStub.cancellations.count == 1)
+        await otherStub.arrivals.wait(until: 1)  // sent again, through the waiting caller's own `next`
         await gate.open()
-        await #expect(throws: CancellationError.self) { try await starter.value }
         #expect(try await other.value == 200)
-        #expect(await stub.cancellations.count == 0)
-        #expect(await stub.requests.count == 1)
+        #expect(await starterStub.requests.count == 1)
+        #expect(await otherStub.requests.count == 1)
+        #expect(await otherStub.cancellations.count == 0)
+        #expect(await dedup.inFlightCount == 0)
     }
 
     @Test func dedupMiddlewarePassesBodiesAndOtherMethodsThrough() async throws {
