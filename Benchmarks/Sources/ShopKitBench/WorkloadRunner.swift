@@ -42,7 +42,7 @@ struct WorkloadRunner: Sendable {
         return try await withThrowingTaskGroup(of: (Latencies, Int).self) { group in
             for worker in 0..<workers {
                 let share = requests / workers + (worker < requests % workers ? 1 : 0)
-                group.addTask(executorPreference: executor) {
+                let work: @Sendable () async throws -> (Latencies, Int) = {
                     var latencies = Latencies()
                     latencies.nanos.reserveCapacity(share)
                     var bytes = 0
@@ -53,6 +53,13 @@ struct WorkloadRunner: Sendable {
                         latencies.append(clock.now - start)
                     }
                     return (latencies, bytes)
+                }
+                // Only the experiment sets a preference: even a nil one gives the task a preference record,
+                // which makes every executor switch of the request take the task's status lock.
+                if let executor {
+                    group.addTask(executorPreference: executor, operation: work)
+                } else {
+                    group.addTask(operation: work)
                 }
             }
             var all = Latencies()
