@@ -54,6 +54,29 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         let authority: String?
         /// The header fields that count, name then value, in a canonical order.
         let headers: [String]
+        /// The hash of all of the above, computed once: a key is looked up when its flight starts and again when
+        /// it ends, and its header list holds the whole `Authorization` value.
+        private let fieldsHash: Int
+
+        init(method: String, url: String, scheme: String?, authority: String?, headers: [String]) {
+            (self.method, self.url, self.scheme, self.authority, self.headers) = (method, url, scheme, authority, headers)
+            var hasher = Hasher()
+            hasher.combine(method)
+            hasher.combine(url)
+            hasher.combine(scheme)
+            hasher.combine(authority)
+            hasher.combine(headers)
+            fieldsHash = hasher.finalize()
+        }
+
+        static func == (lhs: Key, rhs: Key) -> Bool {
+            lhs.fieldsHash == rhs.fieldsHash && lhs.method == rhs.method && lhs.url == rhs.url
+                && lhs.scheme == rhs.scheme && lhs.authority == rhs.authority && lhs.headers == rhs.headers
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(fieldsHash)
+        }
     }
 
     /// A shared response: the head, and the buffered body (or `nil` when there was none).
