@@ -152,9 +152,7 @@ public actor AuthenticationMiddleware: ClientMiddleware {
 
     /// A waiter was cancelled: only it stops waiting; the recovery goes on.
     private func leaveRecovery(rejected: String, waiterID: UInt64) {
-        if case .resume(let waiter) = recoveries.leave(rejected, waiterID: waiterID, cancelWhenEmpty: false) {
-            waiter.resume(throwing: CancellationError())
-        }
+        recoveries.leave(rejected, waiterID: waiterID)?.resume(throwing: CancellationError())
     }
 
     /// Re-reads the store; refreshes only if it still holds the rejected token.

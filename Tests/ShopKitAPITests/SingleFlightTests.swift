@@ -19,20 +19,17 @@ import Testing
         #expect(state.flightCount == 1)
     }
 
-    @Test func finishOfAnEvictedFlightResumesNobody() {
+    @Test func aLateReportOfAnEndedFlightResumesNobody() {
         var state = State()
         let a = state.makeWaiterID()
         guard case .start(let old) = state.join("k", waiterID: a, waiter: "a") else { Issue.record("expected the waiter to start a flight"); return }
-        guard case .resumeAndCancel("a", old) = state.leave("k", waiterID: a, cancelWhenEmpty: true) else {
-            Issue.record("the last waiter leaving must cancel")
-            return
-        }
+        #expect(state.finish("k", flightID: old) == ["a"])
         let b = state.makeWaiterID()
         guard case .start(let new) = state.join("k", waiterID: b, waiter: "b") else {
-            Issue.record("a cancelled flight must not be joined")
+            Issue.record("an ended flight must not be joined")
             return
         }
-        #expect(state.finish("k", flightID: old).isEmpty)  // the cancelled one ends late
+        #expect(state.finish("k", flightID: old).isEmpty)  // the old flight reports again
         #expect(state.finish("k", flightID: new) == ["b"])
     }
 
@@ -41,29 +38,17 @@ import Testing
         let a = state.makeWaiterID(), b = state.makeWaiterID()
         guard case .start(let flight) = state.join("k", waiterID: a, waiter: "a") else { Issue.record("expected the waiter to start a flight"); return }
         _ = state.join("k", waiterID: b, waiter: "b")
-        guard case .resume("a") = state.leave("k", waiterID: a, cancelWhenEmpty: true) else {
-            Issue.record("a waiter that is not the last must only be resumed")
-            return
-        }
-        guard case .none = state.leave("k", waiterID: a, cancelWhenEmpty: true) else {
-            Issue.record("leaving twice must do nothing")
-            return
-        }
+        #expect(state.leave("k", waiterID: a) == "a")
+        #expect(state.leave("k", waiterID: a) == nil)  // leaving twice does nothing
         #expect(state.finish("k", flightID: flight) == ["b"])
-        guard case .none = state.leave("k", waiterID: b, cancelWhenEmpty: true) else {
-            Issue.record("leaving after the end must do nothing")
-            return
-        }
+        #expect(state.leave("k", waiterID: b) == nil)  // leaving after the end does nothing
     }
 
-    @Test func withoutCancelWhenEmptyTheFlightRunsOnAndCanBeJoined() {
+    @Test func aFlightEveryoneLeftRunsOnAndCanBeJoined() {
         var state = State()
         let a = state.makeWaiterID()
         guard case .start(let flight) = state.join("k", waiterID: a, waiter: "a") else { Issue.record("expected the waiter to start a flight"); return }
-        guard case .resume("a") = state.leave("k", waiterID: a, cancelWhenEmpty: false) else {
-            Issue.record("expected a plain resume")
-            return
-        }
+        #expect(state.leave("k", waiterID: a) == "a")
         #expect(state.flightCount == 1)
         #expect(state.join("k", waiterID: state.makeWaiterID(), waiter: "b") == .joined)
         #expect(state.finish("k", flightID: flight) == ["b"])
