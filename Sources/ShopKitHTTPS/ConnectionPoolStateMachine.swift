@@ -70,8 +70,13 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         var total: Int { idle.count + leased.count + multiplexed.count }
 
         /// A multiplexed connection with a free stream, the busiest first (so idle ones can time out).
+        /// A loop, not `filter`: this runs on every lease, and `filter` builds a new dictionary each time.
         var roomyStream: ConnectionID? {
-            multiplexed.filter { $0.value.hasRoom }.max { $0.value.inUse < $1.value.inUse }?.key
+            var best: (id: ConnectionID, inUse: Int)?
+            for (connection, streams) in multiplexed where streams.hasRoom && streams.inUse > (best?.inUse ?? -1) {
+                best = (connection, streams.inUse)
+            }
+            return best?.id
         }
     }
 

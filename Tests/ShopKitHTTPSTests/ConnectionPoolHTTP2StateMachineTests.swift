@@ -51,6 +51,24 @@ import Testing
         #expect(machine.established("a", c(2), streamCapacity: 2) == .handOverStreams(c(2), to: [w(4)]))
     }
 
+    /// New streams go to the busiest connection that has room, so a quieter one can go idle and time out.
+    @Test func aNewStreamGoesToTheBusiestConnectionWithRoom() {
+        var machine = Machine(maxPerKey: 3, offersHTTP2: true)
+        _ = machine.lease("a", for: w(1))
+        _ = machine.established("a", c(1), streamCapacity: 3)
+        _ = machine.lease("a", for: w(2))
+        _ = machine.lease("a", for: w(3))  // c1 full: 3 streams
+        #expect(machine.lease("a", for: w(4)) == .create(c(2), for: w(4)))
+        _ = machine.established("a", c(2), streamCapacity: 3)
+        #expect(machine.lease("a", for: w(5)) == .useIdle(c(2), for: w(5)))  // the only one with room
+        _ = machine.release("a", c(1), reusable: true)
+        _ = machine.release("a", c(1), reusable: true)  // c1: 1 stream, c2: 2
+        #expect(machine.lease("a", for: w(6)) == .useIdle(c(2), for: w(6)))
+        #expect(machine.leaseIdle("a") == c(1))  // c2 full now
+        #expect(machine.streams("a", c(1))! == (inUse: 2, capacity: 3, draining: false))
+        #expect(machine.streams("a", c(2))! == (inUse: 3, capacity: 3, draining: false))
+    }
+
     @Test func releasedStreamsGoToWaitersThenTheConnectionParksWhenIdle() {
         var machine = Machine(maxPerKey: 1, offersHTTP2: true)
         _ = machine.lease("a", for: w(1))
