@@ -1,7 +1,6 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-import ShopKitCore
 
 /// Coalesces identical in-flight GET and HEAD requests into one upstream request.
 ///
@@ -87,8 +86,8 @@ public actor DeduplicationMiddleware: ClientMiddleware {
 
     /// Who leads and who follows which upstream request (pure bookkeeping; this actor carries out its actions).
     private var flights = LeaderFlights<Key, CheckedContinuation<Turn, any Error>>()
-    /// The last waiter ID handed out: taken under a lock, so a caller gets its ID without a hop to this actor.
-    private nonisolated let lastWaiterID = LockedBox<UInt64>(0)
+    /// The last follower ID handed out.
+    private var lastFollowerID: UInt64 = 0
 
     /// What a follower is resumed with: the shared response, or the flight itself when its leader was cancelled.
     enum Turn: Sendable {
@@ -124,21 +123,18 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     ) async throws -> (HTTPResponse, HTTPBody?) {
         try Task.checkCancellation()
         let key = Self.key(for: request, baseURL: baseURL)
-        let waiterID = lastWaiterID.withLock { last in
-            last &+= 1
-            return last
-        }
-        let shared: Buffered
-        if let flightID = await lead(key) {
-            shared = try await run(key: key, flightID: flightID) { try await next(request, nil, baseURL) }
+        let flightID: UInt64
+        if let started = await lead(key) {
+            flightID = started
         } else {
-            switch try await follow(key, waiterID: waiterID) {
-            case .result(let result):
-                shared = result
-            case .lead(let flightID):
-                shared = try await run(key: key, flightID: flightID) { try await next(request, nil, baseURL) }
+            switch try await follow(key) {
+            case .result(let shared):
+                return (shared.response, shared.body.map { HTTPBody($0) })
+            case .lead(let handedOver):
+                flightID = handedOver
             }
         }
+        let shared = try await run(key: key, flightID: flightID) { try await next(request, nil, baseURL) }
         return (shared.response, shared.body.map { HTTPBody($0) })
     }
 
@@ -175,8 +171,10 @@ public actor DeduplicationMiddleware: ClientMiddleware {
 
     /// Waits for the running flight for `key`: its result, or the flight itself when its leader was cancelled (or
     /// when it ended before this caller got here).
-    private func follow(_ key: Key, waiterID: UInt64) async throws -> Turn {
-        try await withTaskCancellationHandler {
+    private func follow(_ key: Key) async throws -> Turn {
+        lastFollowerID &+= 1
+        let waiterID = lastFollowerID
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Runs on this actor before the first suspension, so no cancellation can slip in between.
                 guard !Task.isCancelled else {
