@@ -70,8 +70,8 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         var total: Int { idle.count + leased.count + multiplexed.count }
 
         /// A multiplexed connection with a free stream, the busiest first (so idle ones can time out).
-        /// A loop, not `filter`: this runs on every lease, and `filter` builds a new dictionary each time.
         var roomyStream: ConnectionID? {
+            // A loop, not `filter`: this runs on every lease, and `filter` builds a new dictionary each time.
             var best: (id: ConnectionID, inUse: Int)?
             for (connection, streams) in multiplexed where streams.hasRoom && streams.inUse > (best?.inUse ?? -1) {
                 best = (connection, streams.inUse)
