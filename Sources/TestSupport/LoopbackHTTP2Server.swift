@@ -61,7 +61,8 @@ package final class LoopbackHTTP2Server: Sendable {
         var counts = Counts()
         var held: [Held] = []
         /// Who waits for which count to reach what.
-        var waiters: [(counter: Counter, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var waiters: [(id: Int, counter: Counter, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var lastWaiterID = 0
         var connections: [any Channel] = []
         /// Inbound bytes are dropped unread, as from a peer that vanished (so no PING is acknowledged).
         var silent = false
@@ -88,25 +89,30 @@ package final class LoopbackHTTP2Server: Sendable {
     ///
     /// - Parameter maxConcurrentStreams: the `SETTINGS_MAX_CONCURRENT_STREAMS` announced.
     /// - Parameter applicationProtocols: ALPN served, most preferred first (`["h2"]`: HTTP/2 only).
+    /// - Parameter group: where the server runs; a test whose timing matters gives it loops of its own, so that
+    ///   other tests running at the same time on the shared loops cannot delay its answers.
     package static func start(
         maxConcurrentStreams: Int = 100, applicationProtocols: [String] = ["h2"],
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
     ) async throws -> LoopbackHTTP2Server {
         let tlsContext = try TLSServerContext(
             certificateChainPEM: TestCertificates.standardChain(),
             privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"),
             applicationProtocols: applicationProtocols)
-        return try await start(tlsContext: tlsContext, maxConcurrentStreams: maxConcurrentStreams, script: script)
+        return try await start(
+            tlsContext: tlsContext, maxConcurrentStreams: maxConcurrentStreams, group: group, script: script)
     }
 
     /// Starts a server with a ready-made TLS context (whose ALPN must offer `h2`).
     package static func start(
         tlsContext: TLSServerContext, maxConcurrentStreams: Int = 100,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
     ) async throws -> LoopbackHTTP2Server {
         let state = NIOLockedValueBox(State())
         let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { connection in
                 state.withLockedValue {
@@ -159,14 +165,27 @@ package final class LoopbackHTTP2Server: Sendable {
         await wait(until: .pings, reaches: count)
     }
 
+    /// Returns once `counter` reaches `count`, or when the waiting task is cancelled (a test's time limit), so a
+    /// test whose event never comes fails on its next expectation instead of hanging.
     private func wait(until counter: Counter, reaches count: Int) async {
-        await withCheckedContinuation { continuation in
-            let ready: Bool = state.withLockedValue { state in
-                if counter.value(in: state.counts) >= count { return true }
-                state.waiters.append((counter, count, continuation))
-                return false
+        let id = state.withLockedValue { state in
+            state.lastWaiterID += 1
+            return state.lastWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready: Bool = state.withLockedValue { state in
+                    if counter.value(in: state.counts) >= count || Task.isCancelled { return true }
+                    state.waiters.append((id, counter, count, continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLockedValue { state in
+                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0).continuation }
+            }
+            waiter?.resume()
         }
     }
 

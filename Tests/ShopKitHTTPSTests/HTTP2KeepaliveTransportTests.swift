@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NIOPosix
 import ShopKitTLS
 import TestSupport
 import Testing
@@ -10,20 +11,42 @@ import Testing
 /// timeout long before their idle-read timeout, and the next request gets a new connection. The intervals are
 /// short so that the tests finish quickly; they wait for events, never for time. The acknowledgement's deadline
 /// is long wherever the server does answer, so that a loaded machine cannot make an answered PING look missed.
+/// Server and client each run on an event loop of their own: on the shared loops, other tests running at the same
+/// time (hundreds of connections) could hold up an acknowledgement past its deadline before the test means the
+/// server to go silent.
 @Suite(.timeLimit(.minutes(1))) struct HTTP2KeepaliveTransportTests {
-    func transport(pingInterval: Duration?, pingTimeout: Duration) throws -> HTTPSTransport {
-        let timeouts = HTTPSTransport.Timeouts(
-            idleRead: .seconds(120), request: .seconds(120), http2PingInterval: pingInterval,
-            http2PingTimeout: pingTimeout)
+    /// The server's loop and the client's.
+    let serverLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    let clientLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
+    func start(_ script: @escaping LoopbackHTTP2Server.Script) async throws -> LoopbackHTTP2Server {
+        try await LoopbackHTTP2Server.start(group: serverLoop, script: script)
+    }
+
+    func transport(timeouts: HTTPSTransport.Timeouts) throws -> HTTPSTransport {
+        var configuration = HTTPSTransport.Configuration(timeouts: timeouts)
+        configuration.eventLoopGroup = clientLoop
         return HTTPSTransport(
-            configuration: .init(timeouts: timeouts),
+            configuration: configuration,
             security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+    }
+
+    func transport(pingInterval: Duration?, pingTimeout: Duration) throws -> HTTPSTransport {
+        try transport(timeouts: HTTPSTransport.Timeouts(
+            idleRead: .seconds(120), request: .seconds(120), http2PingInterval: pingInterval,
+            http2PingTimeout: pingTimeout))
+    }
+
+    /// Stops both loops once a test is done with them.
+    func stopLoops() async throws {
+        try await serverLoop.shutdownGracefully()
+        try await clientLoop.shutdownGracefully()
     }
 
     func url(_ server: LoopbackHTTP2Server) -> URL { URL(string: "https://127.0.0.1:\(server.port)")! }
 
     @Test func aQuietConnectionThatAnswersPingsIsKept() async throws {
-        let server = try await LoopbackHTTP2Server.start { request in
+        let server = try await start { request in
             request.index == 1 ? .hold : .respond(body: Array("h2".utf8))
         }
         let transport = try transport(pingInterval: .milliseconds(50), pingTimeout: .seconds(30))
@@ -41,10 +64,11 @@ import Testing
         #expect(server.counts.connections == 1)
         await transport.shutdown()
         try await server.shutdown()
+        try await stopLoops()
     }
 
     @Test func aVanishedPeerFailsItsStreamsWithAPingTimeoutAndTheNextRequestReconnects() async throws {
-        let server = try await LoopbackHTTP2Server.start { request in
+        let server = try await start { request in
             request.index <= 2 ? .hold : .respond(body: Array("after".utf8))
         }
         // Until the server goes silent its acknowledgements must count, even late ones: the deadline is 2 s.
@@ -64,14 +88,12 @@ import Testing
         #expect(server.counts.connections == 2)
         await transport.shutdown()
         try await server.shutdown()
+        try await stopLoops()
     }
 
     @Test func withoutPingsAVanishedPeerIsLeftToTheIdleReadTimeout() async throws {
-        let server = try await LoopbackHTTP2Server.start { _ in .hold }
-        let timeouts = HTTPSTransport.Timeouts(idleRead: .milliseconds(300), http2PingInterval: nil)
-        let transport = HTTPSTransport(
-            configuration: .init(timeouts: timeouts),
-            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+        let server = try await start { _ in .hold }
+        let transport = try transport(timeouts: HTTPSTransport.Timeouts(idleRead: .milliseconds(300), http2PingInterval: nil))
         let held = Task { try await transport.fetch(baseURL: url(server)) }
         await server.waitUntilHeld(1)
         server.goSilent()
@@ -79,5 +101,6 @@ import Testing
         #expect(server.counts.pings == 0)
         await transport.shutdown()
         try await server.shutdown()
+        try await stopLoops()
     }
 }
