@@ -69,7 +69,8 @@ package final class NginxServer: Sendable {
     package let port: Int
     /// The folder holding nginx's config, logs and files.
     package let directory: URL
-    private let pid: pid_t
+    /// nginx's master process, under a watcher that stops it if this process dies without calling ``stop()``.
+    private let process: TiedChild
 
     /// The body of `GET /hello`.
     package static let helloBody = "hello from nginx\n"
@@ -96,19 +97,25 @@ package final class NginxServer: Sendable {
         let config = Self.config(configuration, port: port, directory: directory.path)
         try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
 
-        self.pid = try Self.spawn(
-            nginxPath,
-            arguments: ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path],
-            inheriting: socket)
+        var environment = ProcessInfo.processInfo.environment
+        environment["NGINX"] = "3;"  // nginx adopts the listening socket it finds as fd 3
+        do {
+            self.process = try TiedChild(
+                nginxPath, arguments: ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path],
+                environment: environment
+            ) { actions in
+                posix_spawn_file_actions_adddup2(&actions, socket, 3)
+            }
+        } catch {
+            throw StartError(description: "\(error)")
+        }
         self.port = port
         self.directory = directory
     }
 
-    /// Stops nginx (and its worker) and removes its folder.
+    /// Stops nginx (SIGTERM: its master stops its worker) and removes its folder.
     package func stop() {
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        process.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
@@ -157,7 +164,8 @@ package final class NginxServer: Sendable {
     }
 
     private static func bindLoopback() throws -> (Int32, Int) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Close-on-exec: only nginx gets it (as its fd 3), not another test's child spawned meanwhile.
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw StartError(description: "socket() failed: errno \(errno)") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -177,27 +185,5 @@ package final class NginxServer: Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
-    }
-
-    /// Spawns nginx with the listening socket as its fd 3 and `NGINX=3;` so it adopts it.
-    private static func spawn(_ path: String, arguments: [String], inheriting socket: Int32) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, socket, 3)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-
-        var environment = ProcessInfo.processInfo.environment
-        environment["NGINX"] = "3;"
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard result == 0 else { throw StartError(description: "posix_spawn nginx failed: \(result)") }
-        return pid
     }
 }

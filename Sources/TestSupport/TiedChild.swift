@@ -1,0 +1,90 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process (nginx, tinyproxy) that ends with the process that started it, however that process ends.
+///
+/// The child runs under a small `/bin/sh` watcher whose standard input is one end of a socket pair; only this
+/// process holds the other end (close-on-exec, so no other child inherits it). ``stop()`` closes it, and so
+/// does the kernel when this process dies (a crash, a sanitizer's abort, `SIGKILL` from a time limit): the
+/// watcher's `read` returns, it sends the child `stopSignal` and waits for it. So a test binary that dies
+/// leaves no server behind on the machine.
+package final class TiedChild: Sendable {
+    /// The watcher's pid (the child is the watcher's own child).
+    package let watcherPID: pid_t
+    /// The write end of the tie; closing it stops the child.
+    private let tie: Int32
+
+    /// Why the child could not be started.
+    package struct SpawnError: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    /// The watcher: runs the child in the background (its stdin is then `/dev/null`), lets go of the child's
+    /// stdout and stderr (so that a reader of those sees their end when the child exits), waits for the tie to
+    /// close, then stops the child and waits for it. A child that exited on its own stays a zombie until then,
+    /// so its pid cannot have been reused when the watcher signals it.
+    private static func script(stopSignal: String) -> String {
+        #""$@" & child=$!; exec >/dev/null 2>&1; read -r _; kill -\#(stopSignal) "$child"; wait "$child""#
+    }
+
+    /// Spawns `path` with `arguments` and `environment` under a watcher. `fileActions` sets up the child's file
+    /// descriptors other than stdin (which the watcher takes; the child gets `/dev/null`); they pass through the
+    /// watcher unchanged. The child starts with an empty signal mask and default signal handling.
+    package init(
+        _ path: String, arguments: [String], environment: [String: String], stopSignal: String = "TERM",
+        fileActions: (inout posix_spawn_file_actions_t) -> Void = { _ in }
+    ) throws {
+        // A socket pair as the pipe: created close-on-exec in one call (no window in which a child spawned by
+        // another thread could inherit it); Glibc's module does not export `pipe2`.
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw SpawnError(description: "socketpair() failed: errno \(errno)")
+        }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        fileActions(&actions)
+        posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+        // A test thread may block signals; the watcher and the child get an empty mask and default dispositions.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let shell = "/bin/sh"
+        let argv = ([shell, "-c", Self.script(stopSignal: stopSignal), "watcher", path] + arguments).map { strdup($0) }
+            + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, shell, &actions, &attributes, argv, envp)
+        close(fds[0])
+        guard result == 0 else {
+            close(fds[1])
+            throw SpawnError(description: "posix_spawn \(path) failed: \(result)")
+        }
+        watcherPID = pid
+        tie = fds[1]
+    }
+
+    /// Stops the child (the watcher sends it `stopSignal`) and returns once it and the watcher have exited.
+    /// Call it once.
+    package func stop() {
+        close(tie)
+        var status: Int32 = 0
+        while waitpid(watcherPID, &status, 0) == -1 && errno == EINTR {}
+    }
+
+}

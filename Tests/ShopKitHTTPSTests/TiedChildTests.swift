@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+import TestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `TiedChild` runs the servers the tests start (nginx, tinyproxy): closing its tie, which the kernel also does
+/// when the test process dies, must end the child; and one child's tie must not leak into another's watcher.
+@Suite(.timeLimit(.minutes(1)))
+struct TiedChildTests {
+    /// A child that prints its pid, then sleeps far longer than any test: only the tie ends it.
+    private func startSleeper() async throws -> (TiedChild, pid_t) {
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+        let child = try TiedChild(
+            "/bin/sh", arguments: ["-c", "echo $$; exec sleep 600"], environment: ProcessInfo.processInfo.environment
+        ) { actions in
+            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        }
+        close(fds[1])
+        let line = await Self.firstLine(of: fds[0])
+        let pid = try #require(pid_t(line))
+        return (child, pid)
+    }
+
+    /// Reads `fd` to its first newline on a thread of its own (a blocking read), then closes it.
+    private static func firstLine(of fd: Int32) async -> String {
+        await withCheckedContinuation { continuation in
+            Thread {
+                var bytes: [UInt8] = []
+                var byte: UInt8 = 0
+                while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
+                close(fd)
+                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
+            }.start()
+        }
+    }
+
+    /// Stops `child` on a thread of its own and returns whether that finished: a tie that never closes (leaked
+    /// into another process) would block `stop()` in `waitpid` forever, and the time limit then fails the test.
+    private static func stopped(_ child: TiedChild) async -> Bool {
+        let done = EventCounter()
+        Thread {
+            child.stop()
+            Task { await done.increment() }
+        }.start()
+        await done.wait(until: 1)
+        return await done.count == 1
+    }
+
+    private static func isRunning(_ pid: pid_t) -> Bool {
+        kill(pid, 0) == 0 || errno != ESRCH
+    }
+
+    @Test func closingTheTieEndsTheChild() async throws {
+        let (child, pid) = try await startSleeper()
+        #expect(Self.isRunning(pid))
+        #expect(await Self.stopped(child))
+        // The watcher waited for the child before it exited, and `stop()` waited for the watcher.
+        #expect(!Self.isRunning(pid))
+    }
+
+    @Test func oneChildsTieDoesNotLeakIntoAnotherChild() async throws {
+        let (first, firstPID) = try await startSleeper()
+        let (second, secondPID) = try await startSleeper()
+        #expect(await Self.stopped(first))
+        #expect(!Self.isRunning(firstPID))
+        #expect(Self.isRunning(secondPID))
+        #expect(await Self.stopped(second))
+        #expect(!Self.isRunning(secondPID))
+    }
+}
