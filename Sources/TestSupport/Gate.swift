@@ -43,43 +43,22 @@ package actor Gate {
 
 /// Counts events and lets a test wait until a number of them happened, without polling or sleeping.
 package actor EventCounter {
-    /// Events so far.
-    package private(set) var count = 0
-    private var waiters: [(id: Int, target: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    private var lastID = 0
+    private let events = WaitableState(0)
 
     /// Creates a counter at zero.
     package init() {}
 
+    /// Events so far.
+    package var count: Int { events.withLockedValue { $0 } }
+
     /// Records one event and wakes the waiters whose target is reached.
     package func increment() {
-        count += 1
-        let ready = waiters.filter { $0.target <= count }
-        waiters.removeAll { $0.target <= count }
-        for waiter in ready { waiter.continuation.resume() }
+        events.withLockedValue { $0 += 1 }
     }
 
     /// Returns once at least `target` events happened, or when the waiting task is cancelled (a test's time
     /// limit), so a test whose event never comes fails on its next expectation instead of hanging.
     package func wait(until target: Int) async {
-        if count >= target { return }
-        lastID += 1
-        let id = lastID
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                if Task.isCancelled {
-                    continuation.resume()
-                } else {
-                    waiters.append((id, target, continuation))
-                }
-            }
-        } onCancel: {
-            Task { await self.stopWaiting(id) }
-        }
-    }
-
-    private func stopWaiting(_ id: Int) {
-        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
-        waiters.remove(at: index).continuation.resume()
+        await events.wait { $0 >= target }
     }
 }

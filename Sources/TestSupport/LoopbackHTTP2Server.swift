@@ -1,4 +1,3 @@
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -60,9 +59,6 @@ package final class LoopbackHTTP2Server: Sendable {
     fileprivate struct State {
         var counts = Counts()
         var held: [Held] = []
-        /// Who waits for which count to reach what.
-        var waiters: [(id: Int, counter: Counter, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
-        var lastWaiterID = 0
         var connections: [any Channel] = []
         /// Inbound bytes are dropped unread, as from a peer that vanished (so no PING is acknowledged).
         var silent = false
@@ -73,12 +69,12 @@ package final class LoopbackHTTP2Server: Sendable {
     /// The server's TLS context (its `statistics` count handshakes).
     package let tlsContext: TLSServerContext
     private let channel: any Channel
-    private let state: NIOLockedValueBox<State>
+    private let state: WaitableState<State>
 
     /// What the server counted so far.
     package var counts: Counts { state.withLockedValue { $0.counts } }
 
-    private init(port: Int, tlsContext: TLSServerContext, channel: any Channel, state: NIOLockedValueBox<State>) {
+    private init(port: Int, tlsContext: TLSServerContext, channel: any Channel, state: WaitableState<State>) {
         self.port = port
         self.tlsContext = tlsContext
         self.channel = channel
@@ -110,7 +106,7 @@ package final class LoopbackHTTP2Server: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
     ) async throws -> LoopbackHTTP2Server {
-        let state = NIOLockedValueBox(State())
+        let state = WaitableState(State())
         let settings: HTTP2Settings = [HTTP2Setting(parameter: .maxConcurrentStreams, value: maxConcurrentStreams)]
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -155,50 +151,21 @@ package final class LoopbackHTTP2Server: Sendable {
         }
     }
 
-    /// Returns once at least `count` requests are being held.
+    /// Returns once at least `count` requests are being held, or when the waiting task is cancelled (a test's
+    /// time limit), so a test whose event never comes fails on its next expectation instead of hanging.
     package func waitUntilHeld(_ count: Int) async {
         await wait(until: .held, reaches: count)
     }
 
-    /// Returns once the server received at least `count` PINGs.
+    /// Returns once the server received at least `count` PINGs, or when the waiting task is cancelled (a test's
+    /// time limit), so a test whose event never comes fails on its next expectation instead of hanging.
     package func waitUntilPinged(_ count: Int) async {
         await wait(until: .pings, reaches: count)
     }
 
-    /// Returns once `counter` reaches `count`, or when the waiting task is cancelled (a test's time limit), so a
-    /// test whose event never comes fails on its next expectation instead of hanging.
+    /// Returns once `counter` reaches `count`, or when the waiting task is cancelled.
     private func wait(until counter: Counter, reaches count: Int) async {
-        let id = state.withLockedValue { state in
-            state.lastWaiterID += 1
-            return state.lastWaiterID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                let ready: Bool = state.withLockedValue { state in
-                    if counter.value(in: state.counts) >= count || Task.isCancelled { return true }
-                    state.waiters.append((id, counter, count, continuation))
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLockedValue { state in
-                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0).continuation }
-            }
-            waiter?.resume()
-        }
-    }
-
-    /// Changes the state, then wakes the waiters whose count was reached.
-    fileprivate static func update(_ state: NIOLockedValueBox<State>, _ change: (inout State) -> Void) {
-        let ready: [CheckedContinuation<Void, Never>] = state.withLockedValue { state in
-            change(&state)
-            let counts = state.counts
-            let ready = state.waiters.filter { $0.counter.value(in: counts) >= $0.count }.map(\.continuation)
-            state.waiters.removeAll { $0.counter.value(in: counts) >= $0.count }
-            return ready
-        }
-        for continuation in ready { continuation.resume() }
+        await state.wait { counter.value(in: $0.counts) >= count }
     }
 
     /// From now on every connection drops what it receives, unread and unanswered, as a peer that vanished
@@ -256,8 +223,8 @@ package final class LoopbackHTTP2Server: Sendable {
         try await channel.close()
     }
 
-    fileprivate static func note(_ state: NIOLockedValueBox<State>, held entry: Held) {
-        update(state) { state in
+    fileprivate static func note(_ state: WaitableState<State>, held entry: Held) {
+        state.withLockedValue { state in
             state.held.append(entry)
             state.counts.held += 1
         }
@@ -267,9 +234,9 @@ package final class LoopbackHTTP2Server: Sendable {
     private final class Silencer: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
-        private let state: NIOLockedValueBox<State>
+        private let state: WaitableState<State>
 
-        init(state: NIOLockedValueBox<State>) { self.state = state }
+        init(state: WaitableState<State>) { self.state = state }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             if !state.withLockedValue({ $0.silent }) { context.fireChannelRead(data) }
@@ -281,12 +248,12 @@ package final class LoopbackHTTP2Server: Sendable {
     private final class ResetCounter: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer
         typealias InboundOut = ByteBuffer
-        private let state: NIOLockedValueBox<State>
+        private let state: WaitableState<State>
         private var prefaceLeft = 24
         private var header: [UInt8] = []
         private var payloadLeft = 0
 
-        init(state: NIOLockedValueBox<State>) { self.state = state }
+        init(state: WaitableState<State>) { self.state = state }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             var bytes = unwrapInboundIn(data).readableBytesView[...]
@@ -302,7 +269,7 @@ package final class LoopbackHTTP2Server: Sendable {
                 bytes = bytes.dropFirst(take)
                 guard header.count == 9 else { continue }
                 payloadLeft = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
-                if header[3] == 0x3 { LoopbackHTTP2Server.update(state) { $0.counts.resets += 1 } }
+                if header[3] == 0x3 { state.withLockedValue { $0.counts.resets += 1 } }
                 header = []
             }
             context.fireChannelRead(data)
@@ -313,13 +280,13 @@ package final class LoopbackHTTP2Server: Sendable {
     private final class PingCounter: ChannelInboundHandler {
         typealias InboundIn = HTTP2Frame
         typealias InboundOut = HTTP2Frame
-        private let state: NIOLockedValueBox<State>
+        private let state: WaitableState<State>
 
-        init(state: NIOLockedValueBox<State>) { self.state = state }
+        init(state: WaitableState<State>) { self.state = state }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             if case .ping(_, ack: false) = unwrapInboundIn(data).payload {
-                LoopbackHTTP2Server.update(state) { $0.counts.pings += 1 }
+                state.withLockedValue { $0.counts.pings += 1 }
             }
             context.fireChannelRead(data)
         }
@@ -330,14 +297,14 @@ package final class LoopbackHTTP2Server: Sendable {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
 
-        private let state: NIOLockedValueBox<State>
+        private let state: WaitableState<State>
         private let connection: any Channel
         private let script: Script
         private let resetter: StreamResetter
         private var head: HTTPRequestHead?
         private var body: [UInt8] = []
 
-        init(state: NIOLockedValueBox<State>, connection: any Channel, resetter: StreamResetter, script: @escaping Script) {
+        init(state: WaitableState<State>, connection: any Channel, resetter: StreamResetter, script: @escaping Script) {
             self.state = state
             self.connection = connection
             self.resetter = resetter
