@@ -1,5 +1,4 @@
 import Foundation
-import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -66,18 +65,17 @@ package final class LoopbackHTTPServer: Sendable {
 
     fileprivate struct State {
         var counts = Counts()
-        var waiters: [(predicate: @Sendable (Counts) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
         var children: [Int: (channel: any Channel, busy: Bool)] = [:]
         var requests: [Request] = []
     }
 
     private let channel: any Channel
-    private let state: NIOLockedValueBox<State>
+    private let state: WaitableState<State>
 
     /// The port the server listens on (127.0.0.1).
     package var port: Int { channel.localAddress!.port! }
 
-    private init(channel: any Channel, state: NIOLockedValueBox<State>) {
+    private init(channel: any Channel, state: WaitableState<State>) {
         self.channel = channel
         self.state = state
     }
@@ -87,7 +85,7 @@ package final class LoopbackHTTPServer: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, extraHandlers: ExtraHandlers? = nil,
         script: @escaping Script
     ) async throws -> LoopbackHTTPServer {
-        let state = NIOLockedValueBox(State())
+        let state = WaitableState(State())
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
@@ -96,13 +94,11 @@ package final class LoopbackHTTPServer: Sendable {
                     state.children[state.counts.accepted] = (child, false)
                     return state.counts.accepted
                 }
-                Self.notify(state)
                 child.closeFuture.whenComplete { _ in
                     state.withLockedValue {
                         $0.counts.closed += 1
                         $0.children[number] = nil
                     }
-                    Self.notify(state)
                 }
                 let extra = extraHandlers?(child) ?? child.eventLoop.makeSucceededVoidFuture()
                 return extra.flatMapThrowing {
@@ -121,16 +117,11 @@ package final class LoopbackHTTPServer: Sendable {
     /// Every request received so far, in order.
     package var requests: [Request] { state.withLockedValue { $0.requests } }
 
-    /// Waits until `predicate` holds for the counts (no polling, no sleeping).
+    /// Returns once `predicate` holds for the counts (no polling, no sleeping), or when the waiting task is
+    /// cancelled (a test's time limit), so a test whose event never comes fails on its next expectation instead
+    /// of hanging.
     package func waitUntil(_ predicate: @escaping @Sendable (Counts) -> Bool) async {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLockedValue { state in
-                if predicate(state.counts) { return true }
-                state.waiters.append((predicate, continuation))
-                return false
-            }
-            if ready { continuation.resume() }
-        }
+        await state.wait { predicate($0.counts) }
     }
 
     /// Closes every connection that is not in the middle of a request, as a server's idle timeout would.
@@ -146,26 +137,15 @@ package final class LoopbackHTTPServer: Sendable {
         for child in children { try? await child.close() }
     }
 
-    fileprivate static func notify(_ state: NIOLockedValueBox<State>) {
-        let ready = state.withLockedValue { state in
-            let counts = state.counts
-            let ready = state.waiters.filter { $0.predicate(counts) }.map(\.continuation)
-            state.waiters.removeAll { $0.predicate(counts) }
-            return ready
-        }
-        ready.forEach { $0.resume() }
-    }
-
-    fileprivate static func record(_ request: Request, busy: Bool, state: NIOLockedValueBox<State>) {
+    fileprivate static func record(_ request: Request, busy: Bool, state: WaitableState<State>) {
         state.withLockedValue { state in
             state.requests.append(request)
             state.counts.requests += 1
             state.children[request.connection]?.busy = busy
         }
-        notify(state)
     }
 
-    fileprivate static func setBusy(_ connection: Int, _ busy: Bool, state: NIOLockedValueBox<State>) {
+    fileprivate static func setBusy(_ connection: Int, _ busy: Bool, state: WaitableState<State>) {
         state.withLockedValue { $0.children[connection]?.busy = busy }
     }
 
@@ -175,14 +155,14 @@ package final class LoopbackHTTPServer: Sendable {
         typealias OutboundOut = ByteBuffer
 
         private let connection: Int
-        private let state: NIOLockedValueBox<State>
+        private let state: WaitableState<State>
         private let script: Script
         private var head: HTTPRequestHead?
         private var body: [UInt8] = []
         private var index = 0
         private var silent = false
 
-        init(connection: Int, state: NIOLockedValueBox<State>, script: @escaping Script) {
+        init(connection: Int, state: WaitableState<State>, script: @escaping Script) {
             self.connection = connection
             self.state = state
             self.script = script

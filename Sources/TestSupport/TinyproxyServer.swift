@@ -35,42 +35,23 @@ package final class TinyproxyServer: Sendable {
     /// The folder holding tinyproxy's config.
     package let directory: URL
     private let pid: pid_t
-    private let output: NIOLockedValueBox<Output>
-
-    /// tinyproxy's output so far, and who waits for something in it.
-    private struct Output {
-        var text = ""
-        var waiters: [(predicate: @Sendable (String) -> Bool, continuation: CheckedContinuation<Void, Never>)] = []
-
-        /// Appends `more` and returns the waiters now satisfied (removed).
-        mutating func append(_ more: String) -> [CheckedContinuation<Void, Never>] {
-            text += more
-            let text = self.text
-            let ready = waiters.filter { $0.predicate(text) }.map(\.continuation)
-            waiters.removeAll { $0.predicate(text) }
-            return ready
-        }
-    }
+    /// tinyproxy's output so far, which tests wait on.
+    private let output: WaitableState<String>
 
     /// The proxy URL, `http://127.0.0.1:PORT`.
     package var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Everything tinyproxy logged so far (its `CONNECT` lines name each tunnel's target).
-    package var log: String { output.withLockedValue { $0.text } }
+    package var log: String { output.withLockedValue { $0 } }
 
     /// The `host:port` targets of the `CONNECT` requests tinyproxy logged so far, in order.
     package var connectTargets: [String] { Self.connectTargets(in: log) }
 
-    /// Returns once tinyproxy has logged at least `count` `CONNECT` requests (it logs each as it reads it).
+    /// Returns once tinyproxy has logged at least `count` `CONNECT` requests (it logs each as it reads it), or
+    /// when the waiting task is cancelled (a test's time limit), so a test whose tunnel never comes fails on its
+    /// next expectation instead of hanging.
     package func waitForConnects(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = output.withLockedValue { output -> Bool in
-                if Self.connectTargets(in: output.text).count >= count { return true }
-                output.waiters.append(({ Self.connectTargets(in: $0).count >= count }, continuation))
-                return false
-            }
-            if now { continuation.resume() }
-        }
+        await output.wait { Self.connectTargets(in: $0).count >= count }
     }
 
     private static func connectTargets(in log: String) -> [String] {
@@ -80,7 +61,7 @@ package final class TinyproxyServer: Sendable {
         }
     }
 
-    private init(port: Int, directory: URL, pid: pid_t, output: NIOLockedValueBox<Output>) {
+    private init(port: Int, directory: URL, pid: pid_t, output: WaitableState<String>) {
         self.port = port
         self.directory = directory
         self.pid = pid
@@ -122,7 +103,7 @@ package final class TinyproxyServer: Sendable {
         let configPath = directory.appendingPathComponent("tinyproxy.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: configPath, atomically: true, encoding: .utf8)
 
-        let output = NIOLockedValueBox(Output())
+        let output = WaitableState("")
         let ready = NIOLockedValueBox<CheckedContinuation<Void, any Error>?>(nil)
         // Resumes the start once: on the ready line, or when tinyproxy exits (its output ends) first.
         let resume: @Sendable ((any Error)?) -> Void = { error in
@@ -147,17 +128,16 @@ package final class TinyproxyServer: Sendable {
                         let count = read(readEnd, &chunk, chunk.count)
                         if count < 0 && errno == EINTR { continue }
                         guard count > 0 else { break }
-                        let (satisfied, started) = output.withLockedValue { output in
-                            (output.append(String(decoding: chunk[..<count], as: UTF8.self)),
-                                output.text.contains("Accepting connections"))
+                        let started = output.withLockedValue { text in
+                            text += String(decoding: chunk[..<count], as: UTF8.self)
+                            return text.contains("Accepting connections")
                         }
-                        satisfied.forEach { $0.resume() }
                         if started { resume(nil) }
                     }
                     close(readEnd)
-                    resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0.text })"))
+                    resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0 })"))
                     // Reap a tinyproxy that exited on its own (a started one is reaped by `stop`).
-                    if ready.withLockedValue({ $0 == nil }), !output.withLockedValue({ $0.text.contains("Accepting connections") }) {
+                    if ready.withLockedValue({ $0 == nil }), !output.withLockedValue({ $0.contains("Accepting connections") }) {
                         var status: Int32 = 0
                         while waitpid(spawned, &status, 0) == -1 && errno == EINTR {}
                     }
