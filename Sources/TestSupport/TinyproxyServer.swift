@@ -34,7 +34,8 @@ package final class TinyproxyServer: Sendable {
     package let port: Int
     /// The folder holding tinyproxy's config.
     package let directory: URL
-    private let pid: pid_t
+    /// tinyproxy, under a watcher that stops it if this process dies without calling ``stop()``.
+    private let process: TiedChild
     /// tinyproxy's output so far, which tests wait on.
     private let output: WaitableState<String>
 
@@ -61,10 +62,10 @@ package final class TinyproxyServer: Sendable {
         }
     }
 
-    private init(port: Int, directory: URL, pid: pid_t, output: WaitableState<String>) {
+    private init(port: Int, directory: URL, process: TiedChild, output: WaitableState<String>) {
         self.port = port
         self.directory = directory
-        self.pid = pid
+        self.process = process
         self.output = output
     }
 
@@ -113,91 +114,71 @@ package final class TinyproxyServer: Sendable {
             }
             if let error { waiting?.resume(throwing: error) } else { waiting?.resume() }
         }
-        var pid: pid_t = 0
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            ready.withLockedValue { $0 = continuation }
-            do {
-                let (child, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
-                pid = child
-                let spawned = child
-                // A thread of its own reads the log (blocking reads, never on the cooperative pool) until
-                // tinyproxy exits.
-                Thread {
-                    var chunk = [UInt8](repeating: 0, count: 4096)
-                    while true {
-                        let count = read(readEnd, &chunk, chunk.count)
-                        if count < 0 && errno == EINTR { continue }
-                        guard count > 0 else { break }
-                        let started = output.withLockedValue { text in
-                            text += String(decoding: chunk[..<count], as: UTF8.self)
-                            return text.contains("Accepting connections")
+        var process: TiedChild?
+        do {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                ready.withLockedValue { $0 = continuation }
+                do {
+                    let (child, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
+                    process = child
+                    // A thread of its own reads the log (blocking reads, never on the cooperative pool) until
+                    // tinyproxy exits.
+                    Thread {
+                        var chunk = [UInt8](repeating: 0, count: 4096)
+                        while true {
+                            let count = read(readEnd, &chunk, chunk.count)
+                            if count < 0 && errno == EINTR { continue }
+                            guard count > 0 else { break }
+                            let started = output.withLockedValue { text in
+                                text += String(decoding: chunk[..<count], as: UTF8.self)
+                                return text.contains("Accepting connections")
+                            }
+                            if started { resume(nil) }
                         }
-                        if started { resume(nil) }
-                    }
-                    close(readEnd)
-                    resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0 })"))
-                    // Reap a tinyproxy that exited on its own (a started one is reaped by `stop`).
-                    if ready.withLockedValue({ $0 == nil }), !output.withLockedValue({ $0.contains("Accepting connections") }) {
-                        var status: Int32 = 0
-                        while waitpid(spawned, &status, 0) == -1 && errno == EINTR {}
-                    }
-                }.start()
-            } catch {
-                resume(error)
+                        close(readEnd)
+                        resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0 })"))
+                    }.start()
+                } catch {
+                    resume(error)
+                }
             }
+        } catch {
+            process?.stop()  // reaps a tinyproxy that exited on its own
+            throw error
         }
-        return TinyproxyServer(port: port, directory: directory, pid: pid, output: output)
+        guard let process else { throw StartError(description: "tinyproxy was not started") }
+        return TinyproxyServer(port: port, directory: directory, process: process, output: output)
     }
 
     /// Stops tinyproxy and removes its folder.
     package func stop() {
-        // SIGKILL: tinyproxy has nothing to flush, and its shutdown waits for open tunnels.
-        kill(pid, SIGKILL)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        process.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
-    /// Spawns tinyproxy with its output on a pipe and default signal handling; returns its pid and the read end.
-    private static func spawn(_ path: String, arguments: [String]) throws -> (pid_t, Int32) {
+    /// Spawns tinyproxy (under its watcher, to be stopped with SIGKILL: it has nothing to flush, and its shutdown
+    /// waits for open tunnels) with its output on a pipe; returns it and the pipe's read end.
+    private static func spawn(_ path: String, arguments: [String]) throws -> (TiedChild, Int32) {
+        // A socket pair as the pipe, close-on-exec from the start, so that no other child spawned meanwhile keeps
+        // the write end (and the reader) alive; tinyproxy gets the write end as its stdout and stderr.
         var fds: [Int32] = [0, 0]
-        // Close-on-exec, so that no other child spawned meanwhile keeps the write end (and the reader) alive.
-        guard pipe(&fds) == 0 else { throw StartError(description: "pipe() failed: errno \(errno)") }
-        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, fds[1], 2)
-        posix_spawn_file_actions_addclose(&actions, fds[0])
-        posix_spawn_file_actions_addclose(&actions, fds[1])
-        // A test thread may block signals; the child gets an empty mask and default dispositions.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw StartError(description: "socketpair() failed: errno \(errno)")
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
-        close(fds[1])
-        guard result == 0 else {
+        let writeEnd = fds[1]
+        defer { close(writeEnd) }
+        do {
+            let child = try TiedChild(
+                path, arguments: arguments, environment: ProcessInfo.processInfo.environment, stopSignal: "KILL"
+            ) { actions in
+                posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+                posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+            }
+            return (child, fds[0])
+        } catch {
             close(fds[0])
-            throw StartError(description: "posix_spawn tinyproxy failed: \(result)")
+            throw StartError(description: "\(error)")
         }
-        return (pid, fds[0])
     }
 
     /// A free loopback port: bound to port 0, read back and released for tinyproxy to bind.

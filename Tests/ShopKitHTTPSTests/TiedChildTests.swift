@@ -71,4 +71,16 @@ struct TiedChildTests {
         #expect(await Self.stopped(second))
         #expect(!Self.isRunning(secondPID))
     }
+
+    @Test func aChildThatExitedOnItsOwnIsStoppedAndReaped() async throws {
+        // tinyproxy that cannot listen exits at once; its start then stops the watcher, which must not hang.
+        let child = try TiedChild("/bin/false", arguments: [], environment: ProcessInfo.processInfo.environment)
+        #expect(await Self.stopped(child))
+    }
+
+    @Test func aTinyproxyThatExitsAtOnceFailsItsStart() async throws {
+        await #expect(throws: TinyproxyServer.StartError.self) {
+            _ = try await TinyproxyServer.start(path: "/bin/false")
+        }
+    }
 }
