@@ -21,9 +21,10 @@ import TestSupport
         return (response.status.code, Data(bytes))
     }
 
-    /// Waits (without sleeping) until `count` callers are parked on the decorator.
+    /// Waits (without sleeping) until `count` callers are parked on the decorator, or until the task is cancelled
+    /// (the time limit), so a caller that never parks fails the next expectation instead of spinning forever.
     static func waitForWaiters(_ dedup: DeduplicatingTransport, _ count: Int) async {
-        while await dedup.waiterCount < count { await Task.yield() }
+        while await dedup.waiterCount < count && !Task.isCancelled { await Task.yield() }
     }
 
     static func heldStub(_ gate: Gate, body: String = productJSON) -> StubTransport {

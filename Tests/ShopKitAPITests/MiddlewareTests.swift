@@ -67,7 +67,7 @@ import TestSupport
                 return (response.status.code, try await [UInt8](collecting: body!, upTo: 1 << 20))
             }
         }
-        while await dedup.waiterCount < 4 { await Task.yield() }
+        while await dedup.waiterCount < 4 && !Task.isCancelled { await Task.yield() }
         #expect(await dedup.inFlightCount == 1)
         await gate.open()
         for task in tasks {
@@ -100,7 +100,7 @@ import TestSupport
         let starter = Task { try await call(starterStub) }
         await starterStub.arrivals.wait(until: 1)  // the starter's request is upstream
         let other = Task { try await call(otherStub) }
-        while await dedup.waiterCount < 2 { await Task.yield() }
+        while await dedup.waiterCount < 2 && !Task.isCancelled { await Task.yield() }
         #expect(await otherStub.requests.isEmpty)  // joined, not sent
         starter.cancel()
         await #expect(throws: CancellationError.self) { try await starter.value }  // with the gate still shut
