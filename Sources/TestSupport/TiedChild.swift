@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -14,8 +15,8 @@ import Glibc
 package final class TiedChild: Sendable {
     /// The watcher's pid (the child is the watcher's own child).
     package let watcherPID: pid_t
-    /// The write end of the tie; closing it stops the child.
-    private let tie: Int32
+    /// This process's end of the tie, until ``stop()`` closes it (once: a second close could hit a reused fd).
+    private let tie: NIOLockedValueBox<Int32?>
 
     /// Why the child could not be started.
     package struct SpawnError: Error, CustomStringConvertible {
@@ -76,15 +77,15 @@ package final class TiedChild: Sendable {
             throw SpawnError(description: "posix_spawn \(path) failed: \(result)")
         }
         watcherPID = pid
-        tie = fds[1]
+        tie = NIOLockedValueBox(fds[1])
     }
 
     /// Stops the child (the watcher sends it `stopSignal`) and returns once it and the watcher have exited.
-    /// Call it once.
+    /// Calls after the first do nothing.
     package func stop() {
-        close(tie)
+        guard let fd = tie.withLockedValue({ fd in defer { fd = nil }; return fd }) else { return }
+        close(fd)
         var status: Int32 = 0
         while waitpid(watcherPID, &status, 0) == -1 && errno == EINTR {}
     }
-
 }

@@ -72,6 +72,21 @@ struct TiedChildTests {
         #expect(!Self.isRunning(secondPID))
     }
 
+    @Test func stoppingTwiceClosesNothingElse() async throws {
+        let (child, _) = try await startSleeper()
+        #expect(await Self.stopped(child))
+        // New descriptors take the lowest free numbers: 128 of them fill every gap, the tie's old number included.
+        var opened: [Int32] = []
+        defer { opened.forEach { close($0) } }
+        for _ in 0..<64 {
+            var pair: [Int32] = [0, 0]
+            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
+            opened += pair
+        }
+        child.stop()
+        #expect(opened.allSatisfy { fcntl($0, F_GETFD) != -1 })
+    }
+
     @Test func aChildThatExitedOnItsOwnIsStoppedAndReaped() async throws {
         // tinyproxy that cannot listen exits at once; its start then stops the watcher, which must not hang.
         let child = try TiedChild("/bin/false", arguments: [], environment: ProcessInfo.processInfo.environment)
