@@ -38,17 +38,12 @@ package final class TiedChild: Sendable {
         _ path: String, arguments: [String], environment: [String: String], stopSignal: String = "TERM",
         fileActions: (inout posix_spawn_file_actions_t) -> Void = { _ in }
     ) throws {
-        // A socket pair as the pipe: created close-on-exec in one call (no window in which a child spawned by
-        // another thread could inherit it); Glibc's module does not export `pipe2`.
-        var fds: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw SpawnError(description: "socketpair() failed: errno \(errno)")
-        }
+        let fds = try Self.socketPair()
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         fileActions(&actions)
-        posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, fds.0, 0)
         // A test thread may block signals; the watcher and the child get an empty mask and default dispositions.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -71,13 +66,24 @@ package final class TiedChild: Sendable {
         }
         var pid: pid_t = 0
         let result = posix_spawn(&pid, shell, &actions, &attributes, argv, envp)
-        close(fds[0])
+        close(fds.0)
         guard result == 0 else {
-            close(fds[1])
+            close(fds.1)
             throw SpawnError(description: "posix_spawn \(path) failed: \(result)")
         }
         watcherPID = pid
-        tie = NIOLockedValueBox(fds[1])
+        tie = NIOLockedValueBox(fds.1)
+    }
+
+    /// A connected pair of Unix stream sockets, both close-on-exec from the start: no child spawned meanwhile by
+    /// another thread can inherit them (the window that `pipe` followed by `fcntl` leaves). Used as a pipe;
+    /// Glibc's module does not export `pipe2`.
+    package static func socketPair() throws -> (Int32, Int32) {
+        var fds: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
+            throw SpawnError(description: "socketpair() failed: errno \(errno)")
+        }
+        return (fds[0], fds[1])
     }
 
     /// Stops the child (the watcher sends it `stopSignal`) and returns once it and the watcher have exited.

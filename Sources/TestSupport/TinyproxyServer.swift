@@ -159,13 +159,11 @@ package final class TinyproxyServer: Sendable {
     /// Spawns tinyproxy (under its watcher, to be stopped with SIGKILL: it has nothing to flush, and its shutdown
     /// waits for open tunnels) with its output on a pipe; returns it and the pipe's read end.
     private static func spawn(_ path: String, arguments: [String]) throws -> (TiedChild, Int32) {
-        // A socket pair as the pipe, close-on-exec from the start, so that no other child spawned meanwhile keeps
-        // the write end (and the reader) alive; tinyproxy gets the write end as its stdout and stderr.
-        var fds: [Int32] = [0, 0]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0 else {
-            throw StartError(description: "socketpair() failed: errno \(errno)")
-        }
-        let writeEnd = fds[1]
+        // Close-on-exec from the start, so that no other child spawned meanwhile keeps the write end (and the
+        // reader) alive; tinyproxy gets the write end as its stdout and stderr.
+        let fds: (read: Int32, write: Int32)
+        do { fds = try TiedChild.socketPair() } catch { throw StartError(description: "\(error)") }
+        let writeEnd = fds.write
         defer { close(writeEnd) }
         do {
             let child = try TiedChild(
@@ -174,9 +172,9 @@ package final class TinyproxyServer: Sendable {
                 posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
                 posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
             }
-            return (child, fds[0])
+            return (child, fds.read)
         } catch {
-            close(fds[0])
+            close(fds.read)
             throw StartError(description: "\(error)")
         }
     }

@@ -12,15 +12,14 @@ import Glibc
 struct TiedChildTests {
     /// A child that prints its pid, then sleeps far longer than any test: only the tie ends it.
     private func startSleeper() async throws -> (TiedChild, pid_t) {
-        var fds: [Int32] = [0, 0]
-        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) == 0)
+        let fds = try TiedChild.socketPair()
         let child = try TiedChild(
             "/bin/sh", arguments: ["-c", "echo $$; exec sleep 600"], environment: ProcessInfo.processInfo.environment
         ) { actions in
-            posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, fds.1, 1)
         }
-        close(fds[1])
-        let line = await Self.firstLine(of: fds[0])
+        close(fds.1)
+        let line = await Self.firstLine(of: fds.0)
         let pid = try #require(pid_t(line))
         return (child, pid)
     }
@@ -79,9 +78,8 @@ struct TiedChildTests {
         var opened: [Int32] = []
         defer { opened.forEach { close($0) } }
         for _ in 0..<64 {
-            var pair: [Int32] = [0, 0]
-            try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0)
-            opened += pair
+            let pair = try TiedChild.socketPair()
+            opened += [pair.0, pair.1]
         }
         child.stop()
         #expect(opened.allSatisfy { fcntl($0, F_GETFD) != -1 })
