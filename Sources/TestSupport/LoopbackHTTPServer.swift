@@ -37,6 +37,10 @@ package final class LoopbackHTTPServer: Sendable {
         case respond(status: Int, headers: [(String, String)], body: [UInt8], chunked: Bool, close: Bool)
         /// These bytes exactly, then close when `close`.
         case raw([UInt8], close: Bool)
+        /// Each run of bytes written on its own (behind TLS: each its own TLS record, so the test chooses where
+        /// records are cut), all flushed together at the end (so they usually arrive in one read), then close
+        /// when `close`.
+        case records([[UInt8]], close: Bool)
         /// Close the connection without a response byte (a connection that went stale).
         case closeWithoutResponse
         /// Never answer and keep the connection open (for timeouts).
@@ -219,6 +223,11 @@ package final class LoopbackHTTPServer: Sendable {
                 write(buffer, close: close, context: context)
             case .raw(let bytes, let close):
                 write(context.channel.allocator.buffer(bytes: bytes), close: close, context: context)
+            case .records(let records, let close):
+                for record in records.dropLast() {
+                    context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: record)), promise: nil)
+                }
+                write(context.channel.allocator.buffer(bytes: records.last ?? []), close: close, context: context)
             case .closeWithoutResponse:
                 silent = true
                 context.close(promise: nil)

@@ -1,0 +1,196 @@
+import Foundation
+import HTTPTypes
+import Testing
+import TestSupport
+
+@testable import ShopKitHTTPS
+
+/// A hostile or broken HTTP/1.1 server on real TLS (the scripted loopback server, which chooses where TLS records
+/// are cut). Each case asserts what a caller cares about: the right body reaches the right caller, a connection
+/// whose framing is in doubt is never reused, every request ends (by its deadline at the latest: a hang fails the
+/// suite's time limit), and the error names who was at fault.
+@Suite(.timeLimit(.minutes(1))) struct HostileServerTests {
+    /// `200 OK` whose body is `body`, kept alive.
+    static func response(_ body: String) -> [UInt8] {
+        Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)".utf8)
+    }
+
+    /// A complete response nobody asked for.
+    static let injected = response("INJECTED12345")
+
+    /// One connection at a time, short timers: a request left waiting would show as a timeout.
+    static func contendedTransport() -> HTTPSTransport {
+        makeTransport(
+            timeouts: .init(idleRead: .seconds(4), request: .seconds(15)),
+            pool: .init(maxConnectionsPerHost: 1))
+    }
+
+    /// GETs `paths` concurrently; each path's body or error.
+    static func fetchAll(_ paths: [String], on transport: HTTPSTransport, server: LoopbackHTTPServer) async
+        -> [String: Result<String, any Error>]
+    {
+        await withTaskGroup(of: (String, Result<String, any Error>).self) { group in
+            for path in paths {
+                group.addTask {
+                    do {
+                        let (_, body) = try await transport.fetch(.get, path, baseURL: server.baseURL)
+                        return (path, .success(String(decoding: body, as: UTF8.self)))
+                    } catch {
+                        return (path, .failure(error))
+                    }
+                }
+            }
+            var results: [String: Result<String, any Error>] = [:]
+            for await (path, result) in group { results[path] = result }
+            return results
+        }
+    }
+
+    /// Every request reached the server once, and no connection served a second request.
+    static func expectEachSentOnceOnItsOwnConnection(_ server: LoopbackHTTPServer, _ paths: [String]) {
+        let requests = server.requests
+        #expect(requests.map(\.uri).sorted() == paths.sorted(), "a request was sent twice, or not at all")
+        #expect(requests.allSatisfy { $0.indexOnConnection == 1 }, "a connection in doubt was reused")
+    }
+
+    // MARK: Stray bytes after a complete response
+
+    /// Defect: the stray response, in a TLS record of its own, became the next caller's response.
+    @Test func strayResponseInItsOwnRecordNeverReachesTheNextCaller() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            .records([Self.response(request.uri), Self.injected], close: false)
+        }
+        let transport = Self.contendedTransport()
+        let paths = ["/r1", "/r2", "/r3", "/r4"]
+        let results = await Self.fetchAll(paths, on: transport, server: server)
+        for path in paths {
+            #expect(try results[path]?.get() == path, "\(path) got another response")
+        }
+        Self.expectEachSentOnceOnItsOwnConnection(server, paths)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Defect: with the stray response in the same record, the waiting request was written onto the poisoned
+    /// connection, failed as `connectionClosed`, and was sent twice.
+    @Test func strayResponseInTheSameRecordIsNeverFollowedByARequest() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            .raw(Self.response(request.uri) + Self.injected, close: false)
+        }
+        let transport = Self.contendedTransport()
+        let paths = ["/r1", "/r2", "/r3"]
+        let results = await Self.fetchAll(paths, on: transport, server: server)
+        for path in paths {
+            #expect(try results[path]?.get() == path, "\(path) got another response")
+        }
+        Self.expectEachSentOnceOnItsOwnConnection(server, paths)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Half a stray response after a complete one: the connection still holds bytes, so it is not reused.
+    @Test func strayPartialHeadInItsOwnRecordClosesTheConnection() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            .records([Self.response(request.uri), Array("HTTP/1.1 200 OK\r\nContent-Le".utf8)], close: false)
+        }
+        let transport = Self.contendedTransport()
+        let paths = ["/r1", "/r2"]
+        let results = await Self.fetchAll(paths, on: transport, server: server)
+        for path in paths {
+            #expect(try results[path]?.get() == path, "\(path) got another response")
+        }
+        Self.expectEachSentOnceOnItsOwnConnection(server, paths)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    // MARK: 101 Switching Protocols, which the client never asks for
+
+    /// Defect: `101` followed by a `200` in the same write left one queued request waiting forever.
+    @Test func switchingProtocolsThenAResponseFailsThatRequestAndNoOtherHangs() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            guard request.connection == 1 else { return .raw(Self.response(request.uri), close: false) }
+            return .raw(Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n".utf8) + Self.response(request.uri), close: false)
+        }
+        let transport = Self.contendedTransport()
+        let paths = ["/r1", "/r2", "/r3"]
+        let results = await Self.fetchAll(paths, on: transport, server: server)
+        var failed: [String] = []
+        for path in paths {
+            switch results[path] {
+            case .success(let body)?:
+                #expect(body == path, "\(path) got another response")
+            case .failure(let error)?:
+                failed.append(path)
+                #expect(isTransportError(error, .malformedResponse("")), "\(path): \(error)")
+                #expect("\(error)".contains("101"), "the error says what the server did: \(error)")
+            case nil:
+                Issue.record("\(path) has no outcome")
+            }
+        }
+        #expect(failed.count == 1, "exactly the request answered with 101 fails")
+        Self.expectEachSentOnceOnItsOwnConnection(server, paths)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Defect: a lone `101` was taken as the final response and the connection went back to the pool.
+    @Test func switchingProtocolsIsAProtocolErrorAndTheConnectionIsNotReused() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            request.connection == 1
+                ? .raw(Array("HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\nUpgrade: websocket\r\n\r\n".utf8), close: false)
+                : .raw(Self.response(request.uri), close: false)
+        }
+        let transport = Self.contendedTransport()
+        do {
+            let (response, _) = try await transport.fetch(.get, "/upgrade", baseURL: server.baseURL)
+            Issue.record("a 101 must not be a response: got \(response.status)")
+        } catch {
+            #expect(isTransportError(error, .malformedResponse("")), "\(error)")
+        }
+        let (_, body) = try await transport.fetch(.get, "/next", baseURL: server.baseURL)
+        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        #expect(server.requests.map(\.connection) == [1, 2], "the connection that sent 101 was reused")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    // MARK: The request target (the caller's own input: nothing may reach the wire)
+
+    /// Defect: the base URL's path was percent-decoded into the request target.
+    @Test func baseURLPathIsSentAsEncoded() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in .raw(Self.response(request.uri), close: false) }
+        let transport = makeTransport()
+        for (base, expected) in [
+            ("/a%3Fb=1%23/", "/a%3Fb=1%23/p"),
+            ("/x%2F..%2Fy/", "/x%2F..%2Fy/p"),
+            ("/a%20b/", "/a%20b/p"),
+        ] {
+            let url = URL(string: "https://127.0.0.1:\(server.port)\(base)")!
+            let (_, body) = try await transport.fetch(.get, "/p", baseURL: url)
+            #expect(String(decoding: body, as: UTF8.self) == expected, "base \(base)")
+        }
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Defect: an invalid request path was reported as the server's `malformedResponse`.
+    @Test func invalidRequestPathIsTheCallersErrorAndNeverConnects() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in .raw(Self.response(request.uri), close: false) }
+        let transport = makeTransport()
+        for path in ["/a b", "/a\r\nX-Injected: 1", "/a#fragment", "/caf\u{E9}", "/a\u{0}b"] {
+            do {
+                _ = try await transport.fetch(.get, path, baseURL: server.baseURL)
+                Issue.record("\(path.debugDescription) must be refused")
+            } catch let error as HTTPSTransportError {
+                guard case .invalidURL = error else {
+                    Issue.record("\(path.debugDescription): expected invalidURL, got \(error)")
+                    continue
+                }
+            }
+        }
+        #expect(server.counts.accepted == 0, "nothing reaches the wire for an invalid request")
+        await transport.shutdown()
+        await server.stop()
+    }
+}
