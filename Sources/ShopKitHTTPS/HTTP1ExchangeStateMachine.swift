@@ -8,8 +8,14 @@ import ShopKitTLS
 ///
 /// One exchange runs at a time, identified by an explicit ``ExchangeID`` (a late event for an exchange that has
 /// ended is ignored). Every exchange that starts ends in exactly one ``Actions/release`` (reusable or not),
-/// emitted by the one place that leaves the running state, ``finish(_:reusable:)``: the connection goes back
-/// to the pool exactly once, whatever path ends the exchange.
+/// emitted by the two places that leave the running state, ``finish(_:reusable:)`` and ``readComplete()``: the
+/// connection goes back to the pool exactly once, whatever path ends the exchange.
+///
+/// No re-entrant hand-over: a response that ends inside a read (every response does) is released only once that
+/// read has been fully processed (``readComplete()``), together with the end of its body stream, so the pool can
+/// never start the next request on this connection while the rest of the read is still being decoded. Anything
+/// that arrives meanwhile (stray bytes, a second response nobody asked for) makes the connection doubtful: it is
+/// closed, never handed over.
 ///
 /// Rules it enforces:
 /// - Keep-alive: the connection is reusable only when the response ended with keep-alive on both sides
@@ -99,6 +105,13 @@ package struct HTTP1ExchangeStateMachine {
         case complete
     }
 
+    /// An exchange whose response ended inside the current read.
+    private struct Ending {
+        /// Whether the connection may be reused: keep-alive on both sides, the request written, and nothing
+        /// arrived after the response's end.
+        var reusable: Bool
+    }
+
     private struct Exchange {
         let id: ExchangeID
         let limits: Limits
@@ -113,6 +126,8 @@ package struct HTTP1ExchangeStateMachine {
     private enum State {
         case idle
         case running(Exchange)
+        /// The response ended inside a read; released at ``readComplete()`` (or when the channel closes first).
+        case ending(Ending)
         case closed
     }
 
@@ -126,6 +141,12 @@ package struct HTTP1ExchangeStateMachine {
 
     /// A machine for an HTTP/1.1 connection, or, when `stream`, for one HTTP/2 stream.
     init(stream: Bool = false) { self.stream = stream }
+
+    /// Whether a response ended in the current read and waits for its release.
+    private var isEnding: Bool {
+        if case .ending = state { return true }
+        return false
+    }
 
     /// Whether the connection can take a new exchange.
     var isIdle: Bool {
@@ -214,6 +235,10 @@ package struct HTTP1ExchangeStateMachine {
 
     /// Bytes arrived (before the HTTP decoder saw them).
     mutating func bytesRead(now: NIODeadline) {
+        if case .ending = state {
+            state = .ending(Ending(reusable: false))  // bytes after a complete response: the framing is in doubt
+            return
+        }
         guard case .running(var exchange) = state else { return }
         exchange.bytesRead = true
         exchange.lastRead = now
@@ -236,7 +261,11 @@ package struct HTTP1ExchangeStateMachine {
         switch state {
         case .running(var exchange) where exchange.response == .awaitingHead:
             let code = head.status.code
-            if code >= 100 && code < 200 && code != 101 { return .none }
+            if code == 101 {
+                // The client never asks for an upgrade, and the decoder stops parsing after a 101.
+                return fail(.transport(.malformedResponse("101 Switching Protocols, but the request asked for no upgrade")))
+            }
+            if code >= 100 && code < 200 { return .none }
             if !exchange.isHead, let length = HTTPConversion.contentLength(head), length > exchange.limits.maxBodySize {
                 return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxBodySize)))
             }
@@ -247,6 +276,8 @@ package struct HTTP1ExchangeStateMachine {
             return actions
         case .idle:
             return unsolicited()
+        case .ending:
+            return strayAfterEnd()
         case .running, .closed:
             return unexpectedPart()
         }
@@ -268,6 +299,8 @@ package struct HTTP1ExchangeStateMachine {
             return actions
         case .idle:
             return unsolicited()
+        case .ending:
+            return strayAfterEnd()
         case .closed:
             break
         }
@@ -279,32 +312,48 @@ package struct HTTP1ExchangeStateMachine {
         switch state {
         case .running(var exchange):
             guard case .streaming(_, let keepAlive) = exchange.response else { break }
-            var actions: Actions
-            if stream {
-                actions = finish(exchange, reusable: exchange.requestWritten)
-            } else if keepAlive && !exchange.requestWritten {
+            var actions = Actions()
+            actions.timer = .cancel
+            if !stream && keepAlive && !exchange.requestWritten {
                 // An early response: the connection is reusable once the request's end is out.
                 exchange.response = .complete
                 state = .running(exchange)
-                actions = Actions()
-                actions.timer = .cancel
+                actions.finishBody = true
             } else {
-                actions = finish(exchange, reusable: keepAlive)
+                // Released, with the body's end, once this read is fully processed.
+                state = .ending(Ending(reusable: stream ? exchange.requestWritten : keepAlive))
             }
-            actions.finishBody = true
             actions.read = resumeReads()
             return actions
         case .idle:
             return unsolicited()
+        case .ending:
+            return strayAfterEnd()
         case .closed:
             break
         }
         return unexpectedPart()
     }
 
+    /// The read in progress was fully processed: an exchange whose response ended in it is released now, reusable
+    /// only if nothing arrived after the response's end, and its body stream ends.
+    mutating func readComplete() -> Actions {
+        guard case .ending(let ending) = state else { return .none }
+        state = ending.reusable ? .idle : .closed
+        var actions = Actions()
+        actions.release = ending.reusable
+        actions.finishBody = true
+        actions.close = !ending.reusable
+        return actions
+    }
+
     /// The peer's TCP close came without TLS close_notify: the exchange in progress fails (its body might be
     /// framed by the connection's end, which anyone on the path can forge).
     mutating func uncleanShutdown() -> Actions {
+        if case .ending = state {
+            state = .ending(Ending(reusable: false))
+            return .none
+        }
         guard case .running = state else { return .none }
         return fail(.transport(.connectionClosed))
     }
@@ -316,7 +365,9 @@ package struct HTTP1ExchangeStateMachine {
 
     /// The channel closed; a running exchange fails with `reason`.
     mutating func channelInactive(_ reason: HTTPSTransportError = .connectionClosed) -> Actions {
-        var actions = fail(.transport(reason))
+        // The response that ended in this read stands (a stream closes itself once both sides ended it, maybe
+        // before the read completes); the pool does not reuse a closed connection.
+        var actions = isEnding ? readComplete() : fail(.transport(reason))
         actions.close = false
         return actions
     }
@@ -333,8 +384,15 @@ package struct HTTP1ExchangeStateMachine {
         return actions
     }
 
-    /// Fails the exchange in progress (if any) with `failure` and closes the connection.
+    /// Fails the exchange in progress (if any) with `failure` and closes the connection. An exchange whose
+    /// response already ended keeps its response: it is released as not reusable, and its body ends normally.
     private mutating func fail(_ failure: Failure) -> Actions {
+        if case .ending = state {
+            state = .ending(Ending(reusable: false))
+            var actions = readComplete()
+            actions.close = true
+            return actions
+        }
         guard case .running(let exchange) = state else {
             state = .closed
             var actions = Actions()
@@ -358,6 +416,13 @@ package struct HTTP1ExchangeStateMachine {
     /// A response part where none fits: the peer does not speak HTTP as it should.
     private mutating func unexpectedPart() -> Actions {
         fail(.transport(.malformedResponse("unexpected HTTP response part")))
+    }
+
+    /// A response part after the response's end, in the same read: the connection is doubtful (released as not
+    /// reusable when the read completes); the part is dropped.
+    private mutating func strayAfterEnd() -> Actions {
+        state = .ending(Ending(reusable: false))
+        return .none
     }
 
     /// Bytes nobody asked for: the connection cannot be trusted for another request.

@@ -168,8 +168,12 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         }
     }
 
+    /// The read is fully processed: a response that ended in this read is released (the pool may start the next
+    /// exchange here, no sooner) and its body stream ends; then the held head goes to its caller, who finds the
+    /// exchange over and the body of that read buffered.
     package func channelReadComplete(context: ChannelHandlerContext) {
         reading = false
+        perform(machine.readComplete())
         deliverDeferredHead()
         context.fireChannelReadComplete()
     }
@@ -196,8 +200,8 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
-        deliverDeferredHead()
         perform(machine.channelInactive(closeReason() ?? .connectionClosed))
+        deliverDeferredHead()
         context.fireChannelInactive()
     }
 
@@ -224,7 +228,12 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
             return
         }
         if let head = actions.head {
-            if reading { deferredHead = (exchange.head, head) } else { exchange.head.succeed(head) }
+            if reading {
+                deliverDeferredHead()  // one slot, one exchange: never overwrite another exchange's head
+                deferredHead = (exchange.head, head)
+            } else {
+                exchange.head.succeed(head)
+            }
         }
         if let buffer = actions.body, !exchange.body.yield(ArraySlice(buffer.readableBytesView)) {
             machine.readerBehind()

@@ -42,13 +42,37 @@ enum HTTPConversion {
         case unknown
     }
 
-    /// The origin-form URI: the base URL's path followed by the request's path and query.
+    /// The origin-form URI: the base URL's path, as encoded in the URL (never decoded: `%2F` stays a byte of a
+    /// segment, `%3F` never starts a query), followed by the request's path and query.
     static func requestURI(path: String?, baseURL: URL) -> String {
-        var base = baseURL.path
+        var base = baseURL.path(percentEncoded: true)
         if base.hasSuffix("/") { base.removeLast() }
         let path = path ?? "/"
         let uri = base + (path.hasPrefix("/") ? path : "/" + path)
         return uri.isEmpty ? "/" : uri
+    }
+
+    /// Checks that `uri` can go on the wire as a request target: visible ASCII only (RFC 9112 §3.2, RFC 3986: a
+    /// space, a control byte or a non-ASCII character must be percent-encoded) and no `#` (a fragment is never
+    /// sent). The caller's own mistake, found before anything is sent; the message names the byte and where it
+    /// is, never the path itself (it may carry a token in its query).
+    ///
+    /// - Throws: ``HTTPSTransportError/invalidURL(reason:)``.
+    static func validateRequestTarget(_ uri: String) throws(HTTPSTransportError) {
+        var offset = 0
+        for byte in uri.utf8 {
+            guard byte > 0x20, byte < 0x7F, byte != UInt8(ascii: "#") else {
+                let what =
+                    switch byte {
+                    case 0x20: "a space"
+                    case UInt8(ascii: "#"): "'#' (a fragment is never sent)"
+                    case 0x80...: "a non-ASCII byte"
+                    default: "the control byte 0x" + String(byte, radix: 16, uppercase: true)
+                    }
+                throw .invalidURL(reason: "the request path has \(what) at byte \(offset); percent-encode it")
+            }
+            offset += 1
+        }
     }
 
     /// The HTTPTypes response for a NIOHTTP1 response head.

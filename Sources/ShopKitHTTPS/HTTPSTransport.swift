@@ -204,6 +204,7 @@ public struct HTTPSTransport: ClientTransport {
         case .unknown?: bodyLength = .unknown
         }
         let head = HTTPConversion.requestHead(request, baseURL: baseURL, target: target, bodyLength: bodyLength)
+        try HTTPConversion.validateRequestTarget(head.uri)
         let mayRetry = HTTPConversion.isRetryable(request, body: body)
         let limits = HTTP1ExchangeStateMachine.Limits(
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),

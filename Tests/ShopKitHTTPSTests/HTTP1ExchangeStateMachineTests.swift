@@ -43,8 +43,13 @@ import ShopKitTLS
         #expect(body.body == ByteBuffer(string: "abc"))
         all.append(body)
         let end = machine.responseEnd()
-        #expect(end.release == true && end.finishBody && !end.close && end.timer == .cancel)
+        // Released once the read that ended the response is fully processed, never inside it.
+        #expect(end.release == nil && !end.finishBody && !end.close && end.timer == .cancel)
         all.append(end)
+        #expect(!machine.isIdle)
+        let done = machine.readComplete()
+        #expect(done.release == true && done.finishBody && !done.close)
+        all.append(done)
         #expect(releases(all) == [true])
         #expect(machine.isIdle)
         // Late events for the ended exchange change nothing.
@@ -52,12 +57,60 @@ import ShopKitTLS
         #expect(machine.cancel(id) == .none)
     }
 
+    /// Anything after a complete response in the same read makes the connection doubtful: it is released as
+    /// not reusable (and closed) when the read completes, and the response that ended still stands.
+    @Test func anythingAfterTheEndInTheSameReadMakesTheConnectionNotReusable() {
+        let strays: [(String, (inout Machine) -> Actions)] = [
+            ("a second head", { $0.responseHead(head(200, length: 0)) }),
+            ("a body part", { $0.responseBody(ByteBuffer(string: "x")) }),
+            ("an end", { $0.responseEnd() }),
+            ("raw bytes", { $0.bytesRead(now: t0); return .none }),
+            ("an unclean shutdown", { $0.uncleanShutdown() }),
+        ]
+        for (what, stray) in strays {
+            var machine = started()
+            _ = machine.requestWritten(id, now: t0)
+            _ = machine.responseHead(head(200, length: 0))
+            _ = machine.responseEnd()
+            let strayActions = stray(&machine)
+            #expect(strayActions.release == nil && strayActions.fail == nil, "\(what)")
+            let done = machine.readComplete()
+            #expect(done.release == false && done.close && done.finishBody && done.fail == nil, "\(what)")
+            #expect(!machine.isIdle, "\(what)")
+        }
+    }
+
+    /// An error after the response's end, before the read completes: the response stands, the connection closes.
+    @Test func anErrorAfterTheEndKeepsTheResponseAndClosesTheConnection() {
+        var machine = started()
+        _ = machine.requestWritten(id, now: t0)
+        _ = machine.responseHead(head(200, length: 0))
+        _ = machine.responseEnd()
+        let error = machine.errorCaught(.transport(.malformedResponse("stray")))
+        #expect(error.release == false && error.close && error.finishBody && error.fail == nil)
+        #expect(machine.readComplete() == .none)  // released once
+    }
+
+    /// The client never asks for a protocol switch: a 101 is the server's protocol error.
+    @Test func switchingProtocolsFailsTheExchange() {
+        var machine = started()
+        _ = machine.requestWritten(id, now: t0)
+        let actions = machine.responseHead(head(101))
+        guard case .transport(.malformedResponse(let why))? = actions.fail?.failure else {
+            Issue.record("expected malformedResponse, got \(String(describing: actions.fail))")
+            return
+        }
+        #expect(why.contains("101"))
+        #expect(actions.head == nil && actions.release == false && actions.close)
+    }
+
     @Test func connectionCloseOnEitherSideIsNotReusable() {
         for (requestKeepAlive, responseKeepAlive) in [(false, true), (true, false)] {
             var machine = started(keepAlive: requestKeepAlive)
             _ = machine.requestWritten(id, now: t0)
             _ = machine.responseHead(head(200, keepAlive: responseKeepAlive, length: 0))
-            let end = machine.responseEnd()
+            #expect(machine.responseEnd().release == nil)
+            let end = machine.readComplete()
             #expect(end.release == false && end.close && end.finishBody)
             #expect(!machine.isIdle)
         }
@@ -80,8 +133,9 @@ import ShopKitTLS
         // An HTTP/2 response head (version 2.0): HTTP/1.1's keep-alive rules do not apply.
         let head = HTTPResponseHead(version: .http2, status: .ok)
         #expect(machine.responseHead(head).head == head)
-        let end = machine.responseEnd()
-        #expect(end.release == true && !end.close && end.finishBody && end.timer == .cancel)
+        #expect(machine.responseEnd().timer == .cancel)
+        let end = machine.readComplete()
+        #expect(end.release == true && !end.close && end.finishBody)
         // The stream then closes by itself; nothing fails.
         #expect(machine.channelInactive().fail == nil)
     }
@@ -90,7 +144,8 @@ import ShopKitTLS
         var machine = Machine(stream: true)
         _ = machine.start(id, limits: limits, requestKeepAlive: true, isHead: false, now: t0, channelActive: true)
         _ = machine.responseHead(HTTPResponseHead(version: .http2, status: .ok))
-        let end = machine.responseEnd()
+        #expect(machine.responseEnd().release == nil)
+        let end = machine.readComplete()
         #expect(end.release == false && end.close && end.finishBody)
         #expect(machine.requestWritten(id, now: t0) == .none)
     }

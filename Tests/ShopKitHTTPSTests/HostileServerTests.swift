@@ -88,18 +88,29 @@ import TestSupport
         await server.stop()
     }
 
-    /// Half a stray response after a complete one: the connection still holds bytes, so it is not reused.
-    @Test func strayPartialHeadInItsOwnRecordClosesTheConnection() async throws {
+    /// Half a stray response head after a complete response, in the same read. The HTTP decoder takes the fragment
+    /// in without a sign (the limit of detection: README, "Hostile servers"), so the next request on that
+    /// connection may fail; it fails as the server's fault, never with bytes that another request caused, never
+    /// by a timeout, and it is not sent twice.
+    @Test func strayPartialHeadFailsTheNextResponseAsTheServersFault() async throws {
         let server = try await LoopbackHTTPServer.startTLS { request in
             .records([Self.response(request.uri), Array("HTTP/1.1 200 OK\r\nContent-Le".utf8)], close: false)
         }
         let transport = Self.contendedTransport()
-        let paths = ["/r1", "/r2"]
+        let paths = ["/r1", "/r2", "/r3"]
         let results = await Self.fetchAll(paths, on: transport, server: server)
         for path in paths {
-            #expect(try results[path]?.get() == path, "\(path) got another response")
+            switch results[path] {
+            case .success(let body)?:
+                #expect(body == path, "\(path) got another response")
+            case .failure(let error)?:
+                #expect(isTransportError(error, .malformedResponse("")), "\(path): \(error)")
+            case nil:
+                Issue.record("\(path) has no outcome")
+            }
         }
-        Self.expectEachSentOnceOnItsOwnConnection(server, paths)
+        #expect(results.values.contains { (try? $0.get()) != nil }, "the first response on a connection is delivered")
+        #expect(server.requests.map(\.uri).sorted() == paths, "a request was sent twice, or not at all")
         await transport.shutdown()
         await server.stop()
     }
@@ -129,7 +140,8 @@ import TestSupport
             }
         }
         #expect(failed.count == 1, "exactly the request answered with 101 fails")
-        Self.expectEachSentOnceOnItsOwnConnection(server, paths)
+        #expect(server.requests.map(\.uri).sorted() == paths, "a request was sent twice, or not at all")
+        #expect(server.requests.filter { $0.connection == 1 }.count == 1, "the connection that sent 101 was reused")
         await transport.shutdown()
         await server.stop()
     }
