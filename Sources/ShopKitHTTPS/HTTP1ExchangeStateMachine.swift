@@ -148,6 +148,12 @@ package struct HTTP1ExchangeStateMachine {
         return false
     }
 
+    /// Whether an exchange is running (its response not complete yet).
+    var isRunning: Bool {
+        if case .running = state { return true }
+        return false
+    }
+
     /// Whether the connection can take a new exchange.
     var isIdle: Bool {
         if case .idle = state { return true }

@@ -66,6 +66,14 @@ final class HTTP2Connection: Sendable {
             let box = NIOLoopBoundBox<HTTP2Connection?>(nil, eventLoop: loop)
             let closeReason = NIOLoopBoundBox<HTTPSTransportError?>(nil, eventLoop: loop)
             let observer = HTTP2ConnectionObserver(
+                connectionError: { error in
+                    // swift-nio-http2 sent GOAWAY for a connection error and left the connection open: no stream
+                    // can trust it any more. Its streams fail with what happened, and the pool never uses it again.
+                    if closeReason.value == nil {
+                        closeReason.value = .malformedResponse("HTTP/2 connection error: \(error)")
+                    }
+                    channel.close(promise: nil)
+                },
                 settings: { maxStreams in
                     let capacity = maxStreams.map { min($0, defaultStreamCapacity) } ?? defaultStreamCapacity
                     if let connection = box.value {
@@ -196,18 +204,29 @@ final class HTTP2Connection: Sendable {
 }
 
 /// Watches the connection-level frames between swift-nio-http2's handler and the multiplexer: the server's
-/// SETTINGS (its stream limit) and GOAWAY.
+/// SETTINGS (its stream limit) and GOAWAY, and the connection errors swift-nio-http2 reports.
 final class HTTP2ConnectionObserver: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias InboundOut = HTTP2Frame
 
+    private let connectionError: (any Error) -> Void
     private let settings: (Int?) -> Void
     private let goAway: (HTTP2StreamID) -> Void
     private var maxStreams: Int?
 
-    init(settings: @escaping (Int?) -> Void, goAway: @escaping (HTTP2StreamID) -> Void) {
+    init(
+        connectionError: @escaping (any Error) -> Void, settings: @escaping (Int?) -> Void,
+        goAway: @escaping (HTTP2StreamID) -> Void
+    ) {
+        self.connectionError = connectionError
         self.settings = settings
         self.goAway = goAway
+    }
+
+    /// A stream's error goes on to its stream; any other error is the connection's: it is closed.
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if !(error is NIOHTTP2Errors.StreamError) { connectionError(error) }
+        context.fireErrorCaught(error)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

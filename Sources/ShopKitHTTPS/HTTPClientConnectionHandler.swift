@@ -73,6 +73,8 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
     package typealias OutboundOut = HTTPClientRequestPart
 
     private var machine: HTTP1ExchangeStateMachine
+    /// The channel is one HTTP/2 stream.
+    private let isStream: Bool
     private var current: ExchangeContext?
     /// Where the handler logs what it drops (the transport's logger; names only, never values).
     private let logger: Logger
@@ -98,6 +100,7 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         closeReason: @escaping () -> HTTPSTransportError? = { nil }
     ) {
         self.machine = HTTP1ExchangeStateMachine(stream: stream)
+        self.isStream = stream
         self.logger = logger
         self.closeReason = closeReason
     }
@@ -196,10 +199,28 @@ package final class HTTPClientConnectionHandler: ChannelDuplexHandler {
         case is NIOTooManyBytesError: failure = .transport(.malformedResponse("response head too large"))
         default: failure = .transport(.connectionClosed)
         }
+        if isStream && machine.isRunning {
+            // swift-nio-http2 closes the streams of a connection error before it reports the error on the
+            // connection: look again once this event is over, so the caller hears what happened to the connection
+            // (``closeReason``), not its side effect on the stream.
+            context.eventLoop.assumeIsolated().execute {
+                self.perform(self.machine.errorCaught(self.closeReason().map { .transport($0) } ?? failure))
+            }
+            return
+        }
         perform(machine.errorCaught(failure))
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
+        if isStream && machine.isRunning {
+            // As in `errorCaught`: a stream closed under a running exchange may be a connection error's doing.
+            context.eventLoop.assumeIsolated().execute {
+                self.perform(self.machine.channelInactive(self.closeReason() ?? .connectionClosed))
+                self.deliverDeferredHead()
+            }
+            context.fireChannelInactive()
+            return
+        }
         perform(machine.channelInactive(closeReason() ?? .connectionClosed))
         deliverDeferredHead()
         context.fireChannelInactive()

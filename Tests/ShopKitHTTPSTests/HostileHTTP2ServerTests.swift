@@ -1,0 +1,37 @@
+import Foundation
+import HTTPTypes
+import TestSupport
+import Testing
+
+@testable import ShopKitHTTPS
+
+/// A hostile HTTP/2 server (swift-nio-http2's server side behind ShopKit's TLS server handler): a connection error
+/// fails the connection's streams at once, naming the server, and the connection is never used again.
+@Suite(.timeLimit(.minutes(1))) struct HostileHTTP2ServerTests {
+    /// Defect: a response header block over the client's 64 KiB limit (a connection error in swift-nio-http2,
+    /// which sends GOAWAY but leaves the connection open) failed the request only when `idleRead` ran out, and the
+    /// next request went out on the same dead connection.
+    @Test func anOversizedHeaderBlockFailsAtOnceAndTheConnectionIsNotReused() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index == 1
+                ? .respond(headers: [("x-huge", String(repeating: "a", count: 80 * 1024))], body: Array("big".utf8))
+                : .respond(body: Array(request.path.utf8))
+        }
+        // The idle-read and request timers are far away: the failure must not come from them.
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55))),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        do {
+            _ = try await transport.fetch(.get, "/huge", baseURL: base)
+            Issue.record("a header block over the limit must fail the request")
+        } catch {
+            #expect(isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)")
+        }
+        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
+        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        #expect(server.counts.connections == 2, "the connection that failed was used again")
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+}
