@@ -5,13 +5,15 @@ import Foundation
 /// A test file marks its README example with a line containing `README-BEGIN` and the line `// README-END`;
 /// the text in between must appear in README.md as a fenced ```` ```swift ```` block, verbatim.
 package enum READMESnippets {
-    /// The package's README.md, found from this source file's location.
+    /// The repository's root folder, found from this source file's location.
+    package static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent()  // TestSupport
+        .deletingLastPathComponent()  // Sources
+        .deletingLastPathComponent()  // package root
+
+    /// The package's README.md.
     package static func readme() throws -> String {
-        let root = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent()  // TestSupport
-            .deletingLastPathComponent()  // Sources
-            .deletingLastPathComponent()  // package root
-        return try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
     }
 
     /// The marked example in the file at `path` (pass the test's `#filePath`), or `nil` when it has no markers.

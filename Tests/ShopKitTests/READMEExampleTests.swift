@@ -48,6 +48,16 @@ import TestSupport
         #expect(try READMESnippets.readmeShows(example), "README.md's API client example differs from this file")
     }
 
+    /// The generated-client example is compiled and run by its own package (Examples/GeneratedClient, which
+    /// scripts/test tests); the README shows it verbatim.
+    @Test func generatedClientExampleIsTheREADMEsExample() throws {
+        let file = READMESnippets.root.appendingPathComponent(
+            "Examples/GeneratedClient/Sources/PetStoreClient/PetStoreExample.swift")
+        let example = try #require(try READMESnippets.example(inFile: file.path))
+        #expect(example.count > 500)
+        #expect(try READMESnippets.readmeShows(example), "README.md's generated-client example differs from \(file.path)")
+    }
+
     @Test func exampleRunsThroughRefreshAndReplay() async {
         let stub = StubTransport { request in
             request.authorization == "Bearer fresh" ? .json(#"{"id":"42","name":"Trail shoe"}"#) : .status(401)
