@@ -23,13 +23,15 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case retryAfter = "retry-after"
     /// Response bytes from the server, through NIO's response decoder into `HTTPClientConnectionHandler`.
     case httpResponse = "http-response"
+    /// Server bytes facing several exchanges on one HTTP/1.1 connection, handed over as the pool does.
+    case http1Connection = "http1-connection"
 
     /// The largest input worth trying (`-max_len`): bigger inputs only make each run slower.
     package var maxLength: Int {
         switch self {
         case .spkiPin, .hostPattern, .retryAfter: return 512
         case .pinsFile, .keyringItem: return 4_096
-        case .pem, .der, .httpResponse: return 16_384
+        case .pem, .der, .httpResponse, .http1Connection: return 16_384
         case .tokenFile: return 1_024
         }
     }
@@ -46,6 +48,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .keyringItem: AuthTargets.keyringItem(bytes)
         case .retryAfter: APITargets.retryAfter(bytes)
         case .httpResponse: HTTPResponseTarget.run(bytes)
+        case .http1Connection: HTTPConnectionTarget.run(bytes)
         }
     }
 }

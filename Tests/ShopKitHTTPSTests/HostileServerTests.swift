@@ -21,7 +21,7 @@ import TestSupport
     /// One connection at a time, short timers: a request left waiting would show as a timeout.
     static func contendedTransport() -> HTTPSTransport {
         makeTransport(
-            timeouts: .init(idleRead: .seconds(4), request: .seconds(15)),
+            timeouts: .init(idleRead: .seconds(10), request: .seconds(20)),
             pool: .init(maxConnectionsPerHost: 1))
     }
 
