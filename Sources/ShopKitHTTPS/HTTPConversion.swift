@@ -3,6 +3,7 @@ import HTTPTypes
 import NIOHTTP1
 import OpenAPIRuntime
 import ShopKitCore
+import ShopKitPinning
 
 /// Pure conversions between swift-http-types and NIOHTTP1 heads (no I/O, no state).
 enum HTTPConversion {
@@ -155,7 +156,8 @@ enum HTTPConversion {
 /// Where a request goes: scheme-checked host and port from the base URL, and the route there. The pool's key:
 /// connections are shared only between requests to the same origin by the same route.
 struct RequestTarget: Hashable, Sendable {
-    /// The host as written in the URL (brackets removed from IPv6 literals), lowercased.
+    /// The server's canonical name (``ServerName``'s text): the one value that the TCP connect, SNI, OpenSSL's
+    /// name check, the pin lookup, the pool, the proxy's `CONNECT` line and the `Host` header all use.
     let host: String
     /// The TCP port (443 by default).
     let port: Int
@@ -165,8 +167,8 @@ struct RequestTarget: Hashable, Sendable {
     /// The target of `baseURL`, which must be an `https` URL with a host.
     ///
     /// - Throws: ``HTTPSTransportError/invalidURL(reason:)`` for a non-https URL (the transport never
-    ///   sends plaintext), and for a host that is empty once a trailing dot is removed (such as `.`) or holds a
-    ///   NUL byte: there would be no name for OpenSSL to check the certificate against.
+    ///   sends plaintext), and for a host that is no ``ServerName`` (empty, a NUL, CR or LF byte, a name that is
+    ///   neither a DNS name nor an IP address in standard form).
     init(baseURL: URL) throws(HTTPSTransportError) {
         guard let host = baseURL.host, !host.isEmpty else {
             throw .invalidURL(reason: "base URL \(baseURL) has no host")
@@ -175,12 +177,11 @@ struct RequestTarget: Hashable, Sendable {
         guard baseURL.scheme?.lowercased() == "https" else {
             throw .invalidURL(reason: "base URL scheme must be https; this transport never sends plaintext")
         }
-        var bare = host.lowercased()
-        if bare.hasPrefix("[") && bare.hasSuffix("]") { bare = String(bare.dropFirst().dropLast()) }
-        guard !(bare.hasSuffix(".") ? bare.dropLast() : Substring(bare)).isEmpty, !bare.utf8.contains(0) else {
-            throw .invalidURL(reason: "base URL \(baseURL) has no usable host name (empty or with a NUL byte)")
+        do {
+            self.host = try ServerName(host).text
+        } catch {
+            throw .invalidURL(reason: "base URL has no usable host name: \(error)")
         }
-        self.host = bare
         self.port = port
     }
 

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import OpenAPIRuntime
+import ShopKitPinning
 import ShopKitTLS
 
 /// An OpenAPI `ClientTransport` that speaks HTTP/1.1 over pinned TLS (system OpenSSL), with a keep-alive pool.
@@ -172,7 +173,9 @@ public struct HTTPSTransport: ClientTransport {
                 .init(interval: TimeAmount($0), timeout: TimeAmount(configuration.timeouts.http2PingTimeout))
             },
             connectAddresses: Dictionary(
-                configuration.connectAddresses.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last }),
+                // Keyed by the canonical server name, the value a request's target carries.
+                configuration.connectAddresses.map { ((try? ServerName($0.key).text) ?? $0.key.lowercased(), $0.value) },
+                uniquingKeysWith: { _, last in last }),
             proxySecurity: proxySecurity, logger: configuration.tls.logger)
         self.pool = ConnectionPool(
             factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,

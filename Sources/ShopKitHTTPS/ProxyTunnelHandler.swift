@@ -13,7 +13,8 @@ package final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelH
     package typealias OutboundOut = ByteBuffer
 
     private var machine: ProxyTunnelStateMachine
-    private var request: [UInt8]
+    /// The `CONNECT` request still to send, or why none can be.
+    private var request: Result<[UInt8], HTTPSTransportError>?
     private var promise: EventLoopPromise<Void>?
     private let timeout: TimeAmount
     private var timer: Scheduled<Void>?
@@ -26,8 +27,9 @@ package final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelH
         promise: EventLoopPromise<Void>
     ) {
         self.machine = ProxyTunnelStateMachine(proxyHost: proxyHost, proxyPort: proxyPort)
-        self.request = ProxyTunnelStateMachine.request(
-            for: RequestTarget(host: host, port: port), authorization: authorization)
+        self.request = Result { () throws(HTTPSTransportError) in
+            try ProxyTunnelStateMachine.request(for: RequestTarget(host: host, port: port), authorization: authorization)
+        }
         self.timeout = timeout
         self.promise = promise
     }
@@ -73,9 +75,13 @@ package final class ProxyTunnelHandler: ChannelInboundHandler, RemovableChannelH
     }
 
     private func sendRequest(context: ChannelHandlerContext) {
-        guard !request.isEmpty else { return }
-        let bytes = request
-        request = []
+        guard let pending = request else { return }
+        request = nil
+        let bytes: [UInt8]
+        switch pending {
+        case .success(let request): bytes = request
+        case .failure(let error): return carryOut(.fail(error), context: context)
+        }
         context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: bytes)), promise: nil)
     }
 

@@ -1,3 +1,5 @@
+import ShopKitPinning
+
 /// The `CONNECT` exchange with a proxy, as a pure state machine: the request bytes to send, then the proxy's
 /// response head read byte by byte until the tunnel is open or refused. No I/O; ``ProxyTunnelHandler`` carries
 /// the actions out.
@@ -32,8 +34,15 @@ struct ProxyTunnelStateMachine {
 
     /// The `CONNECT` request for `target`, with `Proxy-Authorization` when `authorization` is given.
     ///
-    /// The request-target is the authority form `host:port` (RFC 9110 §9.3.6), IPv6 literals in brackets.
-    static func request(for target: RequestTarget, authorization: String?) -> [UInt8] {
+    /// The request-target is the authority form `host:port` (RFC 9110 §9.3.6), IPv6 literals in brackets. The host
+    /// must be a canonical ``ServerName``: this line sits next to the proxy credentials, so a host with a CR, an LF
+    /// or anything else no host name has is refused here too, whatever path built the target.
+    ///
+    /// - Throws: ``HTTPSTransportError/invalidURL(reason:)`` for a host that is not a canonical server name.
+    static func request(for target: RequestTarget, authorization: String?) throws(HTTPSTransportError) -> [UInt8] {
+        guard (try? ServerName(target.host))?.text == target.host else {
+            throw .invalidURL(reason: "the host \(String(reflecting: target.host)) is not a canonical server name; no CONNECT is sent")
+        }
         let name = target.host.utf8.contains(UInt8(ascii: ":")) ? "[\(target.host)]" : target.host
         let authority = "\(name):\(target.port)"
         var head = "CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n"

@@ -64,34 +64,44 @@ package final class OpenSSLConnection {
         SSL_free(ssl)
     }
 
-    /// A client connection to `host`: SNI (not for IP literals) and OpenSSL's hostname check against SANs only
-    /// (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`, no partial wildcards); IP literals are checked against IP SANs.
+    /// A client connection to `host`, parsed as a ``ServerName`` (see
+    /// ``client(context:name:session:)``).
     ///
-    /// - Warning: `host` is what the certificate must name; pass the host the user asked for, never one the
-    ///   server suggested.
-    /// - Throws: `OpenSSLError` when `host` is empty once brackets and a trailing dot are removed, or contains
-    ///   a NUL byte: OpenSSL would then check no name at all (`SSL_set1_host` with "" clears the list), so any
-    ///   trusted certificate would pass.
+    /// - Throws: `OpenSSLError` (operation "client host name") when `host` is not a ``ServerName``: empty, a NUL
+    ///   byte (OpenSSL would check no name, or a name cut short), or anything else no host name has.
     package static func client(context: OpenSSLContext, host: String, session: OpenSSLSession? = nil) throws(OpenSSLError)
         -> OpenSSLConnection
     {
-        precondition(context.role == .client, "a client connection needs a client context")
-        let name = normalizedHost(host)
-        guard !name.isEmpty, !name.utf8.contains(0) else {
+        let name: ServerName
+        do {
+            name = try ServerName(host)
+        } catch {
             throw OpenSSLError(
                 operation: "client host name",
-                queue: ["the host name \(String(reflecting: host)) is empty or contains a NUL byte; "
-                    + "give the DNS name or IP address the certificate must name"])
+                queue: ["\(error); give the DNS name or IP address the certificate must name"])
         }
+        return try client(context: context, name: name, session: session)
+    }
+
+    /// A client connection to the server `name`: SNI (not for IP addresses) and OpenSSL's hostname check against
+    /// SANs only (`X509_CHECK_FLAG_NEVER_CHECK_SUBJECT`, no partial wildcards); IP addresses are checked against
+    /// IP SANs. OpenSSL gets `name`'s canonical text, the same value the pins are looked up under.
+    ///
+    /// - Warning: `name` is what the certificate must name; pass the host the user asked for, never one the
+    ///   server suggested.
+    package static func client(context: OpenSSLContext, name: ServerName, session: OpenSSLSession? = nil)
+        throws(OpenSSLError) -> OpenSSLConnection
+    {
+        precondition(context.role == .client, "a client connection needs a client context")
         let connection = try OpenSSLConnection(context: context)
         try connection.withSSL { ssl throws(OpenSSLError) in
             SSL_set_connect_state(ssl)
             SSL_set_hostflags(ssl, UInt32(X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS))
-            if isIPAddress(name) {
-                try check(X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name), "X509_VERIFY_PARAM_set1_ip_asc")
+            if name.isIPAddress {
+                try check(X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name.text), "X509_VERIFY_PARAM_set1_ip_asc")
             } else {
-                try check(SSL_set1_host(ssl, name), "SSL_set1_host")
-                try check(shopkit_SSL_set_tlsext_host_name(ssl, name), "SSL_set_tlsext_host_name")
+                try check(SSL_set1_host(ssl, name.text), "SSL_set1_host")
+                try check(shopkit_SSL_set_tlsext_host_name(ssl, name.text), "SSL_set_tlsext_host_name")
             }
             if let session {
                 try session.withSession { pointer throws(OpenSSLError) in
@@ -229,18 +239,6 @@ package final class OpenSSLConnection {
         }
     }
 
-    static func normalizedHost(_ host: String) -> String {
-        var name = host
-        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
-        if name.hasSuffix(".") { name = String(name.dropLast()) }
-        return name
-    }
-
-    static func isIPAddress(_ host: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
-    }
 }
 
 /// The SSL ex_data slot holding an unretained pointer to the owning `OpenSSLConnection`.

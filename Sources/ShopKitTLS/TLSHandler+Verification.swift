@@ -16,7 +16,7 @@ extension TLSHandler {
                 TLSServerHandshakeCompleted(
                     resumed: connection.sessionReused, protocolVersion: connection.protocolVersion,
                     alpnProtocol: connection.alpnProtocol))
-        case .client(let client, let host, let port, let key):
+        case .client(let client, _, let host, let port, let key):
             guard let (chain, resumed) = establishedChain(context: context, host: host) else { return }
             let policy = client.configuration.pinning
             if policy.refusesUnpinned(host: host) {
@@ -129,7 +129,7 @@ extension TLSHandler {
 
     /// A new session from OpenSSL: cache it once the handshake's checks passed, keep it until then.
     func sessionArrived(_ session: OpenSSLSession) {
-        guard case .client(let client, _, _, let key) = role else { return }
+        guard case .client(let client, _, _, _, let key) = role else { return }
         if established != nil {
             store(session, cache: client.sessionCache, key: key)
         } else if machine.isHandshaking {
@@ -145,7 +145,7 @@ extension TLSHandler {
     /// Maps a failed handshake to the most useful error: OpenSSL's verify result if it rejected the peer, then
     /// the client certificate if the server asked for one (see ``clientCertificateError(_:)``).
     func handshakeError(_ error: OpenSSLError) -> TLSError {
-        if case .client(_, let host, _, _) = role, let connection {
+        if case .client(_, _, let host, _, _) = role, let connection {
             let result = connection.verifyResult
             if !result.isOK { return verifyError(result, host: host) }
             if let certificateError = clientCertificateError(error) { return certificateError }
@@ -162,7 +162,7 @@ extension TLSHandler {
     /// - Identity refused by ShopKit before sending (expired, not yet valid, wrong CA) → `.clientCertificateRejected`.
     /// - Identity sent, then a certificate alert from the server → `.clientCertificateRejected` with OpenSSL's alert.
     func clientCertificateError(_ error: OpenSSLError) -> TLSError? {
-        guard case .client(let client, _, _, _) = role, let request = connection?.clientCertificateRequest else {
+        guard case .client(let client, _, _, _, _) = role, let request = connection?.clientCertificateRequest else {
             return nil
         }
         switch request.answer {

@@ -21,7 +21,10 @@ public final class TLSHandler: ChannelDuplexHandler {
     public typealias OutboundOut = ByteBuffer
 
     enum Role {
-        case client(TLSClientContext, host: String, port: Int, key: TLSSessionCache.Key)
+        /// `host` is the server name's canonical text (``ServerName``): what OpenSSL checks, the pins are looked
+        /// up under, the session is cached under and reports name. `name` is nil when the host given is no
+        /// server name: the handshake then fails before anything is sent.
+        case client(TLSClientContext, name: Result<ServerName, ServerNameError>, host: String, port: Int, key: TLSSessionCache.Key)
         case server(TLSServerContext)
     }
 
@@ -40,7 +43,9 @@ public final class TLSHandler: ChannelDuplexHandler {
     var plaintextBuffer: ByteBuffer?
 
     init(client: TLSClientContext, host: String, port: Int) {
-        role = .client(client, host: host, port: port, key: client.sessionKey(host: host, port: port))
+        let name = Result { () throws(ServerNameError) in try ServerName(host) }
+        let canonical = (try? name.get())?.text ?? host
+        role = .client(client, name: name, host: canonical, port: port, key: client.sessionKey(host: canonical, port: port))
     }
 
     init(server: TLSServerContext) {
@@ -49,7 +54,7 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     var logger: Logger {
         switch role {
-        case .client(let context, let host, let port, _):
+        case .client(let context, _, let host, let port, _):
             var logger = context.configuration.logger
             logger[metadataKey: "tls.host"] = "\(host):\(port)"
             return logger
@@ -87,10 +92,11 @@ public final class TLSHandler: ChannelDuplexHandler {
         guard machine.start() else { return }
         do {
             switch role {
-            case .client(let client, let host, _, let key):
+            case .client(let client, let name, _, _, let key):
+                let name = try name.get()
                 let resumption = client.configuration.sessionResumption
                 offered = resumption ? client.sessionCache.take(key) : nil
-                let connection = try OpenSSLConnection.client(context: client.openSSL, host: host, session: offered?.session)
+                let connection = try OpenSSLConnection.client(context: client.openSSL, name: name, session: offered?.session)
                 if resumption {
                     connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
                 }

@@ -75,3 +75,50 @@ import ShopKitTLS
         try await server.shutdown()
     }
 }
+
+/// The trust path's one canonical server name (issue: the name OpenSSL checks is the name the pins are looked up
+/// under).
+@Suite struct CanonicalServerNameTransportTests {
+    /// Defect: `https://127.0.0.1.:PORT/` with pins that do not match connected and returned 200: OpenSSL checked
+    /// the address 127.0.0.1, while the pins were looked up under `127.0.0.1.`, which no pin set covered.
+    @Test func anIPAddressWithATrailingDotIsPinnedAsTheAddress() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
+        let pins = ["other-root", "other-intermediate"].map(TestCertificates.pin)
+        let tls = TLSClientConfiguration(
+            trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
+            pinning: PinningPolicy(pinSets: [try PinSet(hostPattern: HostPattern("127.0.0.1"), pins: pins)]))
+        // A resolver that answers the dotted name with the address, as DNS does for `203.0.113.5.`.
+        let transport = try HTTPSTransport(configuration: .init(tls: tls, connectAddresses: ["127.0.0.1.": "127.0.0.1"]))
+        for host in ["127.0.0.1", "127.0.0.1."] {
+            await #expect("\(host)") {
+                _ = try await transport.fetch(baseURL: URL(string: "https://\(host):\(server.port)/")!)
+            } throws: { error in
+                guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+                return report.host == "127.0.0.1"
+            }
+        }
+        #expect(server.counts.requests == 0, "no request byte went to a server whose pins did not match")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Defect: a CR LF in the URL's host reached the proxy's CONNECT line, next to Proxy-Authorization.
+    @Test func aHostWithCRLFIsTheCallersErrorAndReachesNoProxy() async throws {
+        let proxy = try await LoopbackHTTPServer.start { _ in .closeWithoutResponse }
+        let configuration = try ProxyConfiguration(
+            url: URL(string: "http://127.0.0.1:\(proxy.port)")!, credentials: .init(username: "u", password: "p"))
+        let transport = try HTTPSTransport(configuration: .init(tls: loopbackClientTLS, proxy: configuration))
+        for base in ["https://localhost%0D%0AX:443/", "https://localhost%0AX-Injected:%201/", "https://a%20b/"] {
+            guard let url = URL(string: base) else { continue }
+            await #expect("\(base)") {
+                _ = try await transport.fetch(baseURL: url)
+            } throws: { error in
+                guard case .invalidURL? = error as? HTTPSTransportError else { return false }
+                return true
+            }
+        }
+        #expect(proxy.counts.accepted == 0, "nothing reached the proxy")
+        await transport.shutdown()
+        await proxy.stop()
+    }
+}

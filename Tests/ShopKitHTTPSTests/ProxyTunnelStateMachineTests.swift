@@ -5,13 +5,22 @@ import Testing
 @Suite struct ProxyTunnelStateMachineTests {
     private func machine() -> ProxyTunnelStateMachine { ProxyTunnelStateMachine(proxyHost: "proxy.test", proxyPort: 3128) }
 
-    @Test func requestUsesTheAuthorityFormAndOptionalCredentials() {
-        let plain = ProxyTunnelStateMachine.request(for: RequestTarget(host: "api.shop.test", port: 443), authorization: nil)
+    @Test func requestUsesTheAuthorityFormAndOptionalCredentials() throws {
+        let plain = try ProxyTunnelStateMachine.request(for: RequestTarget(host: "api.shop.test", port: 443), authorization: nil)
         #expect(String(decoding: plain, as: UTF8.self) == "CONNECT api.shop.test:443 HTTP/1.1\r\nHost: api.shop.test:443\r\n\r\n")
-        let v6 = ProxyTunnelStateMachine.request(for: RequestTarget(host: "::1", port: 8443), authorization: "Basic eDp5")
+        let v6 = try ProxyTunnelStateMachine.request(for: RequestTarget(host: "::1", port: 8443), authorization: "Basic eDp5")
         #expect(
             String(decoding: v6, as: UTF8.self)
                 == "CONNECT [::1]:8443 HTTP/1.1\r\nHost: [::1]:8443\r\nProxy-Authorization: Basic eDp5\r\n\r\n")
+    }
+
+    /// The CONNECT line sits next to the proxy credentials: a host that is not a canonical server name (a CR or
+    /// LF that would start a header of its own, an uppercase or dotted form) is refused where the line is built.
+    @Test(arguments: ["localhost\r\nx", "localhost\nX-Injected: 1", "API.shop.test", "127.0.0.1.", "a b", ""])
+    func aHostThatIsNotACanonicalServerNameGetsNoConnectLine(_ host: String) {
+        #expect(throws: HTTPSTransportError.self) {
+            try ProxyTunnelStateMachine.request(for: RequestTarget(host: host, port: 443), authorization: "Basic eDp5")
+        }
     }
 
     @Test func a2xxInPiecesOpensTheTunnel() {
