@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ShopKitCore
 import ShopKitHTTPS
 import ShopKitInspector
 import ShopKitPinning
@@ -34,7 +35,8 @@ struct PinCheck: ParsableCommand {
               64  usage error (malformed HOST:PORT or pin, unreadable file, options that do not go together)
               69  cannot check on this machine (OpenSSL or the system trust store failed; --demo without TestCerts/)
               70  --demo: a check did not end as expected
-            """)
+            """,
+        version: ShopKitVersion.current)
 
     @Argument(help: "The server, HOST[:PORT] (port 443 by default; IPv6 in brackets: [::1]:8443).")
     var server: String?

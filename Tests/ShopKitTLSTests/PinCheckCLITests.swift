@@ -1,4 +1,5 @@
 import Foundation
+import ShopKitCore
 import ShopKitPinning
 import ShopKitTLS
 import ShopKitInspector
@@ -42,6 +43,14 @@ struct PinCheckCLITests {
         #expect(outcome.stderr.contains(message), "stderr: \(outcome.stderr)")
         #expect(outcome.stderr.split(separator: "\n", omittingEmptySubsequences: false).count == 2, "one line: \(outcome.stderr)")
         #expect(outcome.stdout.isEmpty)
+    }
+
+    @Test("--version prints the one version, ShopKitVersion.current, and exits 0")
+    func version() async throws {
+        let outcome = try await PinCheckBinary.run(["--version"])
+        #expect(outcome.status == 0)
+        #expect(outcome.stdout == ShopKitVersion.current + "\n")
+        #expect(outcome.stderr.isEmpty)
     }
 
     @Test("--help exits 0 and documents every exit status")

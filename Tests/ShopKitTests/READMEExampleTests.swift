@@ -38,6 +38,7 @@ func productTitle(id: String, transport: any ClientTransport, store: any TokenSt
 }
 // README-END
 
+import ShopKitCore
 import Testing
 import TestSupport
 
@@ -46,6 +47,16 @@ import TestSupport
         let example = try #require(try READMESnippets.example(inFile: #filePath))
         #expect(example.count > 500)
         #expect(try READMESnippets.readmeShows(example), "README.md's API client example differs from this file")
+    }
+
+    /// The version lives in ShopKitVersion; the README documents it and it is CHANGELOG.md's newest release.
+    @Test func readmeAndChangelogNameTheVersion() throws {
+        let version = ShopKitVersion.current
+        #expect(try READMESnippets.readme().contains("This README documents ShopKit \(version)"))
+        let changelog = try String(contentsOf: READMESnippets.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let releases = changelog.split(separator: "\n").filter { $0.hasPrefix("## [") && !$0.hasPrefix("## [Unreleased]") }
+        #expect(releases.first?.hasPrefix("## [\(version)] - ") == true, "CHANGELOG.md's newest release is not \(version)")
+        #expect(try READMESnippets.readme().contains(#"from: "\#(version)""#), "the install line names another version")
     }
 
     /// The generated-client example is compiled and run by its own package (Examples/GeneratedClient, which
