@@ -18,6 +18,9 @@ struct Exit: Error {
         case passphraseRejected = 9
         /// Standard output or standard error could not be written (a full disk, a closed pipe, `/dev/full`).
         case output = 10
+        /// A keyring change (set or delete) was cut off by its timeout after it had started: it may or may not
+        /// have been made. Unlike ``unavailable`` (nothing was done), read back or repeat it.
+        case outcomeUnknown = 11
         case usage = 64
     }
 
@@ -34,7 +37,8 @@ struct Exit: Error {
         let code: Code
         switch error {
         case .locked: code = .locked
-        case .unavailable, .outcomeUnknown: code = .unavailable
+        case .unavailable: code = .unavailable
+        case .outcomeUnknown: code = .outcomeUnknown
         case .wrongPassphrase: code = .wrongPassphrase
         case .corrupt: code = .corrupt
         case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied

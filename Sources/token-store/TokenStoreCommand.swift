@@ -9,7 +9,7 @@ import ShopKitCore
 ///
 /// Exit codes (``Exit``): 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
 /// 6 access denied, 7 insecure permissions, 8 other I/O, 9 passphrase refused, 10 output not written,
-/// 64 usage error.
+/// 11 outcome unknown, 64 usage error.
 struct TokenStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-store",
@@ -20,9 +20,10 @@ struct TokenStoreCommand: AsyncParsableCommand {
             The file passphrase is read from the terminal without echo, or from --passphrase-fd N (all of the
             descriptor's input, one trailing newline dropped, at most 4096 bytes). A new file needs a passphrase
             of at least 8 bytes; on a terminal it is asked twice.
-            Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
-            6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
-            10 standard output or error could not be written, 64 usage error.
+            Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable (nothing was done), 4 wrong passphrase,
+            5 corrupt file, 6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
+            10 standard output or error could not be written, 11 outcome unknown (a keyring set or delete timed
+            out after it started: it may or may not have been made; read back or repeat it), 64 usage error.
             """,
         subcommands: [Get.self, Set.self, Delete.self, Probe.self])
 }
