@@ -28,6 +28,34 @@ package enum ProcessHardening {
         }
     }
 
+    /// The signals on which the Swift runtime's backtracer catches a crash on Linux (its `CrashHandlerLinux.cpp`,
+    /// `signalsToHandle`).
+    package static let backtracerSignals: [Int32] = [SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP]
+
+    /// Turns the Swift runtime's crash backtracer off: puts every signal it catches back to its default action
+    /// (unless ignored). Call first thing in `main`.
+    ///
+    /// Why: on a crash or a QUIT (`Ctrl-\`) the backtracer serves the process's memory to a helper process
+    /// (`swift-backtrace`, past `PR_SET_DUMPABLE`), prints a backtrace and, on a terminal, offers an interactive
+    /// debugger. A process that holds tokens and passphrases must offer none of that.
+    ///
+    /// How: the runtime reads `SWIFT_BACKTRACE` once, in a static initialiser of `libswiftCore` that runs before
+    /// `main`, so setting the variable here is too late, and Linux has no link-time setting for it. The backtracer
+    /// is reached only through the signal handlers that initialiser installed; with the default actions back, a
+    /// crash ends the process as the kernel does it (and dumps no core: see ``disableCoreDumps()``).
+    package static func disableBacktracer() {
+        for signal in backtracerSignals {
+            var current = sigaction()
+            guard sigaction(signal, nil, &current) == 0 else { continue }
+            // SIG_IGN is the handler value 1: a signal ignored by whoever started us stays ignored.
+            if unsafeBitCast(current.__sigaction_handler.sa_handler, to: Int.self) == 1 { continue }
+            var standard = sigaction()
+            standard.__sigaction_handler = .init(sa_handler: SIG_DFL)
+            sigemptyset(&standard.sa_mask)
+            _ = sigaction(signal, &standard, nil)
+        }
+    }
+
     /// Whether the process is dumpable (`prctl(PR_GET_DUMPABLE)`), for tests and diagnostics.
     package static var isDumpable: Bool { shopkit_prctl_get_dumpable() != 0 }
 }

@@ -4,7 +4,8 @@ import ShopKitCore
 
 /// Runs the command: a verdict's exit status, or one line on standard error with its documented status.
 ///
-/// Core dumps are off before anything else (``ProcessHardening``), like token-store's.
+/// Core dumps and the Swift runtime's crash backtracer are off before anything else (``ProcessHardening``), like
+/// token-store's.
 @main
 enum Main {
     static func main() async {
@@ -13,6 +14,7 @@ enum Main {
         } catch {
             fail(.unavailable, "\(error)")
         }
+        ProcessHardening.disableBacktracer()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "backup-key" { runBackupKey(Array(arguments.dropFirst())) }
         let command: PinCheck
