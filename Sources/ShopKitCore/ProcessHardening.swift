@@ -28,6 +28,30 @@ package enum ProcessHardening {
         }
     }
 
+    /// Opens `/dev/null` on each of the standard descriptors 0, 1 and 2 that is closed (0 for reading, 1 and 2 for
+    /// writing). Call first thing in `main`, before anything opens a descriptor.
+    ///
+    /// Why: a process started with a standard descriptor closed (`2>&-`, `>&-`, a careless parent) hands that
+    /// number to the next descriptor it opens (an eventfd of the runtime was seen on 2, and the token file or its
+    /// lock could land on 1), and what is written to standard output or error then goes there.
+    ///
+    /// - Throws: ``Failure`` when `/dev/null` cannot be opened.
+    package static func reopenClosedStandardDescriptors() throws(Failure) {
+        for fd: Int32 in 0...2 {
+            guard fcntl(fd, F_GETFD) == -1, errno == EBADF else { continue }
+            let opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)
+            guard opened >= 0 else {
+                throw Failure(description: "cannot open /dev/null for the closed descriptor \(fd): "
+                    + String(cString: strerror(errno)))
+            }
+            // The lower descriptors are open, so `open` returned `fd` itself; move it there should it not have.
+            if opened != fd {
+                _ = dup2(opened, fd)
+                close(opened)
+            }
+        }
+    }
+
     /// The signals on which the Swift runtime's backtracer catches a crash on Linux (its `CrashHandlerLinux.cpp`,
     /// `signalsToHandle`).
     package static let backtracerSignals: [Int32] = [SIGQUIT, SIGABRT, SIGBUS, SIGFPE, SIGILL, SIGSEGV, SIGTRAP]

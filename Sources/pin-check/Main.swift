@@ -4,12 +4,13 @@ import ShopKitCore
 
 /// Runs the command: a verdict's exit status, or one line on standard error with its documented status.
 ///
-/// Core dumps and the Swift runtime's crash backtracer are off before anything else (``ProcessHardening``), like
-/// token-store's.
+/// Closed standard descriptors are reopened on `/dev/null`, and core dumps and the Swift runtime's crash
+/// backtracer are off, before anything else (``ProcessHardening``), like token-store's.
 @main
 enum Main {
     static func main() async {
         do throws(ProcessHardening.Failure) {
+            try ProcessHardening.reopenClosedStandardDescriptors()
             try ProcessHardening.disableCoreDumps()
         } catch {
             fail(.unavailable, "\(error)")

@@ -16,7 +16,8 @@ struct Exit: Error {
         /// A passphrase was refused: too short (under 8 bytes) or empty for a new file, the two typed differ, or
         /// it is longer than 4096 bytes.
         case passphraseRejected = 9
-        /// Standard output or standard error could not be written (a full disk, a closed pipe, `/dev/full`).
+        /// Standard output could not be written (a full disk, a closed pipe, `/dev/full`). Standard error that
+        /// cannot be written never changes the result or the exit code (``Output/diagnostic(_:)``).
         case output = 10
         /// A keyring change (set or delete) was cut off by its timeout after it had started: it may or may not
         /// have been made. Unlike ``unavailable`` (nothing was done), read back or repeat it.

@@ -16,13 +16,14 @@ struct TokenStoreCommand: AsyncParsableCommand {
         abstract: "Get, set or delete a token in the keyring or the encrypted token file.",
         discussion: """
             The token for `set` is read from standard input (one line); `get` prints it to standard output.
-            get, set and delete say on standard error which backend they use.
+            get, set and delete say on standard error which backend they use (a line that cannot be written there
+            is dropped; the token is still printed).
             The file passphrase is read from the terminal without echo, or from --passphrase-fd N (all of the
             descriptor's input, one trailing newline dropped, at most 4096 bytes). A new file needs a passphrase
             of at least 8 bytes; on a terminal it is asked twice.
             Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable (nothing was done), 4 wrong passphrase,
             5 corrupt file, 6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
-            10 standard output or error could not be written, 11 outcome unknown (a keyring set or delete timed
+            10 standard output could not be written, 11 outcome unknown (a keyring set or delete timed
             out after it started: it may or may not have been made; read back or repeat it), 64 usage error.
             """,
         subcommands: [Get.self, Set.self, Delete.self, Probe.self])
@@ -120,7 +121,7 @@ struct StoreOptions: ParsableArguments {
                 },
                 logger: logger)
         }
-        try Output.standardError("token-store: \(choice.summary)\n")
+        Output.diagnostic("token-store: \(choice.summary)\n")
         let verifier = asked.value.map { TerminalPassphraseVerifier(check: .passphrase($0)) }
         return CredentialVault(backend: choice.backend, presenceVerifier: verifier, logger: logger)
     }
