@@ -159,6 +159,9 @@ extension TokenStoreCommand {
         @Flag(help: "Print all tokens as JSON (accessToken, refreshToken, expiresAt in ISO 8601).")
         var json = false
 
+        @Flag(help: "Print an item that holds a private key (a client certificate's): only after yes is typed on the terminal.")
+        var exportPrivateKey = false
+
         func run() async throws {
             let key = try options.key()
             let vault = try await options.vault()
@@ -171,6 +174,7 @@ extension TokenStoreCommand {
                 }
             }
             guard let tokens else { throw Exit(.notFound, "no token stored for \(key)") }
+            if PrivateKeyItem.holdsPrivateKey(tokens) { try await confirmExport(key) }
             if json {
                 let encoder = JSONEncoder()
                 encoder.dateEncodingStrategy = .iso8601
@@ -183,7 +187,28 @@ extension TokenStoreCommand {
             }
         }
     }
+}
 
+extension TokenStoreCommand.Get {
+    /// An item holding a private key is printed only with `--export-private-key` and `yes` typed on the terminal.
+    func confirmExport(_ key: CredentialKey) async throws(Exit) {
+        guard exportPrivateKey else {
+            throw Exit(.accessDenied, "\(key) holds a private key (a client certificate's), which get never prints "
+                + "by default; to print it, add --export-private-key and confirm on the terminal")
+        }
+        let confirmed: Bool
+        do throws(CredentialError) {
+            confirmed = try await TerminalConfirmation.ask(
+                "token-store: \(key) holds a private key. Type yes to print it: ")
+        } catch {
+            throw Exit(.accessDenied, "\(key) holds a private key, and printing it must be confirmed on a terminal: "
+                + "there is none here (\(error))")
+        }
+        guard confirmed else { throw Exit(.accessDenied, "the private key of \(key) was not printed: yes was not typed") }
+    }
+}
+
+extension TokenStoreCommand {
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Store the token read from standard input (one line).")
