@@ -76,6 +76,7 @@ final class FileStoreEngine: @unchecked Sendable {
                 items = []
             }
             try change(&items, key)
+            if file.formatVersion < TokenFile.version { try upgrade(&file, dataKey: key) }
             file.generation &+= 1
             try seal(&file, items: items, key: key)
             try TokenFileIO.atomicReplace(path, with: try crypto { () throws(OpenSSLError) in try file.serialized() })
@@ -124,6 +125,24 @@ final class FileStoreEngine: @unchecked Sendable {
         }
     }
 
+    /// Rewrites an older file's header as the current version: the version is part of the key wrap's AAD, so the
+    /// data key is wrapped again (one more scrypt run, once per file).
+    private func upgrade(_ file: inout TokenFile, dataKey: SecureBytes) throws(CredentialError) {
+        file.formatVersion = TokenFile.version
+        try crypto { () throws(OpenSSLError) in
+            file.wrapNonce = try SecureRandom.bytes(count: AES256GCM.nonceSize)
+            let wrapKey = try derivePassphraseKey(file)
+            let prefix = file.kdfPrefix
+            let nonce = file.wrapNonce
+            let wrapped = try dataKey.withUnsafeBytes { (plain) throws(OpenSSLError) in
+                try AES256GCM.seal(plain, key: wrapKey, nonce: nonce, aad: prefix)
+            }
+            file.wrappedKey = wrapped.ciphertext
+            file.wrapTag = wrapped.tag
+        }
+        self.dataKey = (file.kdfPrefix + file.wrapNonce + file.wrappedKey + file.wrapTag, dataKey)
+    }
+
     private func unwrapDataKey(_ file: TokenFile) throws(CredentialError) -> SecureBytes {
         let wrapped = file.kdfPrefix + file.wrapNonce + file.wrappedKey + file.wrapTag
         if let cached = dataKey, cached.wrapped == wrapped { return cached.key }
@@ -166,6 +185,10 @@ final class FileStoreEngine: @unchecked Sendable {
         }
         let set = try decode(TokenItemSet.self, from: plaintext, what: "item set")
         guard Set(set.items.map(\.key)).count == set.items.count else { throw .corrupt("duplicate items") }
+        // A kind the file's version does not have, or one this ShopKit does not know, is never read as tokens.
+        guard set.items.allSatisfy({ $0.kind == nil || ($0.kind == "clientKey" && file.formatVersion >= 2) }) else {
+            throw .corrupt("an item has an unknown kind; upgrade ShopKit")
+        }
         return set.items
     }
 

@@ -114,7 +114,7 @@ public final class EncryptedFileStore: CredentialBackend {
             try engine.modify { (items, dataKey) throws(CredentialError) in
                 let fields = TokenItem.fields(of: credential.policy)
                 var item = TokenItem(
-                    service: key.service, account: key.account, access: fields.access,
+                    service: key.service, account: key.account, kind: TokenItem.kindField(key.kind), access: fields.access,
                     reuseSeconds: fields.reuseSeconds, thisDeviceOnly: credential.policy.thisDeviceOnly,
                     tokens: nil, bound: nil)
                 if credential.policy.thisDeviceOnly {

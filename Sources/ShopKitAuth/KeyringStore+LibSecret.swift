@@ -125,7 +125,7 @@ final class LibSecretSession {
     }
 
     /// Items matching `attributes`, never prompting unless `unlock`; locked items are included.
-    func search(_ attributes: AttributeTable, unlock: Bool, _ cancellable: Cancellable)
+    func search(_ attributes: AttributeTable, kind: CredentialKind, unlock: Bool, _ cancellable: Cancellable)
         throws(CredentialError) -> [GObjectRef]
     {
         let service = try service(cancellable)
@@ -133,7 +133,7 @@ final class LibSecretSession {
         if unlock { flags |= SECRET_SEARCH_UNLOCK.rawValue }
         var error: UnsafeMutablePointer<GError>?
         let list = secret_service_search_sync(
-            service, shopkit_token_schema(), attributes.table, SecretSearchFlags(rawValue: flags),
+            service, KeyringStore.schema(kind), attributes.table, SecretSearchFlags(rawValue: flags),
             cancellable.pointer, &error)
         if let error {
             if let list { g_list_free_full(list) { g_object_unref($0) } }

@@ -20,7 +20,9 @@ public enum KeyringProbe: Sendable, Equatable {
 ///
 /// Each item is stored under the schema `dev.shopkit.Token` with the attributes `service` and `account` (and
 /// `device`, this machine's id, for `thisDeviceOnly` items); the secret is a compact JSON body holding the tokens,
-/// their expiry and the access policy (see `KeyringItemBody`). Every libsecret call of the process runs on one
+/// their expiry and the access policy (see `KeyringItemBody`). Client key items (``CredentialKind/clientKey``) have
+/// a schema of their own, `dev.shopkit.ClientKey`, and the attribute `kind` = `client-key`: libsecret matches the
+/// schema name, so a token lookup or store never finds or replaces a key. Every libsecret call of the process runs on one
 /// dedicated serial thread with a timeout, so a stuck D-Bus call never hangs the caller or the cooperative pool.
 ///
 /// A read tells apart an absent item (`nil`), a locked one (``CredentialError/locked(_:)``) and a keyring that
@@ -124,7 +126,7 @@ public final class KeyringStore: CredentialBackend {
             }
             device = deviceID
         }
-        let body = KeyringItemBody(credential, device: device)
+        let body = KeyringItemBody(credential, device: device, kind: key.kind)
         let unlock = allowUnlockPrompt
         let effect = JobEffect.changes("storing the item for \(key)")
         try await worker.run(timeout: timeout, effect: effect, timer: timer) {
