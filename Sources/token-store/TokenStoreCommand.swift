@@ -159,14 +159,18 @@ extension TokenStoreCommand {
         @Flag(help: "Print all tokens as JSON (accessToken, refreshToken, expiresAt in ISO 8601).")
         var json = false
 
-        @Flag(help: "Print an item that holds a private key (a client certificate's): only after yes is typed on the terminal.")
+        @Flag(help: ArgumentHelp(
+            "Print the client key item of this service and account (or a token item holding a private key): "
+                + "only after yes is typed on the terminal."))
         var exportPrivateKey = false
 
         func run() async throws {
             let key = try options.key()
             let vault = try await options.vault()
-            let tokens = try await Exit.map { () throws(CredentialError) in
+            let tokens = try await Exit.map { () throws(CredentialError) -> AuthTokens? in
                 do throws(CredentialError) {
+                    // --export-private-key: the client key item of that name (its own kind), else the token item.
+                    if exportPrivateKey, let item = try await vault.clientKeyItem(key) { return item }
                     return try await vault.read(key)
                 } catch .accessDenied(let why) {
                     // A user-presence item that cannot be checked here: fail closed, saying why.
@@ -174,7 +178,9 @@ extension TokenStoreCommand {
                 }
             }
             guard let tokens else { throw Exit(.notFound, "no token stored for \(key)") }
-            if PrivateKeyItem.holdsPrivateKey(tokens) { try await confirmExport(key) }
+            if PrivateKeyItem.holdsPrivateKey(tokens) {
+                try await confirmExport(exportPrivateKey ? key.of(.clientKey) : key)
+            }
             if json {
                 let encoder = JSONEncoder()
                 encoder.dateEncodingStrategy = .iso8601

@@ -25,6 +25,30 @@ import Testing
         return directory.storeURL.path
     }
 
+    /// A client key item (its own kind): `get` does not see it under that name, `--export-private-key` prints it
+    /// after `yes` on the terminal.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs util-linux script"))
+    func aClientKeyItemIsPrintedOnlyWhenExported() async throws {
+        guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
+        try await withTempDirectory { dir in
+            try await makeStore(dir.storeURL, passphrase: Self.passphrase).write(
+                StoredCredential(tokens: AuthTokens(accessToken: Self.pem), policy: .afterFirstUnlock),
+                for: CredentialKey(service: "s", account: "client", kind: .clientKey))
+            let file = dir.storeURL.path
+            let get = try await TokenStoreCLITests.runWithPassphrase(
+                ["get", "--file", file, "--service", "s", "--account", "client"], passphrase: Self.passphrase)
+            #expect(get.status == 1, "\(get.stderr)")
+            #expect(get.stdout.isEmpty && !get.stderr.contains(Self.marker))
+            let command = "'\(binary.path)' get --file '\(file)' --service s --account client --export-private-key; "
+                + "echo \"status=$?\""
+            let session = try await TerminalSession.run(
+                command, environment: TokenStoreCLITests.noBus,
+                answers: [("Passphrase for the token file: ", Self.passphrase), ("Type yes to print it: ", "yes")])
+            #expect(session.screen.contains("client key s/client holds a private key"), "\(session.screen)")
+            #expect(session.screen.contains(Self.marker) && session.screen.contains("status=0"), "\(session.screen)")
+        }
+    }
+
     @Test(arguments: [[], ["--json"]])
     func getRefusesToPrintAPrivateKey(extra: [String]) async throws {
         try await withTempDirectory { dir in
