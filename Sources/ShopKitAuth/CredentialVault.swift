@@ -80,13 +80,18 @@ public actor CredentialVault {
             logger.debug("no credential", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
             return nil
         }
-        switch item.policy.access {
+        try await enforce(item.policy, for: key)
+        return item
+    }
+
+    /// Allows a read of `key` stored under `policy`: at once, or after a fresh proof of presence.
+    func enforce(_ policy: AccessPolicy, for key: CredentialKey) async throws(CredentialError) {
+        switch policy.access {
         case .afterFirstUnlock:
             logger.debug("read allowed: afterFirstUnlock", metadata: ["key": "\(key)"])
         case .userPresence(let reuseSeconds):
             try await requirePresence(for: key, reuseSeconds: reuseSeconds)
         }
-        return item
     }
 
     /// Stores `tokens` for `key` under `policy`; refuses (`.policyUnsupported`) a policy this machine cannot honour,
@@ -100,6 +105,13 @@ public actor CredentialVault {
 
     /// Stores an item of any kind under `policy`, refusing a policy this machine cannot honour.
     func writeItem(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy) async throws(CredentialError) {
+        try checkHonoured(policy, for: key)
+        try await backend.write(StoredCredential(tokens: tokens, policy: policy), for: key)
+        logger.debug("credential stored", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
+    }
+
+    /// Refuses (`.policyUnsupported`) a policy this machine cannot honour for `key`.
+    func checkHonoured(_ policy: AccessPolicy, for key: CredentialKey) throws(CredentialError) {
         if policy.thisDeviceOnly && !backend.canBindToDevice {
             logger.warning("write refused: backend cannot bind to this device", metadata: ["key": "\(key)"])
             throw .policyUnsupported(
@@ -115,8 +127,6 @@ public actor CredentialVault {
                         + "never be read); pass one to CredentialVault or store it as afterFirstUnlock")
             }
         }
-        try await backend.write(StoredCredential(tokens: tokens, policy: policy), for: key)
-        logger.debug("credential stored", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
     }
 
     /// Deletes the item for `key` (no presence needed: deleting reveals nothing).

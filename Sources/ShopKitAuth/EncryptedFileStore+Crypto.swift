@@ -44,6 +44,14 @@ final class FileStoreEngine: @unchecked Sendable {
     {
         // CredentialKey compares UTF-8 bytes: NFC and NFD spellings are two items, as in the keyring.
         guard let item = items.first(where: { $0.key == key }) else { return nil }
+        if key.kind == .clientKey {
+            // The generic read of a client key item (migrate, a backend read) makes a String of it, as tokens are:
+            // clientIdentity reads it with readClientKey instead.
+            guard let (pem, policy) = try clientKey(key, in: items, dataKey: dataKey) else { return nil }
+            return StoredCredential(
+                tokens: AuthTokens(accessToken: pem.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }),
+                policy: policy)
+        }
         guard let policy = item.policy else { throw .corrupt("item \(key) has an unknown access policy") }
         if !item.thisDeviceOnly {
             guard let tokens = item.tokens else { throw .corrupt("item \(key) has no tokens") }
@@ -185,9 +193,19 @@ final class FileStoreEngine: @unchecked Sendable {
         }
         let set = try decode(TokenItemSet.self, from: plaintext, what: "item set")
         guard Set(set.items.map(\.key)).count == set.items.count else { throw .corrupt("duplicate items") }
-        // A kind the file's version does not have, or one this ShopKit does not know, is never read as tokens.
-        guard set.items.allSatisfy({ $0.kind == nil || ($0.kind == "clientKey" && file.formatVersion >= 2) }) else {
-            throw .corrupt("an item has an unknown kind; upgrade ShopKit")
+        // A kind the file's version does not have, or one this ShopKit does not know, is never read as tokens; a
+        // client key item holds a sealed key and nothing else, a token item no sealed key.
+        for item in set.items {
+            switch item.kind {
+            case nil:
+                guard item.sealedKey == nil else { throw .corrupt("token item \(item.key) holds a sealed key") }
+            case "clientKey" where file.formatVersion >= 2:
+                guard item.sealedKey != nil, item.tokens == nil, item.bound == nil else {
+                    throw .corrupt("client key item \(item.key) must hold a sealed key and nothing else")
+                }
+            default:
+                throw .corrupt("an item has an unknown kind; upgrade ShopKit")
+            }
         }
         return set.items
     }
@@ -236,7 +254,7 @@ final class FileStoreEngine: @unchecked Sendable {
         }
     }
 
-    private func crypto<T>(_ body: () throws(OpenSSLError) -> T) throws(CredentialError) -> T {
+    func crypto<T>(_ body: () throws(OpenSSLError) -> T) throws(CredentialError) -> T {
         do { return try body() } catch { throw .io("OpenSSL failed: \(error)") }
     }
 }

@@ -149,6 +149,9 @@ struct TokenItem: Codable, Equatable {
     var tokens: AuthTokens?
     /// The sealed tokens of a device-bound item.
     var bound: BoundTokens?
+    /// A client key item's PEM key, sealed with the data key (``BoundTokens/keyAAD(service:account:deviceID:)``)
+    /// so that it is opened straight into a wiped buffer, never decoded into a `String`.
+    var sealedKey: BoundTokens? = nil
 
     var key: CredentialKey {
         CredentialKey(service: service, account: account, kind: kind == "clientKey" ? .clientKey : .tokens)
@@ -180,6 +183,17 @@ struct BoundTokens: Codable, Equatable {
     var nonce: Data
     var ciphertext: Data
     var tag: Data
+
+    /// "SKTF-key-v2" then service, account and the device id (empty unless the item is device-bound), each as a
+    /// big-endian u32 length and UTF-8 bytes: a client key item's sealed key.
+    static func keyAAD(service: String, account: String, deviceID: String?) -> [UInt8] {
+        var out = Array("SKTF-key-v2".utf8)
+        for field in [service, account, deviceID ?? ""] {
+            let bytes = Array(field.utf8)
+            out += bigEndian(UInt32(bytes.count)) + bytes
+        }
+        return out
+    }
 
     /// "SKTF-device-v1" then service, account and device id, each as a big-endian u32 length and UTF-8 bytes.
     static func deviceAAD(service: String, account: String, deviceID: String) -> [UInt8] {
