@@ -10,9 +10,9 @@ import ShopKitTLS
 /// The item holds the PEM private key, unencrypted: the keyring or the encrypted file is what protects it at rest.
 /// The certificate chain is public and stays with the app.
 ///
-/// - Warning: With the encrypted file, the key goes from storage to OpenSSL's key object in wiped buffers only
-///   (it is sealed on its own in the file). Through the keyring and any other backend it still passes through Swift
-///   strings, as tokens do, which cannot be wiped; ShopKit keeps only OpenSSL's key object.
+/// - Warning: With the encrypted file and the keyring, the key goes from storage to OpenSSL's key object in wiped
+///   buffers only. Through any other backend it passes through Swift strings, as tokens do, which cannot be wiped;
+///   ShopKit keeps only OpenSSL's key object.
 extension CredentialVault {
     /// The policy client keys are stored under unless told otherwise: a proof of presence for every load.
     public static let clientKeyPolicy = AccessPolicy(access: .userPresence(reuseSeconds: 0))
@@ -46,10 +46,10 @@ extension CredentialVault {
         }
         let identity = try ClientIdentity.pem(certificateChain: certificateChainPEM, privateKey: key, passphrase: nil)
         let item = keyItem.of(.clientKey)
-        if let file = backend as? EncryptedFileStore {
-            // The file seals the key on its own: it stays in wiped buffers all the way.
+        if let store = backend as? any ClientKeyStore {
+            // The file and the keyring keep the key in wiped buffers all the way.
             try checkHonoured(policy, for: item)
-            try await file.writeClientKey(key, policy: policy, for: item)
+            try await store.writeClientKey(key, policy: policy, for: item)
         } else {
             try await writeItem(
                 AuthTokens(accessToken: key.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }), for: item,
@@ -69,8 +69,10 @@ extension CredentialVault {
     ///   `TLSContextError` (kind `.invalidInput`) when the stored key does not load or does not belong to the
     ///   chain's first certificate.
     public func clientIdentity(certificateChainPEM: String, keyItem: CredentialKey) async throws -> ClientIdentity? {
-        if let file = backend as? EncryptedFileStore, let (pem, policy) = try await file.readClientKey(keyItem.of(.clientKey)) {
-            // From the file to OpenSSL in wiped buffers only (the memory-scan test checks it).
+        if let store = backend as? any ClientKeyStore,
+            let (pem, policy) = try await store.readClientKey(keyItem.of(.clientKey))
+        {
+            // From storage to OpenSSL in wiped buffers only (the memory-scan test checks it).
             try await enforce(policy, for: keyItem.of(.clientKey))
             return try ClientIdentity.pem(certificateChain: certificateChainPEM, privateKey: pem, passphrase: nil)
         }

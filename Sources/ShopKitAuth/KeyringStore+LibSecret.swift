@@ -203,5 +203,12 @@ final class SecretValueRef {
         return bytes.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
     }
 
+    /// Lends the secret's bytes in libsecret's own memory (no copy).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws(CredentialError) -> R) throws(CredentialError) -> R {
+        var length = 0
+        let bytes = secret_value_get(pointer, &length)
+        return try body(UnsafeRawBufferPointer(start: bytes.map { UnsafeRawPointer($0) }, count: bytes == nil ? 0 : length))
+    }
+
     deinit { secret_value_unref(UnsafeMutableRawPointer(pointer)) }
 }

@@ -1,5 +1,6 @@
 import CLibSecret
 import Foundation
+import ShopKitOpenSSL
 
 /// The read and write paths, run on the store's libsecret thread.
 extension KeyringStore {
@@ -20,6 +21,26 @@ extension KeyringStore {
     static func read(
         _ key: CredentialKey, unlock: Bool, device: String?, session: LibSecretSession, cancellable: Cancellable
     ) throws(CredentialError) -> StoredCredential? {
+        guard let (value, boundTo) = try loadSecret(key, unlock: unlock, device: device, session: session, cancellable: cancellable)
+        else { return nil }
+        var bytes = value.copyBytes()
+        defer { zeroize(&bytes) }
+        let body = try KeyringItemBody.decode(bytes)
+        guard body.kind == KeyringItemBody.kindField(key.kind) else {
+            throw .corrupt("the keyring item for \(key) holds another kind of secret; delete it and store it again")
+        }
+        let credential = try body.credential()
+        if credential.policy.thisDeviceOnly {
+            // Both the attribute and the body must name this machine.
+            guard let device, boundTo == device, body.device == device else { throw .wrongDevice }
+        }
+        return credential
+    }
+
+    /// The secret of `key`'s item, and the device its attribute binds it to; `nil` when there is no item.
+    static func loadSecret(
+        _ key: CredentialKey, unlock: Bool, device: String?, session: LibSecretSession, cancellable: Cancellable
+    ) throws(CredentialError) -> (value: SecretValueRef, boundTo: String?)? {
         let attributes = AttributeTable(identifying(key))
         let items = try session.search(attributes, kind: key.kind, unlock: unlock, cancellable)
         guard !items.isEmpty else {
@@ -49,23 +70,24 @@ extension KeyringStore {
         guard let raw = secret_item_get_secret(item) else {
             throw .locked(lockedAdvice(key, unlock: unlock))
         }
-        let value = SecretValueRef(raw)
-        var bytes = value.copyBytes()
-        defer { zeroize(&bytes) }
-        let body = try KeyringItemBody.decode(bytes)
-        guard body.kind == KeyringItemBody.kindField(key.kind) else {
-            throw .corrupt("the keyring item for \(key) holds another kind of secret; delete it and store it again")
-        }
-        let credential = try body.credential()
-        if credential.policy.thisDeviceOnly {
-            // Both the attribute and the body must name this machine.
-            guard let device, boundTo == device, body.device == device else { throw .wrongDevice }
-        }
-        return credential
+        return (SecretValueRef(raw), boundTo)
     }
 
     static func write(
         _ body: KeyringItemBody, for key: CredentialKey, device: String?, unlock: Bool,
+        session: LibSecretSession, cancellable: Cancellable
+    ) throws(CredentialError) {
+        var plain = try body.encoded()
+        defer { zeroize(&plain) }
+        try write(
+            secret: SecureBytes(copying: plain), contentType: "application/json", for: key, device: device,
+            unlock: unlock, session: session, cancellable: cancellable)
+    }
+
+    /// Stores `secret` as `key`'s item, replacing the one with the same attributes and dropping those bound
+    /// differently.
+    static func write(
+        secret: SecureBytes, contentType: String, for key: CredentialKey, device: String?, unlock: Bool,
         session: LibSecretSession, cancellable: Cancellable
     ) throws(CredentialError) {
         let service = try session.service(cancellable)
@@ -84,11 +106,9 @@ extension KeyringStore {
             if secret_collection_get_locked(collectionPointer) != 0 { throw .locked(lockedAdvice(key, unlock: true)) }
         }
 
-        var plain = try body.encoded()
-        defer { zeroize(&plain) }
         // secret_value_new copies the bytes into libsecret's (zeroed-on-free) memory.
-        let value = plain.withUnsafeBytes { raw in
-            SecretValueRef(secret_value_new(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, "application/json"))
+        let value = secret.withUnsafeBytes { raw in
+            SecretValueRef(secret_value_new(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, contentType))
         }
         var attributes = identifying(key)
         if let device { attributes["device"] = device }

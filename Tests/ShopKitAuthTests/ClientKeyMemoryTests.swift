@@ -14,7 +14,10 @@ import Testing
 /// other test, and no `String` of the test's, holds it.
 @Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command"))
 struct ClientKeyMemoryTests {
-    @Test func noCopyOfTheKeyIsLeftInMemory() async throws {
+    /// Through the encrypted file, and through the keyring inside scripts/with-keyring.
+    @Test(arguments: ["file", "keyring"])
+    func noCopyOfTheKeyIsLeftInMemory(backend: String) async throws {
+        if backend == "keyring" && !KeyringTestEnvironment.isPrivate { return }
         try await withTempDirectory { dir in
             let keyPath = dir.url.appendingPathComponent("client.key").path
             let certificatePath = dir.url.appendingPathComponent("client.pem").path
@@ -34,8 +37,10 @@ struct ClientKeyMemoryTests {
             let needle = try #require(Self.reversedSecondLine(keyPath), "cannot read the key")
             try #require(needle.count >= 40)
 
-            let vault = CredentialVault(backend: makeStore(dir.storeURL))
-            let item = CredentialKey(service: "dev.shopkit.memory", account: "client")
+            let store: any CredentialBackend = backend == "file" ? makeStore(dir.storeURL) : KeyringStore(timeout: .seconds(60))
+            let vault = CredentialVault(backend: store)
+            let item = CredentialKey(service: "dev.shopkit.memory.\(UUID().uuidString)", account: "client")
+            defer { Task { [vault] in try? await vault.deleteClientIdentity(keyItem: item) } }
             do {
                 var keyPEM = try #require(SecureBytes.contentsOfFile(keyPath)).withUnsafeBytes { Array($0) }
                 try await vault.storeClientIdentity(
