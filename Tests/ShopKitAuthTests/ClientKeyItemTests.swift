@@ -42,6 +42,38 @@ import Testing
             KeyringStore(timeout: .seconds(60)), token: token, key: token.of(.clientKey))
     }
 
+    /// The type tag is on the item itself, as any Secret Service client sees it (`secret-tool`):
+    /// the key's schema and `kind` attribute, and the token's own schema.
+    @Test(.enabled(
+        if: KeyringTestEnvironment.isPrivate && FileManager.default.isExecutableFile(atPath: "/usr/bin/secret-tool"),
+        "needs scripts/with-keyring and secret-tool"))
+    func theKeyringItemCarriesItsTypeTag() async throws {
+        let token = KeyringTestEnvironment.uniqueKey()
+        let store = KeyringStore(timeout: .seconds(60))
+        try await store.write(
+            StoredCredential(tokens: AuthTokens(accessToken: Self.pem), policy: .afterFirstUnlock), for: token.of(.clientKey))
+        try await store.write(
+            StoredCredential(tokens: AuthTokens(accessToken: "kind-token"), policy: .afterFirstUnlock), for: token)
+        let listing = try await offPool { () throws -> String in
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
+            process.arguments = ["search", "--all", "service", token.service]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = output
+            try process.run()
+            let data = output.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            return String(decoding: data, as: UTF8.self)
+        }
+        try await store.delete(token.of(.clientKey))
+        try await store.delete(token)
+        let attributes = listing.split(separator: "\n").filter { $0.hasPrefix("attribute.") || $0.hasPrefix("schema") }
+        #expect(attributes.contains("schema = dev.shopkit.ClientKey"), "\(attributes)")
+        #expect(attributes.contains("schema = dev.shopkit.Token"), "\(attributes)")
+        #expect(attributes.filter { $0 == "attribute.kind = client-key" }.count == 1, "\(attributes)")
+    }
+
     /// A file written now is format version 2 and lists its key item as such; the version 1 vector still opens
     /// (TokenFileVectorTests), and a version 1 file is rewritten as version 2 by its next write.
     @Test func aFileWithAKeyItemIsVersion2() async throws {

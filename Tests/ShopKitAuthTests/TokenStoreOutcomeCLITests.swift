@@ -7,9 +7,14 @@ import Testing
 /// with an exit code of its own (11), not the 3 of "unavailable", which means nothing was done (issue 26, item 4).
 @Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
 struct TokenStoreOutcomeCLITests {
+    /// token-store makes itself non-dumpable, so only root may read its `/proc/PID/task/*/syscall`.
+    static let canWatchTheChild = geteuid() == 0
+
     /// `set` and `delete` against a private keyring that answers the probe and is frozen (SIGSTOP) before the
     /// change is sent: the D-Bus call starts, the 1 s timeout fires, and the outcome is unknown.
-    @Test(arguments: ["set", "delete"])
+    @Test(
+        .enabled(if: canWatchTheChild, "needs root to read a non-dumpable child's /proc/PID/task/*/syscall"),
+        arguments: ["set", "delete"])
     func aChangeCutOffByItsTimeoutExits11(command: String) async throws {
         guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }
         let keyring = try await PrivateKeyring.start()
