@@ -19,34 +19,12 @@ struct ClientKeyMemoryTests {
     func noCopyOfTheKeyIsLeftInMemory(backend: String) async throws {
         if backend == "keyring" && !KeyringTestEnvironment.isPrivate { return }
         try await withTempDirectory { dir in
-            let keyPath = dir.url.appendingPathComponent("client.key").path
-            let certificatePath = dir.url.appendingPathComponent("client.pem").path
-            let openssl = Process()
-            openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            openssl.arguments = [
-                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", keyPath,
-                "-out", certificatePath, "-subj", "/CN=shopkit-memory-scan", "-days", "2",
-                "-addext", "extendedKeyUsage=clientAuth",
-            ]
-            openssl.standardOutput = FileHandle.nullDevice
-            openssl.standardError = FileHandle.nullDevice
-            try openssl.run()
-            openssl.waitUntilExit()
-            try #require(openssl.terminationStatus == 0)
-            let chainPEM = try String(contentsOfFile: certificatePath, encoding: .utf8)
-            let needle = try #require(Self.reversedSecondLine(keyPath), "cannot read the key")
-            try #require(needle.count >= 40)
-
+            let (keyPath, chainPEM, needle) = try Self.makeKey(in: dir)
             let store: any CredentialBackend = backend == "file" ? makeStore(dir.storeURL) : KeyringStore(timeout: .seconds(60))
             let vault = CredentialVault(backend: store)
             let item = CredentialKey(service: "dev.shopkit.memory.\(UUID().uuidString)", account: "client")
             defer { Task { [vault] in try? await vault.deleteClientIdentity(keyItem: item) } }
-            do {
-                var keyPEM = try #require(SecureBytes.contentsOfFile(keyPath)).withUnsafeBytes { Array($0) }
-                try await vault.storeClientIdentity(
-                    certificateChainPEM: chainPEM, privateKeyPEM: keyPEM, as: item, policy: .afterFirstUnlock)
-                SecureBytes.wipe(&keyPEM)
-            }
+            try await Self.store(keyPath, chainPEM: chainPEM, in: vault, as: item)
             do {
                 let identity = try await vault.clientIdentity(certificateChainPEM: chainPEM, keyItem: item)
                 #expect(identity != nil)
@@ -54,6 +32,60 @@ struct ClientKeyMemoryTests {
             let copies = try MemoryScan.count(reversed: needle)
             #expect(copies == 0, "\(copies) copies of a line of the key are left in memory")
         }
+    }
+
+    /// `migrate` of a client key from the file to the keyring keeps it in wiped buffers too.
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func migratingAKeyLeavesNoCopy() async throws {
+        try await withTempDirectory { dir in
+            let (keyPath, chainPEM, needle) = try Self.makeKey(in: dir)
+            let file = makeStore(dir.storeURL)
+            let keyring = KeyringStore(timeout: .seconds(60))
+            let item = CredentialKey(service: "dev.shopkit.memory.\(UUID().uuidString)", account: "client")
+            try await Self.store(keyPath, chainPEM: chainPEM, in: CredentialVault(backend: file), as: item)
+            #expect(try await migrate(item.of(.clientKey), from: file, to: keyring))
+            #expect(try await file.keys().isEmpty)
+            let vault = CredentialVault(backend: keyring)
+            do {
+                let identity = try await vault.clientIdentity(certificateChainPEM: chainPEM, keyItem: item)
+                #expect(identity != nil)
+            }
+            try await vault.deleteClientIdentity(keyItem: item)
+            let copies = try MemoryScan.count(reversed: needle)
+            #expect(copies == 0, "\(copies) copies of a line of the key are left in memory")
+        }
+    }
+
+    /// A fresh key and self-signed client certificate made by the `openssl` command: the key's path, the
+    /// certificate's PEM, and the key's first base64 line reversed.
+    static func makeKey(in dir: TempDirectory) throws -> (keyPath: String, chainPEM: String, needle: [UInt8]) {
+        let keyPath = dir.url.appendingPathComponent("client.key").path
+        let certificatePath = dir.url.appendingPathComponent("client.pem").path
+        let openssl = Process()
+        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        openssl.arguments = [
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", keyPath,
+            "-out", certificatePath, "-subj", "/CN=shopkit-memory-scan", "-days", "2",
+            "-addext", "extendedKeyUsage=clientAuth",
+        ]
+        openssl.standardOutput = FileHandle.nullDevice
+        openssl.standardError = FileHandle.nullDevice
+        try openssl.run()
+        openssl.waitUntilExit()
+        try #require(openssl.terminationStatus == 0)
+        let needle = try #require(reversedSecondLine(keyPath), "cannot read the key")
+        try #require(needle.count >= 40)
+        return (keyPath, try String(contentsOfFile: certificatePath, encoding: .utf8), needle)
+    }
+
+    /// Stores the key file's contents through `vault`, with no copy of them left in the test.
+    static func store(_ keyPath: String, chainPEM: String, in vault: CredentialVault, as item: CredentialKey)
+        async throws
+    {
+        var keyPEM = try #require(SecureBytes.contentsOfFile(keyPath)).withUnsafeBytes { Array($0) }
+        defer { SecureBytes.wipe(&keyPEM) }
+        try await vault.storeClientIdentity(
+            certificateChainPEM: chainPEM, privateKeyPEM: keyPEM, as: item, policy: .afterFirstUnlock)
     }
 
     /// The key file's second line (the first line of base64), reversed, read without a forward copy.
