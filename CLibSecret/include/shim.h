@@ -6,7 +6,7 @@
 
 #include <libsecret/secret.h>
 
-/// The schema of every ShopKit item: attributes hold stable identifiers only, never a secret.
+/// The schema of every ShopKit token item: attributes hold stable identifiers only, never a secret.
 static inline const SecretSchema *shopkit_token_schema(void) {
     static const SecretSchema schema = {
         "dev.shopkit.Token",
@@ -15,6 +15,23 @@ static inline const SecretSchema *shopkit_token_schema(void) {
             { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },
             { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },
             { "device", SECRET_SCHEMA_ATTRIBUTE_STRING },
+            { NULL, 0 },
+        },
+    };
+    return &schema;
+}
+
+/// The schema of client-certificate key items: a name of their own, so that a token lookup or store (which
+/// matches the schema name) never finds or replaces a key; `kind` is always `client-key`.
+static inline const SecretSchema *shopkit_client_key_schema(void) {
+    static const SecretSchema schema = {
+        "dev.shopkit.ClientKey",
+        SECRET_SCHEMA_NONE,
+        {
+            { "service", SECRET_SCHEMA_ATTRIBUTE_STRING },
+            { "account", SECRET_SCHEMA_ATTRIBUTE_STRING },
+            { "device", SECRET_SCHEMA_ATTRIBUTE_STRING },
+            { "kind", SECRET_SCHEMA_ATTRIBUTE_STRING },
             { NULL, 0 },
         },
     };

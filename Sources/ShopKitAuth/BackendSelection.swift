@@ -57,11 +57,14 @@ public struct BackendChoice: Sendable {
 /// never a silent downgrade to the file: the file would then hold tokens the user expects in the keyring, and a
 /// second copy would outlive a sign-out in the keyring.
 ///
-/// "Used" is recorded by a marker file beside the token file (``keyringMarkerURL(for:)``: `tokens.skt.keyring`),
-/// written the first time `.auto` or `.keyring` selects an answering keyring. Once it exists, a keyring that does
-/// not answer (its daemon gone, a non-activatable Secret Service down, no or a dead bus address under ssh, cron,
-/// `sudo -u` or a systemd unit) is ``CredentialError/unavailable(_:)`` for `.auto` too. Delete the marker only
-/// when you stop using the keyring for good.
+/// "Used" is recorded by a marker file keyed to the user, not to one environment (``userKeyringMarkerURL()``:
+/// `~/.local/share/shopkit/keyring-uid-<uid>` in the home the password database gives, never `$HOME` or
+/// `$XDG_DATA_HOME`), and beside the token file as earlier versions did (``keyringMarkerURL(for:)``:
+/// `tokens.skt.keyring`), both written (and `fsync`ed) the first time `.auto` or `.keyring` selects an answering
+/// keyring. Once either exists, a keyring that does not answer (its daemon gone, a non-activatable Secret Service
+/// down, no or a dead bus address under ssh, cron, `sudo -u` or a systemd unit, whatever their `XDG_DATA_HOME`) is
+/// ``CredentialError/unavailable(_:)`` for `.auto` too. Delete the markers only when you stop using the keyring
+/// for good.
 public enum BackendSelection {
     /// Decides from a probe result alone (pure; the rules of the type's overview).
     ///
@@ -134,11 +137,13 @@ public enum BackendSelection {
     ///   no file, throw ``CredentialError/unavailable(_:)`` (before asking the passphrase) instead of returning a
     ///   store that would say "no token" or report a sign-out as done: the token may be in a keyring that cannot
     ///   be reached from here (ssh, cron, `sudo -u`, a systemd unit).
+    /// - Parameter userMarker: the user's keyring marker (``userKeyringMarkerURL()``); `nil` for none.
     public static func choose(
         _ preference: BackendPreference = .auto,
         keyring: KeyringStore = KeyringStore(),
         fileConfiguration: EncryptedFileStore.Configuration = EncryptedFileStore.Configuration(),
         requireFileOnFallback: Bool = false,
+        userMarker: URL? = userKeyringMarkerURL(),
         passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
         logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
     ) async throws(CredentialError) -> BackendChoice {
@@ -150,35 +155,36 @@ public enum BackendSelection {
         }
         return try await makeChoice(
             preference, probe: probe, keyring: keyring, fileConfiguration: fileConfiguration,
-            requireFileOnFallback: requireFileOnFallback, passphrase: passphrase, logger: logger)
+            requireFileOnFallback: requireFileOnFallback, userMarker: userMarker, passphrase: passphrase,
+            logger: logger)
     }
 
     /// Carries out the decision for a given probe result (tests inject the probe).
     static func makeStore(
         _ preference: BackendPreference, probe: KeyringProbe?, keyring: KeyringStore,
-        fileConfiguration: EncryptedFileStore.Configuration,
+        fileConfiguration: EncryptedFileStore.Configuration, userMarker: URL? = userKeyringMarkerURL(),
         passphrase: @Sendable () async throws(CredentialError) -> Passphrase,
         logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
     ) async throws(CredentialError) -> any CredentialBackend {
         try await makeChoice(
-            preference, probe: probe, keyring: keyring, fileConfiguration: fileConfiguration,
+            preference, probe: probe, keyring: keyring, fileConfiguration: fileConfiguration, userMarker: userMarker,
             passphrase: { (_) throws(CredentialError) -> Passphrase in try await passphrase() }, logger: logger
         ).backend
     }
 
-    /// Carries out the decision for a given probe result: reads and writes the keyring marker, asks the passphrase.
+    /// Carries out the decision for a given probe result: reads and writes the keyring markers (the user's and the
+    /// one beside the file), asks the passphrase.
     static func makeChoice(
         _ preference: BackendPreference, probe: KeyringProbe?, keyring: KeyringStore,
         fileConfiguration: EncryptedFileStore.Configuration, requireFileOnFallback: Bool = false,
+        userMarker: URL? = userKeyringMarkerURL(),
         passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
         logger: Logger = Logger(label: "ShopKitAuth.BackendSelection")
     ) async throws(CredentialError) -> BackendChoice {
-        let marker = keyringMarkerURL(for: fileConfiguration.url)
+        let markers = [userMarker, keyringMarkerURL(for: fileConfiguration.url)].compactMap { $0 }
         var found: URL?
         if case .auto = preference, case .unavailable? = probe {
-            found = try await TerminalIO.offPool { () throws(CredentialError) in
-                KeyringMarker.exists(marker) ? marker : nil
-            }
+            found = try await TerminalIO.offPool { () throws(CredentialError) in KeyringMarker.existing(markers) }
         }
         let selected: SelectedBackend
         do throws(CredentialError) {
@@ -191,11 +197,13 @@ public enum BackendSelection {
         switch selected {
         case .keyring:
             logger.info("credential backend: keyring", metadata: ["probe": "\(probe.map { "\($0)" } ?? "-")"])
-            do throws(CredentialError) {
-                try await TerminalIO.offPool { () throws(CredentialError) in try KeyringMarker.record(marker) }
-            } catch {
-                // The keyring works; only the guard against a later silent fallback could not be recorded.
-                logger.warning("cannot record that the keyring is in use", metadata: ["reason": "\(error)"])
+            for marker in markers {
+                do throws(CredentialError) {
+                    try await TerminalIO.offPool { () throws(CredentialError) in try KeyringMarker.record(marker) }
+                } catch {
+                    // The keyring works; only a guard against a later silent fallback could not be recorded.
+                    logger.warning("cannot record that the keyring is in use", metadata: ["reason": "\(error)"])
+                }
             }
             return BackendChoice(backend: keyring, selected: .keyring, fileURL: nil, fallbackReason: nil)
         case .file:

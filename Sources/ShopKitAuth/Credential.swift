@@ -1,41 +1,65 @@
 import Foundation
 import ShopKitAPI
 
-/// Names one stored credential: the service it belongs to and the account within it.
+/// What kind of secret an item holds. Each kind has names of its own: an item of one kind is never read, replaced
+/// or deleted through a key of another, even with the same service and account.
+public enum CredentialKind: String, Sendable, Hashable, CaseIterable {
+    /// API tokens (``ShopKitAPI/AuthTokens``): the default.
+    case tokens
+    /// A client certificate's private key (``CredentialVault/storeClientIdentity(certificateChainPEM:privateKeyPEM:as:policy:)``).
+    case clientKey
+}
+
+/// Names one stored credential: the service it belongs to, the account within it, and the kind of secret.
 ///
-/// Two keys are equal when their UTF-8 bytes are, not when Swift's `String ==` says so: `"é"` in NFC and in NFD are
-/// two keys, as they are to the Secret Service (which compares attribute bytes), so both backends agree.
+/// Two keys are equal when their kinds are and their UTF-8 bytes are, not when Swift's `String ==` says so: `"é"` in
+/// NFC and in NFD are two keys, as they are to the Secret Service (which compares attribute bytes), so both
+/// backends agree.
 public struct CredentialKey: Hashable, Sendable, CustomStringConvertible {
     /// The service, e.g. `com.example.shop`.
     public let service: String
     /// The account within the service, e.g. a user id.
     public let account: String
+    /// The kind of secret (tokens unless said otherwise); part of the item's name.
+    public let kind: CredentialKind
 
-    public init(service: String, account: String) {
+    public init(service: String, account: String, kind: CredentialKind = .tokens) {
         self.service = service
         self.account = account
+        self.kind = kind
     }
 
-    public var description: String { "\(service)/\(account)" }
+    /// `service/account`, or `client key service/account`.
+    public var description: String { kind == .tokens ? "\(service)/\(account)" : "client key \(service)/\(account)" }
 
-    /// Byte-wise equality of the UTF-8 forms (no Unicode normalisation).
+    /// The same service and account, of `kind`.
+    public func of(_ kind: CredentialKind) -> CredentialKey {
+        CredentialKey(service: service, account: account, kind: kind)
+    }
+
+    /// Byte-wise equality of the UTF-8 forms (no Unicode normalisation), and the same kind.
     public static func == (lhs: CredentialKey, rhs: CredentialKey) -> Bool {
-        lhs.service.utf8.elementsEqual(rhs.service.utf8) && lhs.account.utf8.elementsEqual(rhs.account.utf8)
+        lhs.kind == rhs.kind && lhs.service.utf8.elementsEqual(rhs.service.utf8)
+            && lhs.account.utf8.elementsEqual(rhs.account.utf8)
     }
 
-    /// Hashes the UTF-8 bytes, consistently with ``==(_:_:)``.
+    /// Hashes the kind and the UTF-8 bytes, consistently with ``==(_:_:)``.
     public func hash(into hasher: inout Hasher) {
+        hasher.combine(kind)
         hasher.combine(service.utf8.count)
         for byte in service.utf8 { hasher.combine(byte) }
         for byte in account.utf8 { hasher.combine(byte) }
     }
 
-    /// Byte-wise order of the UTF-8 forms (service, then account), for a stable listing.
+    /// Byte-wise order of the UTF-8 forms (service, then account, then kind), for a stable listing.
     func precedes(_ other: CredentialKey) -> Bool {
         if !service.utf8.elementsEqual(other.service.utf8) {
             return service.utf8.lexicographicallyPrecedes(other.service.utf8)
         }
-        return account.utf8.lexicographicallyPrecedes(other.account.utf8)
+        if !account.utf8.elementsEqual(other.account.utf8) {
+            return account.utf8.lexicographicallyPrecedes(other.account.utf8)
+        }
+        return kind.rawValue < other.kind.rawValue
     }
 }
 

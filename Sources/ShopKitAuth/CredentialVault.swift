@@ -30,7 +30,7 @@ public actor CredentialVault {
     private let presenceVerifier: (any PresenceVerifier)?
     /// Ages presence proofs.
     nonisolated let clock: any PresenceClock
-    private let logger: Logger
+    let logger: Logger
     /// When (on ``clock``) the user last proved presence through this vault for a read that allows reuse.
     private var lastPresence: Duration?
     /// The prompt in progress, if any; concurrent protected reads wait for it instead of prompting again.
@@ -58,26 +58,60 @@ public actor CredentialVault {
 
     /// Reads the tokens for `key`, enforcing the item's policy; `nil` when there is no item.
     ///
-    /// Throws `.accessDenied` when a `userPresence` item has no fresh proof and none can be obtained, plus
-    /// whatever the backend throws (`.wrongDevice`, `.locked`, `.wrongPassphrase`, `.corrupt`, …).
+    /// Throws `.accessDenied` when a `userPresence` item has no fresh proof and none can be obtained, or when
+    /// `key` names a client key (read those with `clientIdentity(certificateChainPEM:keyItem:)`, never as tokens),
+    /// plus whatever the backend throws (`.wrongDevice`, `.locked`, `.wrongPassphrase`, `.corrupt`, …).
     public func read(_ key: CredentialKey) async throws(CredentialError) -> AuthTokens? {
+        try Self.requireTokens(key)
+        return try await readItem(key)?.tokens
+    }
+
+    /// Refuses a key that does not name tokens: a client key never leaves the vault as tokens.
+    static func requireTokens(_ key: CredentialKey) throws(CredentialError) {
+        guard key.kind == .tokens else {
+            throw .accessDenied("\(key) is a client key item: it is read with clientIdentity(certificateChainPEM:"
+                + "keyItem:) and stored with storeClientIdentity, never as tokens")
+        }
+    }
+
+    /// Reads the item for `key` of any kind, enforcing its policy; `nil` when there is none.
+    func readItem(_ key: CredentialKey) async throws(CredentialError) -> StoredCredential? {
         guard let item = try await backend.read(key) else {
             logger.debug("no credential", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
             return nil
         }
-        switch item.policy.access {
+        try await enforce(item.policy, for: key)
+        return item
+    }
+
+    /// Allows a read of `key` stored under `policy`: at once, or after a fresh proof of presence.
+    func enforce(_ policy: AccessPolicy, for key: CredentialKey) async throws(CredentialError) {
+        switch policy.access {
         case .afterFirstUnlock:
             logger.debug("read allowed: afterFirstUnlock", metadata: ["key": "\(key)"])
         case .userPresence(let reuseSeconds):
             try await requirePresence(for: key, reuseSeconds: reuseSeconds)
         }
-        return item.tokens
     }
 
-    /// Stores `tokens` for `key` under `policy`; refuses (`.policyUnsupported`) a policy this machine cannot honour.
+    /// Stores `tokens` for `key` under `policy`; refuses (`.policyUnsupported`) a policy this machine cannot honour,
+    /// and (`.accessDenied`) a key that names a client key item.
     public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy = .afterFirstUnlock)
         async throws(CredentialError)
     {
+        try Self.requireTokens(key)
+        try await writeItem(tokens, for: key, policy: policy)
+    }
+
+    /// Stores an item of any kind under `policy`, refusing a policy this machine cannot honour.
+    func writeItem(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy) async throws(CredentialError) {
+        try checkHonoured(policy, for: key)
+        try await backend.write(StoredCredential(tokens: tokens, policy: policy), for: key)
+        logger.debug("credential stored", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
+    }
+
+    /// Refuses (`.policyUnsupported`) a policy this machine cannot honour for `key`.
+    func checkHonoured(_ policy: AccessPolicy, for key: CredentialKey) throws(CredentialError) {
         if policy.thisDeviceOnly && !backend.canBindToDevice {
             logger.warning("write refused: backend cannot bind to this device", metadata: ["key": "\(key)"])
             throw .policyUnsupported(
@@ -93,8 +127,6 @@ public actor CredentialVault {
                         + "never be read); pass one to CredentialVault or store it as afterFirstUnlock")
             }
         }
-        try await backend.write(StoredCredential(tokens: tokens, policy: policy), for: key)
-        logger.debug("credential stored", metadata: ["key": "\(key)", "backend": "\(backend.name)"])
     }
 
     /// Deletes the item for `key` (no presence needed: deleting reveals nothing).

@@ -5,7 +5,8 @@ import Foundation
 /// The advice never tells anyone to change something that is not theirs alone: a shared directory (`/`, a sticky
 /// or world-writable one such as `/tmp`, or one owned by another user) is never to be `chmod`ed, and a file owned
 /// by another user is never to be `chown`ed (as root that would take the file from its owner). The fix offered
-/// for those is a private subdirectory or a path of the user's own.
+/// for those is a private subdirectory or a path of the user's own. Nor is a directory ShopKit cannot call its
+/// own, such as `/etc` for root (``directoryProblem(_:mode:owner:user:home:dataHome:fallback:)``).
 extension TokenFileIO {
     /// Whether `directory` exists; throws when it is not a directory we own with mode 0700 or stricter.
     static func checkDirectory(_ directory: String) throws(CredentialError) -> Bool {
@@ -26,12 +27,15 @@ extension TokenFileIO {
     /// Why a directory with this mode and owner cannot hold the store, with advice that is safe to follow; `nil`
     /// when it is private to `user`.
     ///
-    /// The example path offered instead: in a sticky directory such as `/tmp`, a subdirectory of the user's own
-    /// (`shopkit-<uid>`, which no one else can rename or remove there); anywhere else (`/`, a world-writable
-    /// directory without the sticky bit, another user's directory) `fallback`, the default store location,
-    /// unless that is the very directory refused.
+    /// `chmod 700` is advised only for a directory of the user's own that is not shared and that ShopKit may call
+    /// its own (``isShopKitsToChange(_:home:dataHome:)``); anything else (`/etc` as root, `/`, `/tmp`, another
+    /// user's directory, the home directory itself) is never to be changed. The example path offered instead
+    /// (``exampleStorePath(refusing:mode:owner:user:shared:fallback:)``) is a private subdirectory where one is
+    /// safe, else `fallback`, the default store location, else a subdirectory of `/var/tmp`: never a path inside
+    /// the directory just refused, unless it is such a subdirectory.
     static func directoryProblem(
         _ directory: String, mode: mode_t, owner: uid_t, user: uid_t,
+        home: String = homeDirectory(), dataHome: String = dataDirectory(),
         fallback: String = EncryptedFileStore.defaultURL().path
     ) -> String? {
         let open = mode & 0o077 != 0
@@ -46,19 +50,71 @@ extension TokenFileIO {
         } else if owner != user {
             shared = "owned by another user (uid \(owner))"
         }
-        guard let shared else {
+        if shared == nil, isShopKitsToChange(directory, home: home, dataHome: dataHome) {
             return "directory \(directory) is accessible by group or others; run: chmod 700 \(directory)"
         }
-        let example: String?
-        if directory != "/" && mode & S_ISVTX != 0 {
-            example = "\(directory)/shopkit-\(user)/tokens.skt"
+        let example = exampleStorePath(
+            refusing: directory, mode: mode, owner: owner, user: user, shared: shared != nil, fallback: fallback)
+        let instead: String
+        if let shared {
+            instead = "directory \(directory) is \(shared) and must not hold the token file; do not change its "
+                + "permissions: keep the store in a private directory of your own instead"
         } else {
-            example = (fallback as NSString).deletingLastPathComponent == directory ? nil : fallback
+            let place = example.map { $0.hasPrefix(directory + "/") } == true
+                ? "a private subdirectory of it" : "a private directory of your own"
+            instead = "directory \(directory) is accessible by group or others and is not ShopKit's to change "
+                + "(it lies outside your home and data directories, or is one of them); do not change its "
+                + "permissions: keep the store in \(place) instead"
         }
-        return "directory \(directory) is \(shared) and must not hold the token file; do not change its "
-            + "permissions: keep the store in a private directory of your own instead"
-            + (example.map { ", e.g. configure the path \($0)" } ?? "")
+        return instead + (example.map { ", e.g. configure the path \($0)" } ?? "")
             + " (a missing directory is created with mode 0700)"
+    }
+
+    /// Whether ShopKit may advise `chmod 700` on a directory of the user's own: one named as ShopKit names its
+    /// directories (`shopkit`, `shopkit-<uid>`), or one strictly inside the user's home or data directory that
+    /// is neither of those nor a directory on the way to the data directory (`~/.local`), which other programs
+    /// share. Whether ShopKit made a directory cannot be told from the directory itself; these are the ones it
+    /// makes or the user keeps for their own files.
+    static func isShopKitsToChange(_ directory: String, home: String, dataHome: String) -> Bool {
+        let name = (directory as NSString).lastPathComponent
+        if name == "shopkit" || name.hasPrefix("shopkit-") { return true }
+        let bases = [home, dataHome].map(withoutTrailingSlash).filter { !$0.isEmpty && $0 != "/" }
+        guard bases.contains(where: { directory.hasPrefix($0 + "/") }) else { return false }
+        return !bases.contains { $0 == directory || $0.hasPrefix(directory + "/") }
+    }
+
+    /// The store path to offer instead of one in the refused `directory`: in a sticky directory (`/tmp`) a
+    /// subdirectory of the user's own (`shopkit-<uid>`, which no one else can rename or remove there); in a
+    /// directory of the user's own that no one else can write to, a `shopkit` subdirectory; else `fallback`;
+    /// else `/var/tmp/shopkit-<uid>/tokens.skt`. Apart from those subdirectories, a path inside the refused
+    /// directory (as the default location is for a user whose home belongs to root) is never offered.
+    static func exampleStorePath(
+        refusing directory: String, mode: mode_t, owner: uid_t, user: uid_t, shared: Bool, fallback: String
+    ) -> String? {
+        if directory != "/" && mode & S_ISVTX != 0 { return "\(directory)/shopkit-\(user)/tokens.skt" }
+        if !shared, owner == user, mode & 0o022 == 0, directory != "/" { return "\(directory)/shopkit/tokens.skt" }
+        let inside = { (path: String) -> Bool in
+            let parent = (path as NSString).deletingLastPathComponent
+            return directory != "/" && (parent == directory || parent.hasPrefix(directory + "/"))
+        }
+        return [fallback, "/var/tmp/shopkit-\(user)/tokens.skt"].first { !inside($0) }
+    }
+
+    /// The user's home directory as the default store location finds it (`$HOME`).
+    static func homeDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        withoutTrailingSlash(environment["HOME"] ?? NSHomeDirectory())
+    }
+
+    /// The data directory the default store lives in (`$XDG_DATA_HOME`, or `~/.local/share`).
+    static func dataDirectory(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        EncryptedFileStore.defaultURL(environment: environment).deletingLastPathComponent()
+            .deletingLastPathComponent().path
+    }
+
+    private static func withoutTrailingSlash(_ path: String) -> String {
+        var path = path
+        while path.count > 1, path.hasSuffix("/") { path.removeLast() }
+        return path
     }
 
     /// Checks the opened store file: a regular file with one name, ours, mode 0600 or stricter.

@@ -44,6 +44,14 @@ final class FileStoreEngine: @unchecked Sendable {
     {
         // CredentialKey compares UTF-8 bytes: NFC and NFD spellings are two items, as in the keyring.
         guard let item = items.first(where: { $0.key == key }) else { return nil }
+        if key.kind == .clientKey {
+            // The generic read of a client key item (migrate, a backend read) makes a String of it, as tokens are:
+            // clientIdentity reads it with readClientKey instead.
+            guard let (pem, policy) = try clientKey(key, in: items, dataKey: dataKey) else { return nil }
+            return StoredCredential(
+                tokens: AuthTokens(accessToken: pem.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }),
+                policy: policy)
+        }
         guard let policy = item.policy else { throw .corrupt("item \(key) has an unknown access policy") }
         if !item.thisDeviceOnly {
             guard let tokens = item.tokens else { throw .corrupt("item \(key) has no tokens") }
@@ -76,6 +84,7 @@ final class FileStoreEngine: @unchecked Sendable {
                 items = []
             }
             try change(&items, key)
+            if file.formatVersion < TokenFile.version { try upgrade(&file, dataKey: key) }
             file.generation &+= 1
             try seal(&file, items: items, key: key)
             try TokenFileIO.atomicReplace(path, with: try crypto { () throws(OpenSSLError) in try file.serialized() })
@@ -124,6 +133,24 @@ final class FileStoreEngine: @unchecked Sendable {
         }
     }
 
+    /// Rewrites an older file's header as the current version: the version is part of the key wrap's AAD, so the
+    /// data key is wrapped again (one more scrypt run, once per file).
+    private func upgrade(_ file: inout TokenFile, dataKey: SecureBytes) throws(CredentialError) {
+        file.formatVersion = TokenFile.version
+        try crypto { () throws(OpenSSLError) in
+            file.wrapNonce = try SecureRandom.bytes(count: AES256GCM.nonceSize)
+            let wrapKey = try derivePassphraseKey(file)
+            let prefix = file.kdfPrefix
+            let nonce = file.wrapNonce
+            let wrapped = try dataKey.withUnsafeBytes { (plain) throws(OpenSSLError) in
+                try AES256GCM.seal(plain, key: wrapKey, nonce: nonce, aad: prefix)
+            }
+            file.wrappedKey = wrapped.ciphertext
+            file.wrapTag = wrapped.tag
+        }
+        self.dataKey = (file.kdfPrefix + file.wrapNonce + file.wrappedKey + file.wrapTag, dataKey)
+    }
+
     private func unwrapDataKey(_ file: TokenFile) throws(CredentialError) -> SecureBytes {
         let wrapped = file.kdfPrefix + file.wrapNonce + file.wrappedKey + file.wrapTag
         if let cached = dataKey, cached.wrapped == wrapped { return cached.key }
@@ -166,6 +193,20 @@ final class FileStoreEngine: @unchecked Sendable {
         }
         let set = try decode(TokenItemSet.self, from: plaintext, what: "item set")
         guard Set(set.items.map(\.key)).count == set.items.count else { throw .corrupt("duplicate items") }
+        // A kind the file's version does not have, or one this ShopKit does not know, is never read as tokens; a
+        // client key item holds a sealed key and nothing else, a token item no sealed key.
+        for item in set.items {
+            switch item.kind {
+            case nil:
+                guard item.sealedKey == nil else { throw .corrupt("token item \(item.key) holds a sealed key") }
+            case "clientKey" where file.formatVersion >= 2:
+                guard item.sealedKey != nil, item.tokens == nil, item.bound == nil else {
+                    throw .corrupt("client key item \(item.key) must hold a sealed key and nothing else")
+                }
+            default:
+                throw .corrupt("an item has an unknown kind; upgrade ShopKit")
+            }
+        }
         return set.items
     }
 
@@ -213,7 +254,7 @@ final class FileStoreEngine: @unchecked Sendable {
         }
     }
 
-    private func crypto<T>(_ body: () throws(OpenSSLError) -> T) throws(CredentialError) -> T {
+    func crypto<T>(_ body: () throws(OpenSSLError) -> T) throws(CredentialError) -> T {
         do { return try body() } catch { throw .io("OpenSSL failed: \(error)") }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ShopKitOpenSSL
 import ShopKitAPI
 
 /// Tokens in one AES-256-GCM encrypted file, for machines where no Secret Service runs.
@@ -110,11 +111,15 @@ public final class EncryptedFileStore: CredentialBackend {
     /// A `thisDeviceOnly` credential is sealed again with this machine's id; with no machine id the write is
     /// refused with `.policyUnsupported`.
     public func write(_ credential: StoredCredential, for key: CredentialKey) async throws(CredentialError) {
-        try await run { engine throws(CredentialError) in
-            try engine.modify { (items, dataKey) throws(CredentialError) in
+        if key.kind == .clientKey {
+            // Sealed on its own, as writeClientKey does (the key arrives here as a String already).
+            return try await writeClientKey(
+                SecureBytes(copying: credential.tokens.accessToken.utf8), policy: credential.policy, for: key)
+        }
+        try await modify { engine, items, dataKey throws(CredentialError) in
                 let fields = TokenItem.fields(of: credential.policy)
                 var item = TokenItem(
-                    service: key.service, account: key.account, access: fields.access,
+                    service: key.service, account: key.account, kind: TokenItem.kindField(key.kind), access: fields.access,
                     reuseSeconds: fields.reuseSeconds, thisDeviceOnly: credential.policy.thisDeviceOnly,
                     tokens: nil, bound: nil)
                 if credential.policy.thisDeviceOnly {
@@ -124,7 +129,15 @@ public final class EncryptedFileStore: CredentialBackend {
                 }
                 items.removeAll { $0.key == key }
                 items.append(item)
-            }
+        }
+    }
+
+    /// Runs `change` on the items under the file's lock (read-modify-write), on the store's queue.
+    func modify(
+        _ change: @escaping @Sendable (FileStoreEngine, inout [TokenItem], SecureBytes) throws(CredentialError) -> Void
+    ) async throws(CredentialError) {
+        try await run { engine throws(CredentialError) in
+            try engine.modify { (items, dataKey) throws(CredentialError) in try change(engine, &items, dataKey) }
         }
     }
 
@@ -156,7 +169,7 @@ public final class EncryptedFileStore: CredentialBackend {
     }
 
     /// Runs `body` on the store's serial queue, off the cooperative pool.
-    private func run<T: Sendable>(_ body: @escaping @Sendable (FileStoreEngine) throws(CredentialError) -> T)
+    func run<T: Sendable>(_ body: @escaping @Sendable (FileStoreEngine) throws(CredentialError) -> T)
         async throws(CredentialError) -> T
     {
         let engine = self.engine

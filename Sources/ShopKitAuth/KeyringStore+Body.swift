@@ -6,6 +6,9 @@ import ShopKitAPI
 ///     {"access":"afterFirstUnlock"|"userPresence","accessToken":"…","device":"<machine id>",
 ///      "expiresAt":1767225600,"refreshToken":"…","reuseSeconds":30,"thisDeviceOnly":true,"v":1}
 ///
+/// A client key item's body also has `"kind":"clientKey"` (its type tag; a token item's has no `kind`), and
+/// `accessToken` holds the PEM key.
+///
 /// Keys are sorted; `refreshToken`, `expiresAt` (seconds since 1970), `reuseSeconds` and `device` are omitted when absent. The
 /// policy is spelled out here rather than through `AccessPolicy`'s synthesized `Codable`, so the stored format does
 /// not change when that type does.
@@ -20,9 +23,15 @@ package struct KeyringItemBody: Codable {
     var reuseSeconds: Int?
     var thisDeviceOnly: Bool
     var device: String?
+    /// `clientKey` for a client key item, absent for tokens (``kindField(_:)``).
+    var kind: String?
 
-    init(_ credential: StoredCredential, device: String?) {
+    /// The `kind` field for items of `kind`.
+    static func kindField(_ kind: CredentialKind) -> String? { kind == .clientKey ? "clientKey" : nil }
+
+    init(_ credential: StoredCredential, device: String?, kind: CredentialKind = .tokens) {
         v = Self.currentVersion
+        self.kind = Self.kindField(kind)
         accessToken = credential.tokens.accessToken
         refreshToken = credential.tokens.refreshToken
         expiresAt = credential.tokens.expiresAt?.timeIntervalSince1970

@@ -125,7 +125,7 @@ final class LibSecretSession {
     }
 
     /// Items matching `attributes`, never prompting unless `unlock`; locked items are included.
-    func search(_ attributes: AttributeTable, unlock: Bool, _ cancellable: Cancellable)
+    func search(_ attributes: AttributeTable, kind: CredentialKind, unlock: Bool, _ cancellable: Cancellable)
         throws(CredentialError) -> [GObjectRef]
     {
         let service = try service(cancellable)
@@ -133,7 +133,7 @@ final class LibSecretSession {
         if unlock { flags |= SECRET_SEARCH_UNLOCK.rawValue }
         var error: UnsafeMutablePointer<GError>?
         let list = secret_service_search_sync(
-            service, shopkit_token_schema(), attributes.table, SecretSearchFlags(rawValue: flags),
+            service, KeyringStore.schema(kind), attributes.table, SecretSearchFlags(rawValue: flags),
             cancellable.pointer, &error)
         if let error {
             if let list { g_list_free_full(list) { g_object_unref($0) } }
@@ -201,6 +201,13 @@ final class SecretValueRef {
         var length = 0
         guard let bytes = secret_value_get(pointer, &length), length > 0 else { return [] }
         return bytes.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    }
+
+    /// Lends the secret's bytes in libsecret's own memory (no copy).
+    func withBytes<R>(_ body: (UnsafeRawBufferPointer) throws(CredentialError) -> R) throws(CredentialError) -> R {
+        var length = 0
+        let bytes = secret_value_get(pointer, &length)
+        return try body(UnsafeRawBufferPointer(start: bytes.map { UnsafeRawPointer($0) }, count: bytes == nil ? 0 : length))
     }
 
     deinit { secret_value_unref(UnsafeMutableRawPointer(pointer)) }

@@ -1,13 +1,48 @@
 import CLibSecret
 import Foundation
+import ShopKitOpenSSL
 
 /// The read and write paths, run on the store's libsecret thread.
 extension KeyringStore {
+    /// The schema of `kind`'s items: `dev.shopkit.Token`, or `dev.shopkit.ClientKey` for client keys. libsecret
+    /// matches the schema name on every search and store, so items of one kind never answer for another.
+    static func schema(_ kind: CredentialKind) -> UnsafePointer<SecretSchema> {
+        kind == .clientKey ? shopkit_client_key_schema() : shopkit_token_schema()
+    }
+
+    /// The attributes that name `key`'s items: service and account, and for a client key `kind` = `client-key`
+    /// (the type tag, beside the schema name).
+    static func identifying(_ key: CredentialKey) -> [String: String] {
+        var attributes = ["service": key.service, "account": key.account]
+        if key.kind == .clientKey { attributes["kind"] = "client-key" }
+        return attributes
+    }
+
     static func read(
         _ key: CredentialKey, unlock: Bool, device: String?, session: LibSecretSession, cancellable: Cancellable
     ) throws(CredentialError) -> StoredCredential? {
-        let attributes = AttributeTable(["service": key.service, "account": key.account])
-        let items = try session.search(attributes, unlock: unlock, cancellable)
+        guard let (value, boundTo) = try loadSecret(key, unlock: unlock, device: device, session: session, cancellable: cancellable)
+        else { return nil }
+        var bytes = value.copyBytes()
+        defer { zeroize(&bytes) }
+        let body = try KeyringItemBody.decode(bytes)
+        guard body.kind == KeyringItemBody.kindField(key.kind) else {
+            throw .corrupt("the keyring item for \(key) holds another kind of secret; delete it and store it again")
+        }
+        let credential = try body.credential()
+        if credential.policy.thisDeviceOnly {
+            // Both the attribute and the body must name this machine.
+            guard let device, boundTo == device, body.device == device else { throw .wrongDevice }
+        }
+        return credential
+    }
+
+    /// The secret of `key`'s item, and the device its attribute binds it to; `nil` when there is no item.
+    static func loadSecret(
+        _ key: CredentialKey, unlock: Bool, device: String?, session: LibSecretSession, cancellable: Cancellable
+    ) throws(CredentialError) -> (value: SecretValueRef, boundTo: String?)? {
+        let attributes = AttributeTable(identifying(key))
+        let items = try session.search(attributes, kind: key.kind, unlock: unlock, cancellable)
         guard !items.isEmpty else {
             // libsecret cannot see into some locked collections: "absent" is only certain when unlocked.
             if let collection = try session.defaultCollection(cancellable),
@@ -35,20 +70,24 @@ extension KeyringStore {
         guard let raw = secret_item_get_secret(item) else {
             throw .locked(lockedAdvice(key, unlock: unlock))
         }
-        let value = SecretValueRef(raw)
-        var bytes = value.copyBytes()
-        defer { zeroize(&bytes) }
-        let body = try KeyringItemBody.decode(bytes)
-        let credential = try body.credential()
-        if credential.policy.thisDeviceOnly {
-            // Both the attribute and the body must name this machine.
-            guard let device, boundTo == device, body.device == device else { throw .wrongDevice }
-        }
-        return credential
+        return (SecretValueRef(raw), boundTo)
     }
 
     static func write(
         _ body: KeyringItemBody, for key: CredentialKey, device: String?, unlock: Bool,
+        session: LibSecretSession, cancellable: Cancellable
+    ) throws(CredentialError) {
+        var plain = try body.encoded()
+        defer { zeroize(&plain) }
+        try write(
+            secret: SecureBytes(copying: plain), contentType: "application/json", for: key, device: device,
+            unlock: unlock, session: session, cancellable: cancellable)
+    }
+
+    /// Stores `secret` as `key`'s item, replacing the one with the same attributes and dropping those bound
+    /// differently.
+    static func write(
+        secret: SecureBytes, contentType: String, for key: CredentialKey, device: String?, unlock: Bool,
         session: LibSecretSession, cancellable: Cancellable
     ) throws(CredentialError) {
         let service = try session.service(cancellable)
@@ -67,25 +106,23 @@ extension KeyringStore {
             if secret_collection_get_locked(collectionPointer) != 0 { throw .locked(lockedAdvice(key, unlock: true)) }
         }
 
-        var plain = try body.encoded()
-        defer { zeroize(&plain) }
         // secret_value_new copies the bytes into libsecret's (zeroed-on-free) memory.
-        let value = plain.withUnsafeBytes { raw in
-            SecretValueRef(secret_value_new(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, "application/json"))
+        let value = secret.withUnsafeBytes { raw in
+            SecretValueRef(secret_value_new(raw.baseAddress?.assumingMemoryBound(to: CChar.self), raw.count, contentType))
         }
-        var attributes = ["service": key.service, "account": key.account]
+        var attributes = identifying(key)
         if let device { attributes["device"] = device }
         let table = AttributeTable(attributes)
         var error: UnsafeMutablePointer<GError>?
+        let label = key.kind == .clientKey ? "ShopKit \(key)" : "ShopKit token for \(key)"
         let stored = secret_service_store_sync(
-            service, shopkit_token_schema(), table.table, nil, "ShopKit token for \(key)", value.pointer,
+            service, schema(key.kind), table.table, nil, label, value.pointer,
             cancellable.pointer, &error)
         if stored == 0 || error != nil { throw session.fail(error, "cannot store the keyring item for \(key)") }
 
         // Storing replaced the item with the same attributes; drop the ones bound differently (another device, or
         // bound vs unbound), so one key has one item.
-        let others = try session.search(
-            AttributeTable(["service": key.service, "account": key.account]), unlock: false, cancellable)
+        let others = try session.search(AttributeTable(identifying(key)), kind: key.kind, unlock: false, cancellable)
         for item in others {
             let pointer = item.pointer.assumingMemoryBound(to: SecretItem.self)
             guard AttributeTable.of(item: pointer)["device"] != device else { continue }
@@ -102,8 +139,7 @@ extension KeyringStore {
     {
         // Not secret_service_clear_sync: it skips locked items and returns FALSE without an error when every match
         // is locked, which would report a delete that did not happen.
-        let items = try session.search(
-            AttributeTable(["service": key.service, "account": key.account]), unlock: unlock, cancellable)
+        let items = try session.search(AttributeTable(identifying(key)), kind: key.kind, unlock: unlock, cancellable)
         guard !items.isEmpty else {
             // As for a read: with nothing visible, a locked collection may still hold the item.
             if let collection = try session.defaultCollection(cancellable),

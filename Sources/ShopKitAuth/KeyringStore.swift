@@ -1,5 +1,6 @@
 import CLibSecret
 import Foundation
+import ShopKitOpenSSL
 import ShopKitAPI
 
 /// What a non-prompting probe of the Secret Service found.
@@ -20,7 +21,9 @@ public enum KeyringProbe: Sendable, Equatable {
 ///
 /// Each item is stored under the schema `dev.shopkit.Token` with the attributes `service` and `account` (and
 /// `device`, this machine's id, for `thisDeviceOnly` items); the secret is a compact JSON body holding the tokens,
-/// their expiry and the access policy (see `KeyringItemBody`). Every libsecret call of the process runs on one
+/// their expiry and the access policy (see `KeyringItemBody`). Client key items (``CredentialKind/clientKey``) have
+/// a schema of their own, `dev.shopkit.ClientKey`, and the attribute `kind` = `client-key`: libsecret matches the
+/// schema name, so a token lookup or store never finds or replaces a key. Every libsecret call of the process runs on one
 /// dedicated serial thread with a timeout, so a stuck D-Bus call never hangs the caller or the cooperative pool.
 ///
 /// A read tells apart an absent item (`nil`), a locked one (``CredentialError/locked(_:)``) and a keyring that
@@ -38,10 +41,10 @@ public final class KeyringStore: CredentialBackend {
     /// Whether a read or write may ask the Secret Service to unlock a locked collection (which may prompt).
     public let allowUnlockPrompt: Bool
 
-    private let worker: LibSecretThread
-    private let deviceID: String?
+    let worker: LibSecretThread
+    let deviceID: String?
     /// Fires each call's timeout (injectable for tests).
-    private let timer: any JobTimer
+    let timer: any JobTimer
 
     /// Creates a store on the process's D-Bus session bus.
     ///
@@ -100,6 +103,14 @@ public final class KeyringStore: CredentialBackend {
     /// `thisDeviceOnly` item bound to another machine, and ``CredentialError/unavailable(_:)`` when no Secret
     /// Service answers in time.
     public func read(_ key: CredentialKey) async throws(CredentialError) -> StoredCredential? {
+        if key.kind == .clientKey {
+            // The generic read of a client key item (migrate, a backend read) makes a String of it, as tokens are:
+            // the vault's clientIdentity reads it with readClientKey instead.
+            guard let (pem, policy) = try await readClientKey(key) else { return nil }
+            return StoredCredential(
+                tokens: AuthTokens(accessToken: pem.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }),
+                policy: policy)
+        }
         let unlock = allowUnlockPrompt
         let device = deviceID
         return try await worker.run(timeout: timeout, timer: timer) { session, cancellable throws(CredentialError) in
@@ -117,6 +128,10 @@ public final class KeyringStore: CredentialBackend {
     /// A `thisDeviceOnly` credential is bound to this machine's id; with no machine id it is refused
     /// (``CredentialError/policyUnsupported(_:)``).
     public func write(_ credential: StoredCredential, for key: CredentialKey) async throws(CredentialError) {
+        if key.kind == .clientKey {
+            return try await writeClientKey(
+                SecureBytes(copying: credential.tokens.accessToken.utf8), policy: credential.policy, for: key)
+        }
         var device: String?
         if credential.policy.thisDeviceOnly {
             guard let deviceID else {
@@ -124,7 +139,7 @@ public final class KeyringStore: CredentialBackend {
             }
             device = deviceID
         }
-        let body = KeyringItemBody(credential, device: device)
+        let body = KeyringItemBody(credential, device: device, kind: key.kind)
         let unlock = allowUnlockPrompt
         let effect = JobEffect.changes("storing the item for \(key)")
         try await worker.run(timeout: timeout, effect: effect, timer: timer) {

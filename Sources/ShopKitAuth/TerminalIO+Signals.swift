@@ -9,8 +9,14 @@ import Foundation
 /// the process ends (or stops) exactly as it would have. When it comes back (after `fg`, or an earlier handler
 /// that returned), the handler catches the signal again, turns echo off again and shows the prompt again.
 ///
+/// QUIT (`Ctrl-\`) is the exception: after restoring the terminal the process exits at once with status 131
+/// (128 + SIGQUIT, what a shell reports for a death by QUIT). Raised again, QUIT would dump core or, where the
+/// Swift runtime's backtracer is on (its default), print a backtrace and offer a debugger, then carry on and ask
+/// again: a process holding secrets offers neither.
+///
 /// The handler only calls async-signal-safe functions (`tcsetattr`, `sigaction`, `pthread_sigmask`, `raise`,
-/// `write`) on memory allocated before it is installed. One prompt runs at a time in a process (``lock``).
+/// `write`, `_exit`) on memory allocated before it is installed. One prompt runs at a time in a process
+/// (``lock``).
 enum TerminalSignals {
     /// The signals that restore the terminal.
     static let handled: [Int32] = [SIGINT, SIGTERM, SIGQUIT, SIGHUP, SIGTSTP]
@@ -85,7 +91,8 @@ private nonisolated(unsafe) let previousSignalActions: UnsafeMutablePointer<siga
     return actions
 }()
 
-/// Restores the terminal, raises `signal` again under its earlier disposition, and, if the process is still
+/// Restores the terminal, exits with 131 on QUIT, raises any other `signal` again under its earlier
+/// disposition, and, if the process is still
 /// here afterwards (continued after a stop, or an earlier handler returned), silences the terminal again and
 /// shows the prompt again. Async-signal-safe calls only.
 private func terminalSignalHandler(_ signal: Int32) {
@@ -94,6 +101,7 @@ private func terminalSignalHandler(_ signal: Int32) {
     let state = terminalSignalState
     let previous = previousSignalActions
     _ = tcsetattr(state.pointee.fd, TCSAFLUSH, &state.pointee.original)
+    if signal == SIGQUIT { _exit(128 + SIGQUIT) }  // no core, no backtracer, no second prompt
     _ = sigaction(signal, previous + Int(signal), nil)
     var unblock = sigset_t()
     sigemptyset(&unblock)

@@ -2,12 +2,15 @@ import Foundation
 import ShopKitAPI
 import ShopKitOpenSSL
 
-/// The token file, version 1: its binary header and the sealed item set (see docs/token-file-format.md).
+/// The token file, version 2 (version 1 still read): its binary header and the sealed item set (see
+/// docs/token-file-format.md). The header layout is the same in both; version 2 items may carry a `kind`.
 ///
 /// This type only parses, range-checks and serialises bytes; the store supplies the keys.
 package struct TokenFile: Equatable {
     static let magic: [UInt8] = Array("SKTF".utf8)
-    static let version: UInt8 = 1
+    /// The version written; ``readableVersions`` are read.
+    static let version: UInt8 = 2
+    static let readableVersions: ClosedRange<UInt8> = 1...2
     static let kdfScrypt: UInt8 = 1
     static let saltSize = 16
     /// Bytes covered by the header checksum (magic … payload length).
@@ -33,6 +36,8 @@ package struct TokenFile: Equatable {
     /// At most N·r·p = 2^23 block mixes (8× the default's work).
     static let maximumWork: UInt64 = 1 << 23
 
+    /// This file's format version (in the header, and so in both AADs).
+    var formatVersion: UInt8 = TokenFile.version
     var kdf: EncryptedFileStore.ScryptParameters
     var salt: [UInt8]
     var generation: UInt64
@@ -59,7 +64,7 @@ package struct TokenFile: Equatable {
     /// The key wrap's AAD: magic, version, KDF id and parameters, salt.
     var kdfPrefix: [UInt8] {
         var out = Self.magic
-        out += [Self.version, Self.kdfScrypt, kdf.logN, 0]
+        out += [formatVersion, Self.kdfScrypt, kdf.logN, 0]
         out += bigEndian(kdf.r) + bigEndian(kdf.p)
         out += salt
         return out
@@ -88,8 +93,8 @@ package struct TokenFile: Equatable {
             throw .corrupt("not a ShopKit token file (bad magic); move it aside or pass another path")
         }
         guard bytes.count >= minimumSize else { throw .corrupt("file is truncated (\(bytes.count) bytes)") }
-        guard bytes[4] == version else {
-            throw .corrupt("unsupported format version \(bytes[4]); this ShopKit reads version \(version)")
+        guard readableVersions.contains(bytes[4]) else {
+            throw .corrupt("unsupported format version \(bytes[4]); this ShopKit reads versions 1 and \(version)")
         }
         let checksum: [UInt8]
         do { checksum = try SHA256Checksum.digest(Array(bytes[0..<checkedHeaderSize])) } catch {
@@ -108,6 +113,7 @@ package struct TokenFile: Equatable {
             throw .corrupt("payload length \(length) does not match the file size \(bytes.count) (truncated?)")
         }
         return TokenFile(
+            formatVersion: bytes[4],
             kdf: kdf,
             salt: Array(bytes[16..<32]),
             generation: readUInt64(bytes, at: 32),
@@ -131,6 +137,9 @@ struct TokenItemSet: Codable, Equatable {
 struct TokenItem: Codable, Equatable {
     var service: String
     var account: String
+    /// `clientKey` for a client key item (version 2), absent for tokens (``kindField(_:)``): its type tag, and part
+    /// of its name (``key``).
+    var kind: String? = nil
     /// `afterFirstUnlock` or `userPresence`.
     var access: String
     /// The reuse window for `userPresence`, else `nil`.
@@ -140,8 +149,16 @@ struct TokenItem: Codable, Equatable {
     var tokens: AuthTokens?
     /// The sealed tokens of a device-bound item.
     var bound: BoundTokens?
+    /// A client key item's PEM key, sealed with the data key (``BoundTokens/keyAAD(service:account:deviceID:)``)
+    /// so that it is opened straight into a wiped buffer, never decoded into a `String`.
+    var sealedKey: BoundTokens? = nil
 
-    var key: CredentialKey { CredentialKey(service: service, account: account) }
+    var key: CredentialKey {
+        CredentialKey(service: service, account: account, kind: kind == "clientKey" ? .clientKey : .tokens)
+    }
+
+    /// The `kind` field for items of `kind`.
+    static func kindField(_ kind: CredentialKind) -> String? { kind == .clientKey ? "clientKey" : nil }
 
     var policy: AccessPolicy? {
         switch access {
@@ -166,6 +183,17 @@ struct BoundTokens: Codable, Equatable {
     var nonce: Data
     var ciphertext: Data
     var tag: Data
+
+    /// "SKTF-key-v2" then service, account and the device id (empty unless the item is device-bound), each as a
+    /// big-endian u32 length and UTF-8 bytes: a client key item's sealed key.
+    static func keyAAD(service: String, account: String, deviceID: String?) -> [UInt8] {
+        var out = Array("SKTF-key-v2".utf8)
+        for field in [service, account, deviceID ?? ""] {
+            let bytes = Array(field.utf8)
+            out += bigEndian(UInt32(bytes.count)) + bytes
+        }
+        return out
+    }
 
     /// "SKTF-device-v1" then service, account and device id, each as a big-endian u32 length and UTF-8 bytes.
     static func deviceAAD(service: String, account: String, deviceID: String) -> [UInt8] {

@@ -4,15 +4,18 @@ import ShopKitCore
 
 /// Runs the command: a verdict's exit status, or one line on standard error with its documented status.
 ///
-/// Core dumps are off before anything else (``ProcessHardening``), like token-store's.
+/// Closed standard descriptors are reopened on `/dev/null`, and core dumps and the Swift runtime's crash
+/// backtracer are off, before anything else (``ProcessHardening``), like token-store's.
 @main
 enum Main {
     static func main() async {
         do throws(ProcessHardening.Failure) {
+            try ProcessHardening.reopenClosedStandardDescriptors()
             try ProcessHardening.disableCoreDumps()
         } catch {
             fail(.unavailable, "\(error)")
         }
+        ProcessHardening.disableBacktracer()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "backup-key" { runBackupKey(Array(arguments.dropFirst())) }
         let command: PinCheck

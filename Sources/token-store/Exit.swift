@@ -16,8 +16,12 @@ struct Exit: Error {
         /// A passphrase was refused: too short (under 8 bytes) or empty for a new file, the two typed differ, or
         /// it is longer than 4096 bytes.
         case passphraseRejected = 9
-        /// Standard output or standard error could not be written (a full disk, a closed pipe, `/dev/full`).
+        /// Standard output could not be written (a full disk, a closed pipe, `/dev/full`). Standard error that
+        /// cannot be written never changes the result or the exit code (``Output/diagnostic(_:)``).
         case output = 10
+        /// A keyring change (set or delete) was cut off by its timeout after it had started: it may or may not
+        /// have been made. Unlike ``unavailable`` (nothing was done), read back or repeat it.
+        case outcomeUnknown = 11
         case usage = 64
     }
 
@@ -34,7 +38,8 @@ struct Exit: Error {
         let code: Code
         switch error {
         case .locked: code = .locked
-        case .unavailable, .outcomeUnknown: code = .unavailable
+        case .unavailable: code = .unavailable
+        case .outcomeUnknown: code = .outcomeUnknown
         case .wrongPassphrase: code = .wrongPassphrase
         case .corrupt: code = .corrupt
         case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied

@@ -9,16 +9,20 @@ import ShopKitCore
 
 /// Runs the command, printing failures as one line on standard error with their documented exit code.
 ///
-/// Before anything else: no core dumps (the process holds tokens and passphrases), and SIGPIPE ignored so a
-/// closed output pipe is a write error with its own exit code (``Exit/Code/output``), not a silent death.
+/// Before anything else: closed standard descriptors reopened on `/dev/null` (so no file token-store opens can
+/// take their place), no core dumps and no crash backtracer (the process holds tokens and passphrases), and
+/// SIGPIPE ignored so a closed output pipe is a write error with its own exit code (``Exit/Code/output``), not a
+/// silent death.
 @main
 enum Main {
     static func main() async {
         do throws(ProcessHardening.Failure) {
+            try ProcessHardening.reopenClosedStandardDescriptors()
             try ProcessHardening.disableCoreDumps()
         } catch {
             fail(error.description, code: Exit.Code.io.rawValue)
         }
+        ProcessHardening.disableBacktracer()
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try TokenStoreCommand.parseAsRoot()

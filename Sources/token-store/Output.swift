@@ -23,6 +23,12 @@ enum Output {
         try write(Array(text.utf8), to: STDERR_FILENO, name: "standard error")
     }
 
+    /// Writes a diagnostic line (which backend is used) to standard error, as far as it can: one that cannot be
+    /// written (standard error full or gone) never holds back the result, e.g. the token `get` prints.
+    static func diagnostic(_ text: String) {
+        try? standardError(text)
+    }
+
     /// Writes all of `bytes` to `fd` with `write(2)`, retrying on EINTR and short writes.
     static func write(_ bytes: [UInt8], to fd: Int32, name: String) throws(Exit) {
         var offset = 0

@@ -9,20 +9,22 @@ import ShopKitCore
 ///
 /// Exit codes (``Exit``): 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
 /// 6 access denied, 7 insecure permissions, 8 other I/O, 9 passphrase refused, 10 output not written,
-/// 64 usage error.
+/// 11 outcome unknown, 64 usage error.
 struct TokenStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-store",
         abstract: "Get, set or delete a token in the keyring or the encrypted token file.",
         discussion: """
             The token for `set` is read from standard input (one line); `get` prints it to standard output.
-            get, set and delete say on standard error which backend they use.
+            get, set and delete say on standard error which backend they use (a line that cannot be written there
+            is dropped; the token is still printed).
             The file passphrase is read from the terminal without echo, or from --passphrase-fd N (all of the
             descriptor's input, one trailing newline dropped, at most 4096 bytes). A new file needs a passphrase
             of at least 8 bytes; on a terminal it is asked twice.
-            Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
-            6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
-            10 standard output or error could not be written, 64 usage error.
+            Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable (nothing was done), 4 wrong passphrase,
+            5 corrupt file, 6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
+            10 standard output could not be written, 11 outcome unknown (a keyring set or delete timed
+            out after it started: it may or may not have been made; read back or repeat it), 64 usage error.
             """,
         subcommands: [Get.self, Set.self, Delete.self, Probe.self])
 }
@@ -119,7 +121,7 @@ struct StoreOptions: ParsableArguments {
                 },
                 logger: logger)
         }
-        try Output.standardError("token-store: \(choice.summary)\n")
+        Output.diagnostic("token-store: \(choice.summary)\n")
         let verifier = asked.value.map { TerminalPassphraseVerifier(check: .passphrase($0)) }
         return CredentialVault(backend: choice.backend, presenceVerifier: verifier, logger: logger)
     }
@@ -157,11 +159,18 @@ extension TokenStoreCommand {
         @Flag(help: "Print all tokens as JSON (accessToken, refreshToken, expiresAt in ISO 8601).")
         var json = false
 
+        @Flag(help: ArgumentHelp(
+            "Print the client key item of this service and account (or a token item holding a private key): "
+                + "only after yes is typed on the terminal."))
+        var exportPrivateKey = false
+
         func run() async throws {
             let key = try options.key()
             let vault = try await options.vault()
-            let tokens = try await Exit.map { () throws(CredentialError) in
+            let tokens = try await Exit.map { () throws(CredentialError) -> AuthTokens? in
                 do throws(CredentialError) {
+                    // --export-private-key: the client key item of that name (its own kind), else the token item.
+                    if exportPrivateKey, let item = try await vault.clientKeyItem(key) { return item }
                     return try await vault.read(key)
                 } catch .accessDenied(let why) {
                     // A user-presence item that cannot be checked here: fail closed, saying why.
@@ -169,6 +178,9 @@ extension TokenStoreCommand {
                 }
             }
             guard let tokens else { throw Exit(.notFound, "no token stored for \(key)") }
+            if PrivateKeyItem.holdsPrivateKey(tokens) {
+                try await confirmExport(exportPrivateKey ? key.of(.clientKey) : key)
+            }
             if json {
                 let encoder = JSONEncoder()
                 encoder.dateEncodingStrategy = .iso8601
@@ -181,7 +193,28 @@ extension TokenStoreCommand {
             }
         }
     }
+}
 
+extension TokenStoreCommand.Get {
+    /// An item holding a private key is printed only with `--export-private-key` and `yes` typed on the terminal.
+    func confirmExport(_ key: CredentialKey) async throws(Exit) {
+        guard exportPrivateKey else {
+            throw Exit(.accessDenied, "\(key) holds a private key (a client certificate's), which get never prints "
+                + "by default; to print it, add --export-private-key and confirm on the terminal")
+        }
+        let confirmed: Bool
+        do throws(CredentialError) {
+            confirmed = try await TerminalConfirmation.ask(
+                "token-store: \(key) holds a private key. Type yes to print it: ")
+        } catch {
+            throw Exit(.accessDenied, "\(key) holds a private key, and printing it must be confirmed on a terminal: "
+                + "there is none here (\(error))")
+        }
+        guard confirmed else { throw Exit(.accessDenied, "the private key of \(key) was not printed: yes was not typed") }
+    }
+}
+
+extension TokenStoreCommand {
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Store the token read from standard input (one line).")

@@ -82,25 +82,37 @@ import Testing
         try await withTempDirectory { dir in
             let configuration = EncryptedFileStore.Configuration(url: dir.storeURL, kdf: fastKDF)
             let marker = BackendSelection.keyringMarkerURL(for: dir.storeURL)
+            let userMarker = dir.url.appendingPathComponent("user/keyring-uid-\(geteuid())")
             let neverAsked = { @Sendable (_: PassphraseRequest) throws(CredentialError) -> Passphrase in
                 Issue.record("the file passphrase must not be asked")
                 throw .accessDenied("not expected")
             }
             let first = try await BackendSelection.makeChoice(
                 .auto, probe: .available(locked: false), keyring: KeyringStore(), fileConfiguration: configuration,
-                passphrase: neverAsked)
+                userMarker: userMarker, passphrase: neverAsked)
             #expect(first.selected == .keyring)
             #expect(first.summary == "backend: keyring")
             #expect(FileManager.default.fileExists(atPath: marker.path))
             #expect(mode(marker.path) == 0o600)
+            #expect(mode(userMarker.path) == 0o600)
             let error = await credentialError { () throws(CredentialError) in
                 try await BackendSelection.makeChoice(
                     .auto, probe: .unavailable("nothing owns org.freedesktop.secrets"), keyring: KeyringStore(),
-                    fileConfiguration: configuration, passphrase: neverAsked)
+                    fileConfiguration: configuration, userMarker: userMarker, passphrase: neverAsked)
             }
             guard case .unavailable(let why)? = error else { Issue.record("expected unavailable, got \(String(describing: error))"); return }
             #expect(why.contains("nothing owns org.freedesktop.secrets"))
             #expect(!FileManager.default.fileExists(atPath: dir.storeURL.path))
+
+            // The user's marker alone blocks the fallback for any other token file location (issue 26, item 2).
+            let elsewhere = EncryptedFileStore.Configuration(url: dir.url.appendingPathComponent("elsewhere/t.skt"), kdf: fastKDF)
+            let other = await credentialError { () throws(CredentialError) in
+                try await BackendSelection.makeChoice(
+                    .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(), fileConfiguration: elsewhere,
+                    userMarker: userMarker, passphrase: neverAsked)
+            }
+            guard case .unavailable(let reason)? = other else { Issue.record("expected unavailable, got \(String(describing: other))"); return }
+            #expect(reason.contains(userMarker.path), "\(reason)")
         }
     }
 
@@ -116,7 +128,7 @@ import Testing
             }
             let choice = try await BackendSelection.makeChoice(
                 .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(), fileConfiguration: configuration,
-                passphrase: passphrase)
+                userMarker: nil, passphrase: passphrase)
             #expect(choice.selected == .file)
             #expect(choice.fallbackReason == "no session bus")
             #expect(choice.summary == "backend: file \(dir.storeURL.path) (no keyring: no session bus)")
@@ -124,7 +136,7 @@ import Testing
             let readOrDelete = { () async throws(CredentialError) -> BackendChoice in
                 try await BackendSelection.makeChoice(
                     .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(),
-                    fileConfiguration: configuration, requireFileOnFallback: true, passphrase: passphrase)
+                    fileConfiguration: configuration, requireFileOnFallback: true, userMarker: nil, passphrase: passphrase)
             }
             guard case .unavailable(let why)? = await credentialError(readOrDelete) else {
                 Issue.record("expected unavailable")
@@ -168,7 +180,7 @@ import Testing
         let asked = Counter()
         let store = try await BackendSelection.makeStore(
             .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(), fileConfiguration: Self.file,
-            passphrase: { () throws(CredentialError) -> Passphrase in
+            userMarker: nil, passphrase: { () throws(CredentialError) -> Passphrase in
                 asked.increment()
                 return Passphrase(bytes: Array("test passphrase".utf8))
             })

@@ -27,22 +27,68 @@ import Testing
         #expect(problem.contains("e.g. configure the path \(suggested) "), "\(problem)")
     }
 
-    /// When the refused directory is the default location's own, no example path is offered (it would be the
-    /// same directory).
+    /// When the refused directory is the default location's own, the default location is not offered (it would
+    /// be the same directory); another place is (issue 26, item 1; no example at all was offered before).
     @Test func theRefusedDefaultDirectoryIsNotOfferedAsTheFix() throws {
         let problem = try #require(TokenFileIO.directoryProblem(
             "/home/u/.local/share/shopkit", mode: 0o40700, owner: 0, user: 1000,
             fallback: "/home/u/.local/share/shopkit/tokens.skt"))
-        #expect(!problem.contains("e.g.") && !problem.contains("chown"), "\(problem)")
+        #expect(!problem.contains("/home/u/.local/share/shopkit/tokens.skt") && !problem.contains("chown"), "\(problem)")
+        #expect(problem.contains("e.g. configure the path /var/tmp/shopkit-1000/tokens.skt "), "\(problem)")
     }
 
     /// A directory of the user's own that is merely open to group or others keeps its chmod advice; a private
     /// one is fine.
     @Test func ownDirectoryKeepsItsChmodAdvice() {
-        #expect(TokenFileIO.directoryProblem("/home/u/s", mode: 0o40755, owner: 1000, user: 1000)
+        #expect(TokenFileIO.directoryProblem("/home/u/s", mode: 0o40755, owner: 1000, user: 1000, home: "/home/u")
             == "directory /home/u/s is accessible by group or others; run: chmod 700 /home/u/s")
+        // ShopKit's own directory, wherever it is.
+        #expect(TokenFileIO.directoryProblem("/srv/shopkit", mode: 0o40755, owner: 1000, user: 1000, home: "/home/u")
+            == "directory /srv/shopkit is accessible by group or others; run: chmod 700 /srv/shopkit")
         #expect(TokenFileIO.directoryProblem("/home/u/s", mode: 0o40700, owner: 1000, user: 1000) == nil)
         #expect(TokenFileIO.directoryProblem("/tmp/mine", mode: 0o41700, owner: 1000, user: 1000) == nil)
+    }
+
+    /// Root is never told to `chmod` a system directory it happens to own (issue 26, item 1): a directory outside
+    /// the user's home and data directories is not ShopKit's to change. A private subdirectory is offered instead.
+    @Test(arguments: ["/etc", "/var/lib", "/usr/local", "/srv/app"])
+    func aDirectoryOutsideHomeIsNeverToBeChanged(directory: String) throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            directory, mode: 0o40755, owner: 0, user: 0, home: "/root", dataHome: "/root/.local/share",
+            fallback: "/root/.local/share/shopkit/tokens.skt"))
+        #expect(!problem.contains("chmod") && !problem.contains("chown"), "\(problem)")
+        #expect(problem.contains("private subdirectory"), "\(problem)")
+        #expect(problem.contains("e.g. configure the path \(directory)/shopkit/tokens.skt "), "\(problem)")
+    }
+
+    /// The home and data directories themselves, and those on the way to the data directory, are shared with
+    /// other programs and were not made by ShopKit: no `chmod` for them either.
+    @Test(arguments: ["/home/u", "/home/u/.local", "/home/u/.local/share"])
+    func homeAndDataDirectoriesAreNeverToBeChanged(directory: String) throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            directory, mode: 0o40755, owner: 1000, user: 1000, home: "/home/u", dataHome: "/home/u/.local/share",
+            fallback: "/home/u/.local/share/shopkit/tokens.skt"))
+        #expect(!problem.contains("chmod"), "\(problem)")
+    }
+
+    /// A group-writable directory of one's own outside home: a subdirectory there could be renamed away by the
+    /// group, so the default location is offered.
+    @Test func aGroupWritableDirectoryGetsTheDefaultLocation() throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            "/srv/team", mode: 0o40775, owner: 1000, user: 1000, home: "/home/u", dataHome: "/home/u/.local/share",
+            fallback: "/home/u/.local/share/shopkit/tokens.skt"))
+        #expect(!problem.contains("chmod"), "\(problem)")
+        #expect(problem.contains("e.g. configure the path /home/u/.local/share/shopkit/tokens.skt "), "\(problem)")
+    }
+
+    /// A user whose home belongs to root: the default location lies inside the refused directory, so another
+    /// place is offered (a private subdirectory of the sticky `/var/tmp`).
+    @Test func aSuggestionInsideTheRefusedDirectoryIsReplaced() throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            "/home/u", mode: 0o40755, owner: 0, user: 1000, home: "/home/u", dataHome: "/home/u/.local/share",
+            fallback: "/home/u/.local/share/shopkit/tokens.skt"))
+        #expect(!problem.contains("/home/u/.local") && !problem.contains("chmod"), "\(problem)")
+        #expect(problem.contains("e.g. configure the path /var/tmp/shopkit-1000/tokens.skt "), "\(problem)")
     }
 
     /// A real store directly in `/tmp` and directly in `/`: refused before anything is created, with the

@@ -58,6 +58,24 @@ struct TerminalSignalTests {
         }
     }
 
+    /// Ctrl-\ typed at the prompt with the Swift runtime's backtracer at its default (on, and interactive on a
+    /// terminal): no backtrace and no offer of a debugger (issue 26, item 3). The terminal is restored and the
+    /// process ends with 131 at once.
+    @Test func quitTypedAtThePromptExits131WithoutTheBacktracer() async throws {
+        try await withTempDirectory { dir in
+            let command = "env -u SWIFT_BACKTRACE " + (try await Self.setUp(in: dir)).dropFirst("env ".count)
+            var environment = TokenStoreCLITests.noBus
+            environment["SHELL"] = "/bin/bash"
+            let session = try await TerminalSession.run(
+                command, environment: environment, steps: [(Self.prompt, .press("\u{1C}"))])
+            #expect(session.screen.contains("status=131 ECHO=echo END"), "\(session.screen)")
+            for backtracer in ["Program crashed", "Backtrace", "Press space", "interact"] {
+                #expect(!session.screen.contains(backtracer), "\(session.screen)")
+            }
+            #expect(!session.screen.contains("signal-token"))
+        }
+    }
+
     /// Ctrl-Z: echo is back on while the job is stopped; after `fg` the prompt shows again with echo off, and the
     /// passphrase typed then works and is not shown.
     @Test func aStopAtThePromptRestoresEchoAndResumesSilently() async throws {

@@ -5,11 +5,13 @@ import Testing
 
 /// Runs the built `token-store` binary as a child process and checks its standard output and exit status.
 @Suite struct TokenStoreCLITests {
-    /// No session bus, and a data directory no keyring marker was ever written to (a keyring test's `auto` writes
-    /// one into the shared `XDG_DATA_HOME` of scripts/with-keyring, which would rightly stop `auto` picking the file).
+    /// No session bus, and a data directory and a user's marker directory no keyring marker was ever written to (a
+    /// keyring test's `auto` writes them into the shared directories of scripts/with-keyring, which would rightly
+    /// stop `auto` picking the file).
     static let noBus = [
         "DBUS_SESSION_BUS_ADDRESS": "unix:path=/nonexistent/shopkit-no-bus",
         "XDG_DATA_HOME": "/nonexistent/shopkit-no-data-\(UUID().uuidString)",
+        "SHOPKIT_KEYRING_MARKER_DIR": "/nonexistent/shopkit-no-marker-\(UUID().uuidString)",
     ]
 
     @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))

@@ -51,6 +51,38 @@ import Testing
         }
     }
 
+    /// The marker belongs to the user, not to one `XDG_DATA_HOME` (issue 26, item 2): a token stored into the
+    /// keyring from a session with one data directory, then `set` from cron, systemd or `sudo -u` with no bus and
+    /// another data directory, used to succeed and quietly make a second copy in a file there.
+    @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+    func theMarkerBelongsToTheUserNotToADataDirectory() async throws {
+        try await withTempDirectory { dir in
+            let user = dir.url.appendingPathComponent("user").path
+            let desktop = ["XDG_DATA_HOME": dir.url.appendingPathComponent("desktop").path, Self.markerVariable: user]
+            var cron = TokenStoreCLITests.noBus
+            cron["XDG_DATA_HOME"] = dir.url.appendingPathComponent("cron").path
+            cron[Self.markerVariable] = user
+            let key = KeyringTestEnvironment.uniqueKey()
+            let target = ["--service", key.service, "--account", key.account]
+            let set = try await TokenStoreBinary.run(["set"] + target, stdin: "in-keyring\n", environment: desktop)
+            #expect(set.status == 0, "\(set.stderr)")
+
+            let second = try await TokenStoreCLITests.runWithPassphrase(
+                ["set"] + target, passphrase: "second-copy-passphrase", stdin: "second-copy\n", environment: cron)
+            #expect(second.status == 3, "\(second.stderr)")
+            #expect(second.stderr.contains("not falling back to the token file"), "\(second.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: cron["XDG_DATA_HOME"]! + "/shopkit/tokens.skt"))
+            let get = try await TokenStoreCLITests.runWithPassphrase(
+                ["get"] + target, passphrase: "second-copy-passphrase", environment: cron)
+            #expect(get.status == 3, "\(get.stderr)")
+
+            #expect(try await TokenStoreBinary.run(["delete"] + target, environment: desktop).status == 0)
+        }
+    }
+
+    /// Where the tests keep the user's keyring marker (scripts/with-keyring sets it for the whole run).
+    static let markerVariable = "SHOPKIT_KEYRING_MARKER_DIR"
+
     /// The daemon killed while the bus lives: probe, get and set are unavailable, and no file appears.
     @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
     func aKilledDaemonIsUnavailableNotTheFile() async throws {

@@ -34,14 +34,15 @@ import Testing
     }
 
     static func storedIdentityReachesNginx(backend: any CredentialBackend) async throws {
-        let vault = CredentialVault(backend: backend)
+        // Client keys are stored under userPresence by default (issue 26): a verifier that says yes.
+        let vault = CredentialVault(backend: backend, presenceVerifier: ClosurePresenceVerifier { _ in true })
         let item = CredentialKey(service: "dev.shopkit.mtls-test", account: "client-key-\(UUID())")
         let stored = try await vault.storeClientIdentity(certificateChainPEM: chainPEM, privateKeyPEM: keyPEM, as: item)
         let identity = try #require(try await vault.clientIdentity(certificateChainPEM: chainPEM, keyItem: item))
         let direct = try ClientIdentity.pem(certificateChain: chainPEM, privateKey: keyPEM)
         #expect(identity == stored && identity == direct)
         #expect(try await clientEndpoint(identity: identity) == "200 SUCCESS O=ShopKit Test,CN=shopkit-client-ecdsa")
-        try await vault.delete(item)
+        try await vault.deleteClientIdentity(keyItem: item)  // the key is its own kind (issue 26): not delete(item)
         #expect(try await vault.clientIdentity(certificateChainPEM: chainPEM, keyItem: item) == nil)
     }
 
