@@ -26,6 +26,7 @@ struct TokenStoreCommand: AsyncParsableCommand {
             10 standard output could not be written, 11 outcome unknown (a keyring set or delete timed
             out after it started: it may or may not have been made; read back or repeat it), 64 usage error.
             """,
+        version: ShopKitVersion.current,
         subcommands: [Get.self, Set.self, Delete.self, Probe.self])
 }
 

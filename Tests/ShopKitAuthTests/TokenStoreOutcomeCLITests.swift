@@ -1,4 +1,5 @@
 import Foundation
+import ShopKitCore
 import Testing
 
 @testable import ShopKitAuth
@@ -48,6 +49,14 @@ struct TokenStoreOutcomeCLITests {
         let help = try await TokenStoreBinary.run(["--help"], environment: TokenStoreCLITests.noBus)
         #expect(help.status == 0)
         #expect(help.stdout.contains("11 outcome unknown"), "\(help.stdout)")
+    }
+
+    /// `--version` prints the one version (ShopKitVersion.current), as pin-check does.
+    @Test func versionPrintsTheOneVersion() async throws {
+        let outcome = try await TokenStoreBinary.run(["--version"], environment: TokenStoreCLITests.noBus)
+        #expect(outcome.status == 0)
+        #expect(outcome.stdout == ShopKitVersion.current + "\n")
+        #expect(outcome.stderr.isEmpty)
     }
 }
 
