@@ -17,11 +17,15 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
     ],
     targets: [
-        // The generated types and client (from openapi.yaml) and the README's example functions.
+        // The generated types and client (from openapi.yaml) and the README's example functions. The lean path:
+        // the HTTPS, TLS, pinning and API products only, so nothing here links libsecret or GLib (a test checks).
         .target(
             name: "PetStoreClient",
             dependencies: [
-                .product(name: "ShopKit", package: "ShopKit"),
+                .product(name: "ShopKitHTTPS", package: "ShopKit"),
+                .product(name: "ShopKitTLS", package: "ShopKit"),
+                .product(name: "ShopKitPinning", package: "ShopKit"),
+                .product(name: "ShopKitAPI", package: "ShopKit"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
             plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]),
@@ -31,7 +35,10 @@ let package = Package(
             name: "PetStoreClientTests",
             dependencies: [
                 "PetStoreClient",
-                .product(name: "ShopKit", package: "ShopKit"),
+                .product(name: "ShopKitHTTPS", package: "ShopKit"),
+                .product(name: "ShopKitTLS", package: "ShopKit"),
+                .product(name: "ShopKitPinning", package: "ShopKit"),
+                .product(name: "ShopKitAPI", package: "ShopKit"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
             ],
             exclude: ["pet_store_server.py"]),

@@ -1,4 +1,8 @@
-// The ShopKit umbrella: re-exports and the one composition root.
+// The ShopKit umbrella: re-exports, and ShopKitFactory's HTTPS convenience (the composition root itself is
+// ShopKitAPI's ShopKitFactory).
+// The transport seam's types, so `import ShopKit` is enough to name `ClientTransport`, `HTTPBody`, `HTTPRequest`.
+@_exported import HTTPTypes
+@_exported import OpenAPIRuntime
 @_exported import ShopKitAPI
 @_exported import ShopKitAuth
 @_exported import ShopKitPinning

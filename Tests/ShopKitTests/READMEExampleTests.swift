@@ -59,6 +59,14 @@ import TestSupport
         #expect(try READMESnippets.readme().contains(#"from: "\#(version)""#), "the install line names another version")
     }
 
+    /// The hand-built middleware array is compiled and compared with ShopKitFactory's by the example package.
+    @Test func handBuiltMiddlewaresAreTheREADMEsExample() throws {
+        let file = READMESnippets.root.appendingPathComponent(
+            "Examples/GeneratedClient/Sources/PetStoreClient/HandBuiltMiddlewares.swift")
+        let example = try #require(try READMESnippets.example(inFile: file.path))
+        #expect(try READMESnippets.readmeShows(example), "README.md's hand-built middlewares differ from \(file.path)")
+    }
+
     /// The generated-client example is compiled and run by its own package (Examples/GeneratedClient, which
     /// scripts/test tests); the README shows it verbatim.
     @Test func generatedClientExampleIsTheREADMEsExample() throws {

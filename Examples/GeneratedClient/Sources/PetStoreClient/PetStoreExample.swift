@@ -1,17 +1,46 @@
 // README-BEGIN (this block is the README's "Generated OpenAPI clients" example, verbatim; a test checks they match)
 import Foundation
 import OpenAPIRuntime
-import ShopKit
+import ShopKitAPI  // the middlewares, ShopKitConfiguration, TokenStore: no keyring, no libsecret
+import ShopKitHTTPS  // HTTPSTransport
+import ShopKitTLS  // TLSError
 
-/// A client generated from `openapi.yaml` (`login` is public, `getPet` needs a token) over the pinned HTTPS
-/// transport, with ShopKit's middlewares in their order, outermost first: retry, auth, dedup.
+/// A client generated from `openapi.yaml` over the pinned HTTPS transport, with ShopKit's middlewares in their
+/// order, outermost first: retry, auth, dedup. `login` and `refresh` are public (named by the generated
+/// operation ids, so a typo does not compile); `getPet` needs a token.
 func makePetStoreClient(
     serverURL: URL, https: HTTPSTransport, store: any TokenStore, refresher: any TokenRefresher
 ) -> Client {
     let configuration = ShopKitConfiguration(
-        auth: .init(tokenStore: store, tokenRefresher: refresher, requirement: .publicOperations(["login"])))
+        auth: .init(
+            tokenStore: store, tokenRefresher: refresher,
+            requirement: .publicOperations([Operations.login.id, Operations.refresh.id])))
     return Client(
         serverURL: serverURL, transport: https, middlewares: ShopKitFactory.makeMiddlewares(configuration))
+}
+
+/// Refreshes through the backend's `refresh` operation on a client of its own, with no middlewares: the auth
+/// middleware calls this refresher, so a refresh that went through it again could recurse. ShopKit calls it once
+/// per rejected token (on a 401, not ahead of `expiresAt`), saves what it returns, and replays the request.
+struct PetStoreRefresher: TokenRefresher {
+    let client: Client
+
+    init(serverURL: URL, https: HTTPSTransport) {
+        client = Client(serverURL: serverURL, transport: https)
+    }
+
+    func refresh(_ tokens: AuthTokens) async throws -> AuthTokens {
+        guard let refreshToken = tokens.refreshToken else { throw APIError.unauthorized }
+        switch try await client.refresh(body: .json(.init(refreshToken: refreshToken))) {
+        case .ok(let ok):
+            let fresh = try ok.body.json
+            return AuthTokens(accessToken: fresh.accessToken, refreshToken: fresh.refreshToken)
+        case .unauthorized, .undocumented:
+            // Not transient: the auth middleware signs the user out. (A transport error thrown above that says
+            // it is retryable, such as a timeout, keeps the session instead.)
+            throw APIError.unauthorized
+        }
+    }
 }
 
 /// Signs in (no token needed) and keeps the tokens in `store`; `false` for a wrong user name or password.

@@ -1,7 +1,10 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-import ShopKit
+import ShopKitAPI
+import ShopKitHTTPS
+import ShopKitPinning
+import ShopKitTLS
 import Testing
 
 @testable import PetStoreClient
@@ -15,10 +18,7 @@ import Testing
         defer { store.stop() }
         let https = try Self.https()
         let tokens = InMemoryTokenStore()  // signed out
-        let refresher = CountingRefresher { old in
-            #expect(old == AuthTokens(accessToken: "stale", refreshToken: "r1"))
-            return AuthTokens(accessToken: "fresh", refreshToken: "r2")
-        }
+        let refresher = PetStoreRefresher(serverURL: store.url, https: https)
         let client = makePetStoreClient(serverURL: store.url, https: https, store: tokens, refresher: refresher)
 
         #expect(try await signIn(client, username: "ada", password: "wrong", store: tokens) == false)
@@ -26,16 +26,54 @@ import Testing
         #expect(await petName(client, id: "1") == "Rex")
         #expect(await petName(client, id: "2") == "No such pet.")
 
-        #expect(await refresher.count == 1)
         #expect(await tokens.tokens == AuthTokens(accessToken: "fresh", refreshToken: "r2"))
         #expect(try await store.seen(through: https) == [
             Seen(method: "POST", path: "/login", authorization: nil),
             Seen(method: "POST", path: "/login", authorization: nil),
             Seen(method: "GET", path: "/pets/1", authorization: "Bearer stale"),  // 401
+            Seen(method: "POST", path: "/refresh", authorization: nil),  // one refresh, not through the middlewares
             Seen(method: "GET", path: "/pets/1", authorization: "Bearer fresh"),  // the one replay
             Seen(method: "GET", path: "/pets/2", authorization: "Bearer fresh"),
         ])
         await https.shutdown()
+    }
+
+    /// A used-up refresh token: the refresher's 401 signs the user out, once, and the call says so.
+    @Test func aRefreshTheServerRefusesSignsTheUserOut() async throws {
+        let store = try PetStoreServer()
+        defer { store.stop() }
+        let https = try Self.https()
+        let tokens = InMemoryTokenStore(AuthTokens(accessToken: "stale", refreshToken: "used-up"))
+        let client = makePetStoreClient(
+            serverURL: store.url, https: https, store: tokens,
+            refresher: PetStoreRefresher(serverURL: store.url, https: https))
+
+        #expect(await petName(client, id: "1") == "Please sign in again.")
+        #expect(await tokens.tokens == nil, "signed out: the store was cleared")
+        #expect(try await store.seen(through: https).map(\.path) == ["/pets/1", "/refresh"])
+        await https.shutdown()
+    }
+
+    /// The array built by hand is the factory's: the same middlewares in the same order.
+    @Test func theHandBuiltArrayIsTheFactorysArray() {
+        let store = InMemoryTokenStore()
+        let refresher = CountingRefresher { $0 }
+        let byHand = petStoreMiddlewares(store: store, refresher: refresher).map { String(describing: type(of: $0)) }
+        let configuration = ShopKitConfiguration(auth: .init(tokenStore: store, tokenRefresher: refresher))
+        let byFactory = ShopKitFactory.makeMiddlewares(configuration).map { String(describing: type(of: $0)) }
+        #expect(byHand == byFactory)
+        #expect(byHand == ["RetryMiddleware", "AuthenticationMiddleware", "DeduplicationMiddleware"])
+    }
+
+    /// The lean path: this package depends on ShopKitHTTPS, ShopKitTLS, ShopKitPinning and ShopKitAPI only, and
+    /// its test process maps neither libsecret nor GLib.
+    @Test func theLeanPathLinksNeitherLibsecretNorGLib() throws {
+        // Read to the end: /proc files report a size of 0.
+        let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        #expect(maps.contains("libssl"), "the check reads the right thing: OpenSSL is mapped")
+        #expect(!maps.contains("libsecret"), "libsecret is mapped")
+        #expect(!maps.contains("libglib-2.0"), "GLib is mapped")
     }
 
     @Test func signedOutCallArrivesAsClientErrorWithAPIError() async throws {

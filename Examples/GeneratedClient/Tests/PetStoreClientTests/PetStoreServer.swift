@@ -1,7 +1,9 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-import ShopKit
+import ShopKitAPI
+import ShopKitHTTPS
+import ShopKitPinning
 
 /// What the pet store saw of one request.
 struct Seen: Sendable, Equatable, Decodable {

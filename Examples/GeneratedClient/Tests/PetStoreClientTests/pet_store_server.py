@@ -8,6 +8,8 @@ line of stdout, and exits when its stdin closes (so it never outlives the test p
 
   POST /login     ada/secret -> 200 {"accessToken":"stale","refreshToken":"r1"}; any other -> 401;
                   a request that carries a token -> 400 (login is public: the client must send none)
+  POST /refresh   {"refreshToken":"r1"} -> 200 {"accessToken":"fresh","refreshToken":"r2"}, once (r1 is then
+                  used up); any other -> 401; a request that carries a token -> 400
   GET  /pets/1    Bearer fresh -> 200 Rex; any other token -> 401
   GET  /pets/N    Bearer fresh -> 404
   GET  /_seen     what the server saw so far (method, path, authorization), as JSON; not itself recorded
@@ -20,6 +22,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 seen = []
+used_refresh_tokens = set()
 seen_lock = threading.Lock()
 
 
@@ -45,15 +48,21 @@ class PetStore(BaseHTTPRequestHandler):
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.record()
-        if self.path != "/login":
+        if self.path not in ("/login", "/refresh"):
             return self.reply(404)
         if self.headers.get("Authorization") is not None:
             return self.reply(400)
         try:
-            credentials = json.loads(body)
+            fields = json.loads(body)
         except ValueError:
             return self.reply(400)
-        if credentials != {"username": "ada", "password": "secret"}:
+        if self.path == "/refresh":
+            with seen_lock:
+                if fields != {"refreshToken": "r1"} or "r1" in used_refresh_tokens:
+                    return self.reply(401)
+                used_refresh_tokens.add("r1")
+            return self.reply(200, {"accessToken": "fresh", "refreshToken": "r2"})
+        if fields != {"username": "ada", "password": "secret"}:
             return self.reply(401)
         self.reply(200, {"accessToken": "stale", "refreshToken": "r1"})
 

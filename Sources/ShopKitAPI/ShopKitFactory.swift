@@ -1,11 +1,13 @@
 import Foundation
-// The transport seam's types, so `import ShopKit` is enough to name `ClientTransport`, `HTTPBody`, `HTTPRequest`.
-@_exported import HTTPTypes
-@_exported import OpenAPIRuntime
-import ShopKitAPI
+import HTTPTypes
+import OpenAPIRuntime
 
 /// The one composition root: builds the decorator chain, as transports or as middlewares, and the API client
 /// from a ``ShopKitConfiguration``.
+///
+/// It lives in ShopKitAPI, beside the types it composes, so an app that keeps its tokens in memory or in a store
+/// of its own links neither libsecret nor GLib: ShopKitHTTPS + ShopKitAPI are enough. The umbrella adds
+/// `makeAPIClient(baseURL:configuration:https:)`, which also builds the pinned transport.
 ///
 /// The chain, outermost first, and why in this order:
 ///
@@ -73,19 +75,5 @@ public enum ShopKitFactory {
         APIClient(
             baseURL: baseURL, transport: makeTransport(configuration, base: transport),
             decoder: configuration.decoder, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
-    }
-}
-
-extension ShopKitFactory {
-    /// The whole stack over ShopKit's pinned HTTPS transport: the client, and the transport so the caller can
-    /// `shutdown()` it when done.
-    ///
-    /// - Throws: `TLSContextError` (ShopKitTLS) when the TLS configuration cannot be loaded (e.g. unreadable anchors).
-    public static func makeAPIClient(
-        baseURL: URL, configuration: ShopKitConfiguration = ShopKitConfiguration(),
-        https: HTTPSTransport.Configuration
-    ) throws -> (client: APIClient, transport: HTTPSTransport) {
-        let transport = try HTTPSTransport(configuration: https)
-        return (makeAPIClient(baseURL: baseURL, configuration: configuration, transport: transport), transport)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import ShopKitAPI
 
 /// How ShopKit's decorator chain behaves: retry, deduplication and, when ``auth`` is set, authentication.
 ///
