@@ -158,6 +158,7 @@ let package = Package(
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         .testTarget(name: "ShopKitCoreTests", dependencies: ["ShopKitCore"]),

@@ -58,6 +58,8 @@ public actor AuthenticationMiddleware: ClientMiddleware {
     private var recoveries = SingleFlight<String, CheckedContinuation<Recovery, any Error>>()
     /// A fingerprint (`hashValue`, per-process seed) of the last signed-out access token, to tell the observer once.
     private var lastSignOutFingerprint: Int?
+    /// Operation IDs already logged as resembling a public one (each is logged once).
+    private var typosNoted: Set<String> = []
     /// Tokens a refresh produced that the store could not save, and the access token they replace: a later
     /// recovery for that token uses them (and saves them again) instead of refreshing with a refresh token the
     /// backend may already have rotated away.
@@ -96,7 +98,10 @@ public actor AuthenticationMiddleware: ClientMiddleware {
                 try await next(request, body, baseURL)
             }
         }
-        guard let tokens = try await store.loadTokens() else { throw APIError.unauthorized }
+        guard let tokens = try await store.loadTokens() else {
+            if let near = requirement.publicOperation(resembling: operationID) { await noteTypo(operationID, near) }
+            throw APIError.unauthorized
+        }
 
         let first = try await next(Self.authorize(request, with: tokens), body, baseURL)
         guard first.0.status.code == 401, body.isReplayable else { return first }
@@ -114,6 +119,15 @@ public actor AuthenticationMiddleware: ClientMiddleware {
         case .failed(let error):
             throw error
         }
+    }
+
+    /// Logs, once per operation, that a request refused for want of a token resembles a public operation: the
+    /// configuration most likely has a typo (`"Login"` for `login`).
+    private func noteTypo(_ operationID: String, _ publicID: String) {
+        guard typosNoted.insert(operationID).inserted else { return }
+        logger.notice(
+            "operation needs a token, but a public operation with a similar ID is configured: a typo? Use the generated id (Operations.<name>.id)",
+            metadata: ["operation": "\(operationID)", "configured": "\(publicID)"])
     }
 
     /// `request` with `Authorization: Bearer <access token>` (replacing any it had).

@@ -21,6 +21,8 @@ import HTTPTypes
 ///   sends it anonymously, and the server answers 401.
 public struct AuthenticationRequirement: Sendable {
     private let rule: @Sendable (_ operationID: String, _ request: HTTPRequest) -> Bool
+    /// The public operation IDs of ``publicOperations(_:)`` (nil for the other kinds), for the typo hint.
+    private var publicOperationIDs: Set<String>? = nil
 
     /// A requirement decided by `requiresAuthentication`, which gets the operation ID (a generated client's
     /// `operationId`; for ``APIClient`` the request type's name) and the request head, and returns `true` when
@@ -36,8 +38,23 @@ public struct AuthenticationRequirement: Sendable {
 
     /// Every operation needs the token except those whose operation ID is in `operationIDs`
     /// (exact, case-sensitive match with the spec's `operationId`).
+    ///
+    /// Prefer the generated ids (`Operations.login.id`) to strings: a typo then does not compile. A string that
+    /// differs from a request's operation ID only in case, `-` or `_` is logged once by the auth middleware when
+    /// that request is refused for want of a token.
     public static func publicOperations(_ operationIDs: Set<String>) -> AuthenticationRequirement {
-        AuthenticationRequirement { operationID, _ in !operationIDs.contains(operationID) }
+        var requirement = AuthenticationRequirement { operationID, _ in !operationIDs.contains(operationID) }
+        requirement.publicOperationIDs = operationIDs
+        return requirement
+    }
+
+    /// A public operation ID that `operationID` resembles but does not equal (the same letters and digits, ignoring
+    /// case, `-` and `_`): most likely a typo in the configuration.
+    func publicOperation(resembling operationID: String) -> String? {
+        guard let publicOperationIDs, !publicOperationIDs.isEmpty else { return nil }
+        func folded(_ text: String) -> String { text.lowercased().filter { $0 != "-" && $0 != "_" } }
+        let target = folded(operationID)
+        return publicOperationIDs.first { $0 != operationID && folded($0) == target }
     }
 
     /// Whether `request` (of operation `operationID`) must carry the bearer token.

@@ -21,6 +21,31 @@ import TestSupport
         }.0.status.code
     }
 
+    /// A public ID that differs from the operation's only in case or separators is most likely a typo: the refusal
+    /// for want of a token is logged once per operation, naming both IDs, and nothing is sent.
+    @Test func aPublicOperationTypoIsLoggedOnceWhenItsRequestIsRefused() async throws {
+        let stub = StubTransport(replies: [.status(200)])
+        let capture = LogCapture()
+        let auth = AuthenticationMiddleware(
+            store: InMemoryTokenStore(), refresher: CountingRefresher(returning: newTokens),
+            requirement: .publicOperations(["Login", "get_catalog"]), logger: capture.logger())
+        for _ in 0..<3 {
+            await #expect(throws: APIError.unauthorized) {
+                try await Self.send(auth, Self.request(.post, path: "/login"), operationID: "login", to: stub)
+            }
+        }
+        await #expect(throws: APIError.unauthorized) {
+            try await Self.send(auth, Self.request(path: "/pets/1"), operationID: "getPet", to: stub)
+        }
+        #expect(await stub.requests.isEmpty)
+        let hints = capture.records.filter { $0.message.contains("a typo?") }
+        #expect(hints.count == 1, "once per operation, and not for an unrelated one")
+        #expect(hints.first?.metadata["operation"] == "login")
+        #expect(hints.first?.metadata["configured"] == "Login")
+        #expect(AuthenticationRequirement.publicOperations(["get_catalog"]).publicOperation(resembling: "getCatalog") == "get_catalog")
+        #expect(AuthenticationRequirement.publicOperations(["login"]).publicOperation(resembling: "login") == nil)
+    }
+
     @Test func everyOperationIsTheDefault() async throws {
         let stub = StubTransport(replies: [.status(200)])
         let signedOut = AuthenticationMiddleware(

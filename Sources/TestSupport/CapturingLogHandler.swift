@@ -2,36 +2,38 @@ import Foundation
 import Logging
 
 /// Log records kept by ``CapturingLogHandler``, shared by every copy of the handler.
-final class LogCapture: @unchecked Sendable {
+package final class LogCapture: @unchecked Sendable {
+    package init() {}
+
     // @unchecked Sendable: `stored` is only read or written while `lock` is held.
     private let lock = NSLock()
     private var stored: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] = []
 
-    func append(_ level: Logger.Level, _ message: String, _ metadata: Logger.Metadata) {
+    package func append(_ level: Logger.Level, _ message: String, _ metadata: Logger.Metadata) {
         lock.withLock { stored.append((level, message, metadata)) }
     }
 
     /// Every record so far, oldest first.
-    var records: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] { lock.withLock { stored } }
+    package var records: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] { lock.withLock { stored } }
 
     /// A logger writing into this capture, at every level.
-    func logger(label: String = "test") -> Logger {
+    package func logger(label: String = "test") -> Logger {
         Logger(label: label) { _ in CapturingLogHandler(capture: self) }
     }
 }
 
 /// A swift-log handler that keeps what is logged, for assertions.
-struct CapturingLogHandler: LogHandler {
-    let capture: LogCapture
-    var logLevel: Logger.Level = .trace
-    var metadata: Logger.Metadata = [:]
+package struct CapturingLogHandler: LogHandler {
+    package let capture: LogCapture
+    package var logLevel: Logger.Level = .trace
+    package var metadata: Logger.Metadata = [:]
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         capture.append(event.level, event.message.description, metadata.merging(event.metadata ?? [:]) { $1 })
     }
 }
