@@ -29,8 +29,6 @@ public struct APIClient: Sendable {
     /// 64 KiB: how much of a non-2xx body is read, enough for its error message whatever the size limit.
     static let errorBodyPrefixBytes = 64 * 1024
 
-    /// 10 MiB: the default ``maxResponseBodyBytes``.
-    public static let defaultMaxResponseBodyBytes = 10 * 1024 * 1024
 
     /// Creates a client.
     ///
@@ -38,12 +36,12 @@ public struct APIClient: Sendable {
     ///   - baseURL: The backend's base URL, e.g. `https://shop.example/api`.
     ///   - transport: The transport or decorator chain.
     ///   - decoder: The JSON decoder for response bodies.
-    ///   - maxResponseBodyBytes: The largest response body read into memory (default 10 MiB).
+    ///   - maxResponseBodyBytes: The largest response body read into memory (default 16 MiB, `ResponseBodyLimit.defaultBytes`).
     ///   - logger: Where debug lines go; the default logs nowhere unless a logging backend is bootstrapped.
     ///   - now: The current time, used for an HTTP-date `Retry-After` on a 429 (tests inject a fixed clock).
     public init(
         baseURL: URL, transport: any ClientTransport, decoder: JSONDecoder = JSONDecoder(),
-        maxResponseBodyBytes: Int = APIClient.defaultMaxResponseBodyBytes,
+        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes,
         logger: Logger = Logger(label: "ShopKit.APIClient"),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {

@@ -19,15 +19,15 @@ public struct DeduplicatingTransport: ClientTransport {
 
     /// The largest shared 2xx response body buffered; bigger ones fail every waiter with
     /// ``ResponseBodyTooLargeError``.
-    public var maxBodyBytes: Int { middleware.maxBodyBytes }
+    public var maxResponseBodyBytes: Int { middleware.maxResponseBodyBytes }
 
     /// Header fields that never change a response and so do not separate requests (lowercased).
     public static var ignoredHeaderNames: Set<String> { DeduplicationMiddleware.ignoredHeaderNames }
 
     /// Creates the decorator.
-    public init(wrapping upstream: any ClientTransport, maxBodyBytes: Int = 10 * 1024 * 1024) {
+    public init(wrapping upstream: any ClientTransport, maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes) {
         self.upstream = upstream
-        self.middleware = DeduplicationMiddleware(maxBodyBytes: maxBodyBytes)
+        self.middleware = DeduplicationMiddleware(maxResponseBodyBytes: maxResponseBodyBytes)
     }
 
     /// Joins an identical in-flight GET/HEAD or starts one; everything else passes straight through.

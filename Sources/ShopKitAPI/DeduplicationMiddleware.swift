@@ -15,7 +15,7 @@ import OpenAPIRuntime
 /// auth, so `Authorization` is already set and two users' requests never merge.
 ///
 /// The shared response body is read into memory and every waiter gets its own `HTTPBody` over the same bytes:
-/// a 2xx body up to ``maxBodyBytes`` (a bigger one fails every waiter with ``ResponseBodyTooLargeError``); any
+/// a 2xx body up to ``maxResponseBodyBytes`` (a bigger one fails every waiter with ``ResponseBodyTooLargeError``); any
 /// other status with at most its first 64 KiB, as ``APIClient`` reads an error body, and a body that breaks off
 /// delivers the status with no body. So a large or broken error page never hides a 401, a 404 or a 503 from the
 /// layers above. The entry is evicted as soon as the request ends (the next identical request goes upstream
@@ -39,7 +39,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
 
     /// The largest shared 2xx response body buffered; bigger ones fail every waiter with
     /// ``ResponseBodyTooLargeError``.
-    public nonisolated let maxBodyBytes: Int
+    public nonisolated let maxResponseBodyBytes: Int
 
     /// Header fields that never change a response and so do not separate requests (lowercased).
     public static let ignoredHeaderNames: Set<String> = ["traceparent", "tracestate", "x-request-id", "x-correlation-id"]
@@ -96,8 +96,8 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     }
 
     /// Creates the middleware.
-    public init(maxBodyBytes: Int = 10 * 1024 * 1024) {
-        self.maxBodyBytes = max(0, maxBodyBytes)
+    public init(maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes) {
+        self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
     }
 
     /// Joins an identical in-flight GET/HEAD or starts one through `next`; everything else goes straight to `next`.
@@ -214,7 +214,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
             let (response, body) = try await send()
             guard let body else { return .success(Buffered(response: response, body: nil)) }
             if response.status.kind == .successful {
-                return .success(Buffered(response: response, body: try await body.collectBounded(limit: maxBodyBytes)))
+                return .success(Buffered(response: response, body: try await body.collectBounded(limit: maxResponseBodyBytes)))
             }
             // The status is the answer; the body only adds a message. A large or broken error body must not
             // turn a 401, 404 or 503 into a size-limit or transport error.

@@ -41,7 +41,7 @@ public struct ShopKitConfiguration: Sendable {
     /// The auth decorator's settings; `nil` (the default) builds the chain without auth, and no request carries
     /// a token.
     public var auth: Auth?
-    /// The largest 2xx response body buffered, by the client and by the dedup decorator. Default 10 MiB.
+    /// The largest 2xx response body buffered, by the client and by the dedup decorator. Default 16 MiB (`ResponseBodyLimit.defaultBytes`), the transport's default too.
     public var maxResponseBodyBytes: Int
     /// Waits between retries. Default: `Task.sleep`.
     public var sleeper: any Sleeper
@@ -53,7 +53,7 @@ public struct ShopKitConfiguration: Sendable {
     /// Creates a configuration; every parameter has a default, and without `auth` nothing needs credentials.
     public init(
         retryPolicy: RetryPolicy = .default, auth: Auth? = nil,
-        maxResponseBodyBytes: Int = APIClient.defaultMaxResponseBodyBytes, sleeper: any Sleeper = TaskSleeper(),
+        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, sleeper: any Sleeper = TaskSleeper(),
         randomSource: any RandomSource = SystemRandomSource(), decoder: JSONDecoder = JSONDecoder()
     ) {
         self.retryPolicy = retryPolicy

@@ -44,7 +44,7 @@ public enum ShopKitFactory {
                     store: auth.tokenStore, refresher: auth.tokenRefresher, observer: auth.signOutObserver,
                     requirement: auth.requirement))
         }
-        middlewares.append(DeduplicationMiddleware(maxBodyBytes: configuration.maxResponseBodyBytes))
+        middlewares.append(DeduplicationMiddleware(maxResponseBodyBytes: configuration.maxResponseBodyBytes))
         return middlewares
     }
 
@@ -54,7 +54,7 @@ public enum ShopKitFactory {
         _ configuration: ShopKitConfiguration, base: any ClientTransport
     ) -> any ClientTransport {
         var chain: any ClientTransport = DeduplicatingTransport(
-            wrapping: base, maxBodyBytes: configuration.maxResponseBodyBytes)
+            wrapping: base, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
         if let auth = configuration.auth {
             chain = AuthenticatingTransport(
                 wrapping: chain, store: auth.tokenStore, refresher: auth.tokenRefresher,

@@ -105,7 +105,7 @@ package enum HTTPConnectionTarget {
             }
             let exchange = ExchangeContext(
                 id: id,
-                limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxBodySize: 8_192),
+                limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 8_192),
                 requestKeepAlive: true, isHead: false, head: headPromise, body: body,
                 release: { reusable in
                     outcomes.value[index].releases.append(reusable)

@@ -83,7 +83,7 @@ package enum HTTPResponseTarget {
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
         let exchange = ExchangeContext(
             id: id,
-            limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxBodySize: 8_192),
+            limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 8_192),
             requestKeepAlive: requestKeepAlive, isHead: isHead, head: headPromise, body: body,
             release: { reusable in releases.value.append(reusable) })
         headPromise.futureResult.whenComplete { result in

@@ -46,12 +46,12 @@ package struct HTTP1ExchangeStateMachine {
         /// The longest silence once the request is written.
         let idleReadTimeout: TimeAmount
         /// The most response-body bytes accepted.
-        let maxBodySize: Int
+        let maxResponseBodyBytes: Int
 
-        package init(deadline: NIODeadline, idleReadTimeout: TimeAmount, maxBodySize: Int) {
+        package init(deadline: NIODeadline, idleReadTimeout: TimeAmount, maxResponseBodyBytes: Int) {
             self.deadline = deadline
             self.idleReadTimeout = idleReadTimeout
-            self.maxBodySize = maxBodySize
+            self.maxResponseBodyBytes = maxResponseBodyBytes
         }
     }
 
@@ -272,8 +272,8 @@ package struct HTTP1ExchangeStateMachine {
                 return fail(.transport(.malformedResponse("101 Switching Protocols, but the request asked for no upgrade")))
             }
             if code >= 100 && code < 200 { return .none }
-            if !exchange.isHead, let length = HTTPConversion.contentLength(head), length > exchange.limits.maxBodySize {
-                return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxBodySize)))
+            if !exchange.isHead, let length = HTTPConversion.contentLength(head), length > exchange.limits.maxResponseBodyBytes {
+                return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxResponseBodyBytes)))
             }
             exchange.response = .streaming(received: 0, keepAlive: head.isKeepAlive && exchange.requestKeepAlive)
             state = .running(exchange)
@@ -295,8 +295,8 @@ package struct HTTP1ExchangeStateMachine {
         case .running(var exchange):
             guard case .streaming(let received, let keepAlive) = exchange.response else { break }
             let total = received + buffer.readableBytes
-            guard total <= exchange.limits.maxBodySize else {
-                return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxBodySize)))
+            guard total <= exchange.limits.maxResponseBodyBytes else {
+                return fail(.transport(.responseBodyTooLarge(limit: exchange.limits.maxResponseBodyBytes)))
             }
             exchange.response = .streaming(received: total, keepAlive: keepAlive)
             state = .running(exchange)

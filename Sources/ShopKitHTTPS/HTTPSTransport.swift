@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import OpenAPIRuntime
+import ShopKitCore
 import ShopKitPinning
 import ShopKitTLS
 
@@ -26,7 +27,7 @@ public struct HTTPSTransport: ClientTransport {
         public var pool: Pool
         /// The largest response body accepted, in bytes (default 16 MiB); larger ones fail with
         /// ``HTTPSTransportError/responseBodyTooLarge(limit:)``.
-        public var maxResponseBodySize: Int
+        public var maxResponseBodyBytes: Int
         /// The event loops to run on; nil uses `MultiThreadedEventLoopGroup.singleton`.
         public var eventLoopGroup: (any EventLoopGroup)?
         /// Where to open the TCP connection for a host instead of resolving it, as curl's `--resolve`: maps a
@@ -46,7 +47,7 @@ public struct HTTPSTransport: ClientTransport {
         /// A configuration; every parameter has a safe default.
         public init(
             tls: TLSClientConfiguration = TLSClientConfiguration(), timeouts: Timeouts = Timeouts(), pool: Pool = Pool(),
-            maxResponseBodySize: Int = 16 * 1024 * 1024, eventLoopGroup: (any EventLoopGroup)? = nil,
+            maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, eventLoopGroup: (any EventLoopGroup)? = nil,
             connectAddresses: [String: String] = [:], httpVersion: HTTPVersionPolicy = .automatic,
             proxy: ProxyConfiguration? = nil
         ) {
@@ -55,7 +56,7 @@ public struct HTTPSTransport: ClientTransport {
             self.tls = tls
             self.timeouts = timeouts
             self.pool = pool
-            self.maxResponseBodySize = maxResponseBodySize
+            self.maxResponseBodyBytes = maxResponseBodyBytes
             self.eventLoopGroup = eventLoopGroup
             self.connectAddresses = connectAddresses
         }
@@ -211,7 +212,7 @@ public struct HTTPSTransport: ClientTransport {
         let mayRetry = HTTPConversion.isRetryable(request, body: body)
         let limits = HTTP1ExchangeStateMachine.Limits(
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
-            maxBodySize: configuration.maxResponseBodySize)
+            maxResponseBodyBytes: configuration.maxResponseBodyBytes)
         var attempt = 1
         while true {
             do {

@@ -12,7 +12,7 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
     case connectFailed(host: String, port: Int, reason: String)
     /// A timer of the transport fired (see ``HTTPSTransport/Timeouts``).
     case timeout(Timeout)
-    /// The response body is larger than ``HTTPSTransport/Configuration/maxResponseBodySize``.
+    /// The response body is larger than ``HTTPSTransport/Configuration/maxResponseBodyBytes``.
     case responseBodyTooLarge(limit: Int)
     /// The server's response is not valid HTTP/1.1, or its head is too large.
     case malformedResponse(String)
@@ -59,7 +59,7 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
         case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
         case .timeout(let which): return "\(which.rawValue) timeout"
         case .responseBodyTooLarge(let limit):
-            return "response body exceeds the \(limit)-byte limit; raise HTTPSTransport.Configuration.maxResponseBodySize if it is expected"
+            return "response body exceeds the \(limit)-byte limit; raise HTTPSTransport.Configuration.maxResponseBodyBytes if it is expected"
         case .malformedResponse(let why): return "malformed response: \(why)"
         case .connectionClosed: return "connection closed before the response was complete"
         case .http2NotNegotiated(let alpn):

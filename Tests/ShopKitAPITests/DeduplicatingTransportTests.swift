@@ -204,7 +204,7 @@ import TestSupport
     @Test func oversizeSharedBodyFailsEveryWaiter() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate, body: String(repeating: "x", count: 100))
-        let dedup = DeduplicatingTransport(wrapping: stub, maxBodyBytes: 10)
+        let dedup = DeduplicatingTransport(wrapping: stub, maxResponseBodyBytes: 10)
         let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
         await Self.waitForWaiters(dedup, 3)
         await gate.open()
@@ -237,7 +237,7 @@ extension DeduplicatingTransportTests {
             try await gate.wait()
             return .status(503, body: Data(page.utf8), streamed: true)
         }
-        let dedup = DeduplicatingTransport(wrapping: stub, maxBodyBytes: 10)
+        let dedup = DeduplicatingTransport(wrapping: stub, maxResponseBodyBytes: 10)
         let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
         await Self.waitForWaiters(dedup, 3)
         await gate.open()
@@ -252,7 +252,7 @@ extension DeduplicatingTransportTests {
     /// Only the first 64 KiB of an error page are kept, as `APIClient` reads them.
     @Test func errorPageIsCutAt64KiB() async throws {
         let stub = StubTransport(replies: [.status(500, body: Data(count: 100_000), streamed: true)])
-        let dedup = DeduplicatingTransport(wrapping: stub, maxBodyBytes: 10)
+        let dedup = DeduplicatingTransport(wrapping: stub, maxResponseBodyBytes: 10)
         let (status, body) = try await Self.fetch(dedup, Self.request())
         #expect(status == 500)
         #expect(body.count == 64 * 1024)

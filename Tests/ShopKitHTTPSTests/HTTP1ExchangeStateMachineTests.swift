@@ -11,7 +11,7 @@ import ShopKitTLS
     typealias Actions = Machine.Actions
 
     let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
-    var limits: Machine.Limits { .init(deadline: t0 + .seconds(60), idleReadTimeout: .seconds(5), maxBodySize: 100) }
+    var limits: Machine.Limits { .init(deadline: t0 + .seconds(60), idleReadTimeout: .seconds(5), maxResponseBodyBytes: 100) }
     let id = Machine.ExchangeID(raw: 1)
 
     func head(_ code: UInt, keepAlive: Bool = true, length: Int? = nil) -> HTTPResponseHead {

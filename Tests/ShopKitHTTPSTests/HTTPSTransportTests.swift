@@ -214,7 +214,7 @@ import ShopKitTLS
         let server = try await LoopbackHTTPServer.startTLS { _ in
             .respond(status: 200, headers: [], body: pattern(5_000), chunked: chunked, close: false)
         }
-        let transport = makeTransport(maxResponseBodySize: 1_000)
+        let transport = makeTransport(maxResponseBodyBytes: 1_000)
         await #expect {
             _ = try await transport.fetch(baseURL: server.baseURL)
         } throws: { error in

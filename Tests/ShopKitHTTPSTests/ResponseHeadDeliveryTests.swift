@@ -16,8 +16,8 @@ import Testing
         let releasedAtHead: NIOLoopBoundBox<[Bool]?>
         let released: NIOLoopBoundBox<[Bool]>
 
-        init(maxBodySize: Int = 1_000) throws {
-            let embedded = try EmbeddedExchange(maxBodySize: maxBodySize)
+        init(maxResponseBodyBytes: Int = 1_000) throws {
+            let embedded = try EmbeddedExchange(maxResponseBodyBytes: maxResponseBodyBytes)
             let (handler, released) = (embedded.handler, embedded.released)
             (channel, exchange, self.released) = (embedded.channel, embedded.exchange, released)
             let loop = channel.embeddedEventLoop
@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func aFailureInTheSameReadComesAfterTheHead() async throws {
-        let running = try Running(maxBodySize: 2)
+        let running = try Running(maxResponseBodyBytes: 2)
         running.read(.head(HTTPResponseHead(version: .http1_1, status: .ok)))
         running.read(.body(ByteBuffer(string: "abc")))  // over the limit: the exchange fails
         #expect(running.headDelivered)

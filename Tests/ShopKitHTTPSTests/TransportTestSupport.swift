@@ -31,12 +31,12 @@ func realSecurity() -> any ConnectionSecurity {
 func makeTransport(
     timeouts: HTTPSTransport.Timeouts = HTTPSTransport.Timeouts(),
     pool: HTTPSTransport.Pool = HTTPSTransport.Pool(),
-    maxResponseBodySize: Int = 16 * 1024 * 1024,
+    maxResponseBodyBytes: Int = 16 * 1024 * 1024,
     security: any ConnectionSecurity = realSecurity()
 ) -> HTTPSTransport {
     HTTPSTransport(
         configuration: HTTPSTransport.Configuration(
-            timeouts: timeouts, pool: pool, maxResponseBodySize: maxResponseBodySize),
+            timeouts: timeouts, pool: pool, maxResponseBodyBytes: maxResponseBodyBytes),
         security: security)
 }
 
@@ -99,7 +99,7 @@ struct EmbeddedExchange {
     let exchange: ExchangeContext
     let released: NIOLoopBoundBox<[Bool]>
 
-    init(deadlineIn: TimeAmount = .seconds(60), idleRead: TimeAmount = .seconds(5), maxBodySize: Int = 1_000) throws {
+    init(deadlineIn: TimeAmount = .seconds(60), idleRead: TimeAmount = .seconds(5), maxResponseBodyBytes: Int = 1_000) throws {
         channel = EmbeddedChannel()
         handler = HTTPClientConnectionHandler()
         try channel.pipeline.syncOperations.addHandler(handler)
@@ -109,7 +109,7 @@ struct EmbeddedExchange {
         self.released = released
         exchange = ExchangeContext(
             id: .init(raw: 1),
-            limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxBodySize: maxBodySize),
+            limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxResponseBodyBytes: maxResponseBodyBytes),
             requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),
             release: { released.value.append($0) })
     }
