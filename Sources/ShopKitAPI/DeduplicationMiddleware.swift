@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 import OpenAPIRuntime
 
 /// Coalesces identical in-flight GET and HEAD requests into one upstream request.
@@ -95,9 +96,17 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         case result(Buffered)
     }
 
+    /// Where each decision goes, at `debug` (a request joining an identical one in flight, or leading one):
+    /// nothing at the default level. Never a header value, a token or a body.
+    public nonisolated let logger: Logger
+
     /// Creates the middleware.
-    public init(maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes) {
+    public init(
+        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes,
+        logger: Logger = Logger(label: "ShopKit.DeduplicationMiddleware")
+    ) {
         self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
+        self.logger = logger
     }
 
     /// Joins an identical in-flight GET/HEAD or starts one through `next`; everything else goes straight to `next`.
@@ -106,7 +115,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
     ) async throws -> (HTTPResponse, HTTPBody?) {
         guard Self.isShared(request, body: body) else { return try await next(request, body, baseURL) }
-        return try await share(request, baseURL: baseURL, next: next)
+        return try await share(request, baseURL: baseURL, operationID: operationID, next: next)
     }
 
     /// Whether `request` can share a response: a GET or HEAD without a body.
@@ -119,7 +128,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     /// A leader sends in its own task and returns once its request has ended, so `next` is never called after
     /// this returns.
     nonisolated func share(
-        _ request: HTTPRequest, baseURL: URL, next: Next
+        _ request: HTTPRequest, baseURL: URL, operationID: String = "", next: Next
     ) async throws -> (HTTPResponse, HTTPBody?) {
         try Task.checkCancellation()
         let key = Self.key(for: request, baseURL: baseURL)
@@ -127,10 +136,12 @@ public actor DeduplicationMiddleware: ClientMiddleware {
         if let started = await lead(key) {
             flightID = started
         } else {
+            logger.debug("joining an identical request in flight", metadata: ["operation": "\(operationID)"])
             switch try await follow(key) {
             case .result(let shared):
                 return (shared.response, shared.body.map { HTTPBody($0) })
             case .lead(let handedOver):
+                logger.debug("leading the flight its cancelled leader handed over", metadata: ["operation": "\(operationID)"])
                 flightID = handedOver
             }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 import OpenAPIRuntime
 import ShopKitCore
 
@@ -31,12 +32,17 @@ public struct RetryMiddleware: ClientMiddleware {
     public let random: any RandomSource
     /// The current time, for `Retry-After` HTTP-dates.
     public let now: @Sendable () -> Date
+    /// Where each decision goes, at `debug` (a retry, its cause and wait; giving up): nothing at the default
+    /// level. Never a header value, a token or a body; an error only by its type.
+    public let logger: Logger
 
     /// Creates the middleware.
     public init(
         policy: RetryPolicy = .default, sleeper: any Sleeper = TaskSleeper(),
-        random: any RandomSource = SystemRandomSource(), now: @escaping @Sendable () -> Date = { Date() }
+        random: any RandomSource = SystemRandomSource(), now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "ShopKit.RetryMiddleware")
     ) {
+        self.logger = logger
         self.policy = policy
         self.sleeper = sleeper
         self.random = random
@@ -56,19 +62,39 @@ public struct RetryMiddleware: ClientMiddleware {
             let wait: Duration
             do {
                 let (response, responseBody) = try await next(request, body, baseURL)
-                guard retriable, attempt < policy.maxAttempts,
-                    policy.retryableStatuses.contains(response.status.code)
-                else { return (response, responseBody) }
+                guard policy.retryableStatuses.contains(response.status.code) else { return (response, responseBody) }
+                guard retriable, attempt < policy.maxAttempts else {
+                    log("not retrying", operationID, attempt, cause: "status \(response.status.code)", retriable)
+                    return (response, responseBody)
+                }
                 wait = delay(beforeRetry: attempt, response: response)
+                log("retrying", operationID, attempt, cause: "status \(response.status.code)", retriable, wait: wait)
                 // The body of a response we are not going to return is dropped unread.
             } catch {
-                guard retriable, attempt < policy.maxAttempts, Self.isRetryable(error) else { throw error }
+                let cause = String(describing: type(of: (error as? ClientError)?.underlyingError ?? error))
+                guard retriable, attempt < policy.maxAttempts, Self.isRetryable(error) else {
+                    log("not retrying", operationID, attempt, cause: cause, retriable)
+                    throw error
+                }
                 wait = policy.delay(beforeRetry: attempt, jitterFactor: random.jitterFactor(in: policy.jitter))
+                log("retrying", operationID, attempt, cause: cause, retriable, wait: wait)
             }
             try Task.checkCancellation()
             try await sleeper.sleep(for: wait)
             attempt += 1
         }
+    }
+
+    /// One decision at debug: the operation, the attempt that failed, why, and the wait before the next one.
+    private func log(
+        _ decision: String, _ operationID: String, _ attempt: Int, cause: String, _ retriable: Bool, wait: Duration? = nil
+    ) {
+        var metadata: Logger.Metadata = [
+            "operation": "\(operationID)", "attempt": "\(attempt)/\(policy.maxAttempts)", "cause": "\(cause)",
+        ]
+        if !retriable { metadata["reason"] = "not idempotent, or its body cannot be sent again" }
+        if let wait { metadata["wait"] = "\(wait)" }
+        logger.debug("\(decision)", metadata: metadata)
     }
 
     /// Whether `request` may be sent more than once at all (method or `Idempotency-Key`, replayable body).

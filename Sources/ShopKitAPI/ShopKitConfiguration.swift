@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 
 /// How ShopKit's decorator chain behaves: retry, deduplication and, when ``auth`` is set, authentication.
 ///
@@ -49,13 +50,18 @@ public struct ShopKitConfiguration: Sendable {
     public var randomSource: any RandomSource
     /// Decodes response bodies (used by ``ShopKitFactory``'s `makeAPIClient` only).
     public var decoder: JSONDecoder
+    /// Where the retry, auth and dedup middlewares log: each decision at `debug` (a retry and its wait, a refresh,
+    /// a joined request), a sign-out at `notice`. Never a token, a header value or a body.
+    public var logger: Logger
 
     /// Creates a configuration; every parameter has a default, and without `auth` nothing needs credentials.
     public init(
         retryPolicy: RetryPolicy = .default, auth: Auth? = nil,
         maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, sleeper: any Sleeper = TaskSleeper(),
-        randomSource: any RandomSource = SystemRandomSource(), decoder: JSONDecoder = JSONDecoder()
+        randomSource: any RandomSource = SystemRandomSource(), decoder: JSONDecoder = JSONDecoder(),
+        logger: Logger = Logger(label: "ShopKit")
     ) {
+        self.logger = logger
         self.retryPolicy = retryPolicy
         self.auth = auth
         self.maxResponseBodyBytes = maxResponseBodyBytes

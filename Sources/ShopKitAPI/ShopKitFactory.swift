@@ -36,15 +36,17 @@ public enum ShopKitFactory {
     public static func makeMiddlewares(_ configuration: ShopKitConfiguration) -> [any ClientMiddleware] {
         var middlewares: [any ClientMiddleware] = [
             RetryMiddleware(
-                policy: configuration.retryPolicy, sleeper: configuration.sleeper, random: configuration.randomSource)
+                policy: configuration.retryPolicy, sleeper: configuration.sleeper, random: configuration.randomSource,
+                logger: configuration.logger)
         ]
         if let auth = configuration.auth {
             middlewares.append(
                 AuthenticationMiddleware(
                     store: auth.tokenStore, refresher: auth.tokenRefresher, observer: auth.signOutObserver,
-                    requirement: auth.requirement))
+                    requirement: auth.requirement, logger: configuration.logger))
         }
-        middlewares.append(DeduplicationMiddleware(maxResponseBodyBytes: configuration.maxResponseBodyBytes))
+        middlewares.append(
+            DeduplicationMiddleware(maxResponseBodyBytes: configuration.maxResponseBodyBytes, logger: configuration.logger))
         return middlewares
     }
 

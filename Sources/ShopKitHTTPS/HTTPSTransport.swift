@@ -43,14 +43,21 @@ public struct HTTPSTransport: ClientTransport {
         ///
         /// Origins are verified and pinned inside the tunnel exactly as on a direct connection.
         public var proxy: ProxyConfiguration?
+        /// Where the transport's own HTTP-level events go, at `debug` (connections opened, reused and closed by the
+        /// pool, requests sent again, GOAWAY, dropped trailers), like AsyncHTTPClient's `backgroundActivityLogger`;
+        /// `nil` (the default) uses the TLS configuration's logger, which is silent unless the app gives one. TLS
+        /// events (which pin matched, a refused pin) always go to `tls.logger`. Never a header value, a token or
+        /// a body.
+        public var logger: Logger?
 
         /// A configuration; every parameter has a safe default.
         public init(
             tls: TLSClientConfiguration = TLSClientConfiguration(), timeouts: Timeouts = Timeouts(), pool: Pool = Pool(),
             maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, eventLoopGroup: (any EventLoopGroup)? = nil,
             connectAddresses: [String: String] = [:], httpVersion: HTTPVersionPolicy = .automatic,
-            proxy: ProxyConfiguration? = nil
+            proxy: ProxyConfiguration? = nil, logger: Logger? = nil
         ) {
+            self.logger = logger
             self.proxy = proxy
             self.httpVersion = httpVersion
             self.tls = tls
@@ -177,10 +184,10 @@ public struct HTTPSTransport: ClientTransport {
                 // Keyed by the canonical server name, the value a request's target carries.
                 configuration.connectAddresses.map { ((try? ServerName($0.key).text) ?? $0.key.lowercased(), $0.value) },
                 uniquingKeysWith: { _, last in last }),
-            proxySecurity: proxySecurity, logger: configuration.tls.logger)
+            proxySecurity: proxySecurity, logger: configuration.httpLogger)
         self.pool = ConnectionPool(
             factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,
-            idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.tls.logger)
+            idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.httpLogger)
     }
 
     /// Sends `request` to `baseURL` and returns the response head with its streamed body.
@@ -228,7 +235,7 @@ public struct HTTPSTransport: ClientTransport {
                 // Not processed by the server: a kept-alive HTTP/1.1 connection it had closed while idle, or an
                 // HTTP/2 stream it refused (above the last stream id of its GOAWAY).
                 guard mayRetry, attempt == 1 else { throw failure.error }
-                configuration.tls.logger.debug(
+                configuration.httpLogger.debug(
                     "retrying on a new connection: the server did not process the request",
                     metadata: ["host": "\(target.host)", "method": "\(request.method)", "error": "\(failure.error)"])
                 attempt += 1
@@ -240,4 +247,9 @@ public struct HTTPSTransport: ClientTransport {
     public func shutdown() async {
         pool.shutDown()
     }
+}
+
+extension HTTPSTransport.Configuration {
+    /// The logger for HTTP-level events: ``logger``, or the TLS configuration's.
+    var httpLogger: Logger { logger ?? tls.logger }
 }

@@ -120,3 +120,35 @@ import TestSupport
         #expect(try await Self.intercept(DeduplicationMiddleware(), post, stub: stub).status.code == 201)
     }
 }
+
+/// The middlewares' decisions are logged at debug through the configuration's logger, and nothing else is: a
+/// retried 503 and a joined request are visible when asked for, a token never.
+@Suite struct MiddlewareLoggingTests {
+    @Test func aRetriedStatusAndAJoinedRequestAreLoggedAtDebugWithoutSecrets() async throws {
+        let capture = LogCapture()
+        let stub = StubTransport(replies: [.status(503), .status(200)])
+        let configuration = ShopKitConfiguration(
+            auth: .init(tokenStore: InMemoryTokenStore(AuthTokens(accessToken: "secret-token")),
+                        tokenRefresher: CountingRefresher(returning: AuthTokens(accessToken: "unused"))),
+            sleeper: RecordingSleeper(), logger: capture.logger())
+        let middlewares = ShopKitFactory.makeMiddlewares(configuration)
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items", headerFields: [:])
+        var next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?) = { request, body, url in
+            try await stub.send(request, body: body, baseURL: url, operationID: "listItems")
+        }
+        for middleware in middlewares.reversed() {
+            let inner = next
+            next = { request, body, url in
+                try await middleware.intercept(request, body: body, baseURL: url, operationID: "listItems", next: inner)
+            }
+        }
+        let (response, _) = try await next(request, nil, URL(string: "https://api.example.test")!)
+        #expect(response.status.code == 200)
+        let retries = capture.records.filter { $0.message == "retrying" }
+        #expect(retries.count == 1)
+        #expect(retries.first?.level == .debug)
+        #expect(retries.first?.metadata["cause"] == "status 503")
+        #expect(retries.first?.metadata["operation"] == "listItems")
+        #expect(!capture.records.contains { "\($0.message) \($0.metadata)".contains("secret-token") }, "a token was logged")
+    }
+}

@@ -286,3 +286,21 @@ import ShopKitTLS
         await server.stop()
     }
 }
+
+/// The transport's own logger: HTTP-level events go to it, TLS events stay with the TLS configuration's logger.
+@Suite struct TransportLoggerTests {
+    @Test func poolEventsGoToTheTransportsLoggerAndTLSEventsDoNot() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
+        let http = LogCapture()
+        let transport = HTTPSTransport(
+            configuration: .init(tls: loopbackClientTLS, logger: http.logger()), security: realSecurity())
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        _ = try await transport.fetch(baseURL: server.baseURL)
+        let messages = http.records.map(\.message)
+        #expect(messages.contains("opening connection"))
+        #expect(messages.contains("reusing connection"))
+        #expect(!messages.contains { $0.contains("pin") }, "a TLS event reached the transport's logger: \(messages)")
+        await transport.shutdown()
+        await server.stop()
+    }
+}
