@@ -32,7 +32,9 @@ final class HTTP2Connection: Sendable {
     let channel: any Channel
     private let logger: Logger
     private let multiplexer: NIOLoopBound<HTTP2StreamMultiplexer>
-    private let state: NIOLockedValueBox<(capacity: Int, goingAway: Bool, lastStreamID: HTTP2StreamID?)>
+    private let state: NIOLockedValueBox<
+        (capacity: Int, goingAway: Bool, lastStreamID: HTTP2StreamID?, goAwayCode: HTTP2ErrorCode?)
+    >
     /// Why the connection closed, when its streams should hear more than "closed" (a missed PING).
     private let closeReason: NIOLoopBoundBox<HTTPSTransportError?>
 
@@ -49,7 +51,7 @@ final class HTTP2Connection: Sendable {
         self.closeReason = closeReason
         self.logger = logger
         self.multiplexer = NIOLoopBound(multiplexer, eventLoop: channel.eventLoop)
-        self.state = NIOLockedValueBox((capacity, false, nil))
+        self.state = NIOLockedValueBox((capacity, false, nil, nil))
     }
 
     /// Sets up HTTP/2 on a verified channel (on its event loop) and succeeds once the server's first SETTINGS
@@ -87,11 +89,12 @@ final class HTTP2Connection: Sendable {
                         ready.succeed(connection)
                     }
                 },
-                goAway: { lastStreamID in
+                goAway: { lastStreamID, code in
                     guard let connection = box.value else { return }
                     connection.state.withLockedValue {
                         $0.goingAway = true
                         $0.lastStreamID = min($0.lastStreamID ?? lastStreamID, lastStreamID)
+                        $0.goAwayCode = code
                     }
                     events().goAway()
                 })
@@ -188,13 +191,14 @@ final class HTTP2Connection: Sendable {
         }
     }
 
-    /// Whether the server's GOAWAY said it never processed the stream on `streamChannel` (its id is above the
-    /// GOAWAY's last stream id, RFC 9113 §6.8): such a request may be sent again on a new connection.
-    func refused(_ streamChannel: any Channel) async -> Bool {
-        guard let last = state.withLockedValue({ $0.lastStreamID }),
-            let id = try? await streamChannel.getOption(HTTP2StreamChannelOptions.streamID).get()
-        else { return false }
-        return id > last
+    /// The error code of the server's GOAWAY when it said it never processed the stream on `streamChannel` (its
+    /// id is above the GOAWAY's last stream id, RFC 9113 §6.8), else nil: such a request may be sent again on a
+    /// new connection.
+    func refused(_ streamChannel: any Channel) async -> String? {
+        guard let (last, code) = state.withLockedValue({ state in state.lastStreamID.map { ($0, state.goAwayCode) } }),
+            let id = try? await streamChannel.getOption(HTTP2StreamChannelOptions.streamID).get(), id > last
+        else { return nil }
+        return code?.name ?? "NO_ERROR"
     }
 
     /// Closes the connection (its streams fail).
@@ -211,12 +215,12 @@ final class HTTP2ConnectionObserver: ChannelInboundHandler {
 
     private let connectionError: (any Error) -> Void
     private let settings: (Int?) -> Void
-    private let goAway: (HTTP2StreamID) -> Void
+    private let goAway: (HTTP2StreamID, HTTP2ErrorCode) -> Void
     private var maxStreams: Int?
 
     init(
         connectionError: @escaping (any Error) -> Void, settings: @escaping (Int?) -> Void,
-        goAway: @escaping (HTTP2StreamID) -> Void
+        goAway: @escaping (HTTP2StreamID, HTTP2ErrorCode) -> Void
     ) {
         self.connectionError = connectionError
         self.settings = settings
@@ -235,8 +239,8 @@ final class HTTP2ConnectionObserver: ChannelInboundHandler {
         case .settings(.settings(let values)):
             for setting in values where setting.parameter == .maxConcurrentStreams { maxStreams = setting.value }
             settings(maxStreams)
-        case .goAway(let lastStreamID, _, _):
-            goAway(lastStreamID)
+        case .goAway(let lastStreamID, let code, _):
+            goAway(lastStreamID, code)
         default:
             break
         }

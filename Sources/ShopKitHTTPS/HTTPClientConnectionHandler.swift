@@ -41,8 +41,9 @@ struct ExchangeFailure: Error {
     let error: any Error
     /// No response byte was read before the failure.
     let noResponseBytes: Bool
-    /// The server said it did not process the request (an HTTP/2 stream above its GOAWAY's last stream id).
-    var refusedByServer = false
+    /// The error code of the server's GOAWAY that said it did not process the request (an HTTP/2 stream above
+    /// the GOAWAY's last stream id), or nil.
+    var refusedByGoAway: String? = nil
 }
 
 /// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.

@@ -80,7 +80,7 @@ extension HTTPSTransport {
             if case .http2(let http2) = failure.lease.connection, error.noResponseBytes,
                 let stream = progress.withLockedValue({ $0.running?.connection })
             {
-                error.refusedByServer = await http2.refused(stream.channel)
+                error.refusedByGoAway = await http2.refused(stream.channel)
             }
             throw Self.classify(error, on: failure.lease)
         }
@@ -148,7 +148,7 @@ extension HTTPSTransport {
                     return StartedExchange(lease: lease, connection: connection, exchange: exchange)
                 } catch let failure as ExchangeFailure where failure.noResponseBytes {
                     throw ExchangeFailure(
-                        error: failure.error, noResponseBytes: true, refusedByServer: await http2.refused(connection.channel))
+                        error: failure.error, noResponseBytes: true, refusedByGoAway: await http2.refused(connection.channel))
                 }
             }
         } catch let failure as ExchangeFailure {
@@ -189,10 +189,13 @@ extension HTTPSTransport {
     static func classify(_ failure: ExchangeFailure, on lease: ConnectionPool.Lease) -> any Error {
         let isHTTP1: Bool
         if case .http1 = lease.connection { isHTTP1 = true } else { isHTTP1 = false }
+        if failure.noResponseBytes, let code = failure.refusedByGoAway {
+            // Named for what happened (the stream's own close says only CANCEL): not processed, safe to resend.
+            return NotProcessed(error: HTTPSTransportError.refusedByGoAway(code: code))
+        }
         let notProcessed =
-            failure.noResponseBytes
-            && ((isHTTP1 && lease.reused && (failure.error as? HTTPSTransportError) == .connectionClosed)
-                || failure.refusedByServer)
+            failure.noResponseBytes && isHTTP1 && lease.reused
+            && (failure.error as? HTTPSTransportError) == .connectionClosed
         return notProcessed ? NotProcessed(error: failure.error) : failure.error
     }
 }

@@ -23,6 +23,10 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
     /// The server reset this request's HTTP/2 stream (RST_STREAM, or GOAWAY before the stream was processed);
     /// `code` is the HTTP/2 error code's name. Other streams on the connection go on.
     case streamReset(code: String)
+    /// The server's HTTP/2 GOAWAY (with this error code, such as `NO_ERROR` for a graceful shutdown) said it did not
+    /// process this request: its stream is above the GOAWAY's last stream id (RFC 9113 §6.8). Nothing happened on
+    /// the server; an idempotent request was already sent once more on a new connection, others come back as this.
+    case refusedByGoAway(code: String)
     /// The proxy configuration cannot be used (scheme, host, port, or an environment variable): fix it.
     case invalidProxy(reason: String)
     /// The TCP (or, for an `https://` proxy, TLS) connection to the proxy could not be made, or the proxy's
@@ -65,6 +69,8 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
         case .http2NotNegotiated(let alpn):
             return "HTTP/2 is required but the server chose \(alpn.map { "'\($0)'" } ?? "no protocol") in ALPN"
         case .streamReset(let code): return "the server reset the HTTP/2 stream (\(code))"
+        case .refusedByGoAway(let code):
+            return "the server is closing the HTTP/2 connection (GOAWAY, \(code)) and did not process this request; it is safe to send again"
         case .invalidProxy(let reason): return "invalid proxy configuration: \(reason)"
         case .proxyConnectFailed(let host, let port, let reason):
             return "could not open a tunnel through the proxy \(host):\(port): \(reason)"
@@ -97,6 +103,8 @@ extension HTTPSTransportError: RetryClassifiableError {
         case .proxyRefused(let status): return status >= 500
         // A protocol or compression error means the peers disagree on the protocol: another try would too.
         case .streamReset(let code): return !["PROTOCOL_ERROR", "COMPRESSION_ERROR", "FRAME_SIZE_ERROR"].contains(code)
+        // Not processed: another connection may take it.
+        case .refusedByGoAway: return true
         }
     }
 }

@@ -127,7 +127,9 @@ import Testing
         await server.waitUntilHeld(2)
         server.goAway(processing: 1)
         #expect(try await first.value.0.status == .ok)
-        await #expect(throws: HTTPSTransportError.streamReset(code: "CANCEL")) { _ = try await second.value }
+        // Named for what happened: the server's GOAWAY (NO_ERROR) left it unprocessed (it was reported as the
+        // stream's side effect, streamReset(CANCEL)).
+        await #expect(throws: HTTPSTransportError.refusedByGoAway(code: "NO_ERROR")) { _ = try await second.value }
         #expect(server.counts.requests == 2)
         await transport.shutdown()
         try await server.shutdown()

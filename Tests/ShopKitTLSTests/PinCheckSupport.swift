@@ -216,7 +216,7 @@ enum TransportVerdict {
         switch error {
         case .connectFailed, .timeout(.connect): return "connect-failed"
         case .invalidURL, .timeout, .responseBodyTooLarge, .malformedResponse, .connectionClosed, .http2NotNegotiated,
-            .streamReset, .invalidProxy, .proxyConnectFailed, .proxyTLSFailed, .proxyAuthenticationRequired,
+            .streamReset, .refusedByGoAway, .invalidProxy, .proxyConnectFailed, .proxyTLSFailed, .proxyAuthenticationRequired,
             .proxyRefused, .proxyClosed:
             return "unexpected: \(error)"
         }
