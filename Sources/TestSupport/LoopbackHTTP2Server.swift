@@ -31,6 +31,8 @@ package final class LoopbackHTTP2Server: Sendable {
         case reset(HTTP2ErrorCode)
         /// Answer only when ``releaseHeld(body:)`` is called.
         case hold
+        /// Never answer, and send this many PING frames on the connection at once (a flood).
+        case floodPings(Int)
     }
 
     /// Decides each request's fate.
@@ -353,6 +355,13 @@ package final class LoopbackHTTP2Server: Sendable {
                     Self.respond(context, status: status, headers: extra, body: bytes, trailers: trailers)
                 case .reset(let code):
                     resetter.reset(code)
+                case .floodPings(let count):
+                    for index in 0..<count {
+                        let ping = HTTP2Frame(
+                            streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: UInt64(index)), ack: false))
+                        connection.write(ping, promise: nil)
+                    }
+                    connection.flush()
                 case .hold:
                     let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID))
                         ?? .rootStream

@@ -34,4 +34,28 @@ import Testing
         await transport.shutdown()
         try await server.shutdown()
     }
+
+    /// Defect: a PING flood failed the request only when `idleRead` ran out (30 s by default). swift-nio-http2 refuses
+    /// more than 200 control frames in 30 s as a connection error: the connection closes at once, and its stream
+    /// fails naming the error.
+    @Test func aPingFloodFailsTheRequestAtOnceAndTheConnectionIsNotReused() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index == 1 ? .floodPings(1_000) : .respond(body: Array(request.path.utf8))
+        }
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55), http2PingInterval: nil)),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        do {
+            _ = try await transport.fetch(.get, "/flood", baseURL: base)
+            Issue.record("a PING flood must fail the request")
+        } catch {
+            #expect(isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)")
+        }
+        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
+        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        #expect(server.counts.connections == 2, "the flooded connection was used again")
+        await transport.shutdown()
+        try await server.shutdown()
+    }
 }
