@@ -69,8 +69,10 @@ let package = Package(
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // The HTTPS client over ShopKitTLS: HTTPSTransport (an OpenAPI ClientTransport), the HTTP/1.1 exchange
-        // state machine and its handler, the keep-alive pool.
+        // The HTTPS client over ShopKitTLS: HTTPSTransport (an OpenAPI ClientTransport, HTTP/2 or HTTP/1.1 by ALPN).
+        // Folders: Exchange/ (the per-request state machine and its handler, for HTTP/1.1 connections and HTTP/2
+        // streams), HTTP2/, Pool/ (pool, its state machine, the connection factory), Proxy/ (CONNECT tunnels),
+        // PinFailureReporting/ (TrustKit-format reports).
         .target(
             name: "ShopKitHTTPS",
             dependencies: [

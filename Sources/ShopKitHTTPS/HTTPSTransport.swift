@@ -9,7 +9,8 @@ import ShopKitCore
 import ShopKitPinning
 import ShopKitTLS
 
-/// An OpenAPI `ClientTransport` that speaks HTTP/1.1 over pinned TLS (system OpenSSL), with a keep-alive pool.
+/// An OpenAPI `ClientTransport` that speaks HTTP/2 or HTTP/1.1 (chosen by ALPN) over pinned TLS (system OpenSSL),
+/// with a connection pool.
 ///
 /// Every connection is verified by OpenSSL (chain and hostname) and then checked against the pins of
 /// `TLSClientConfiguration.pinning` before a request byte is sent. Only `https` base URLs are accepted. Redirects
