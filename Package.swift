@@ -12,7 +12,7 @@ let package = Package(
         .library(name: "ShopKitTLS", targets: ["ShopKitTLS"]),
         .library(name: "ShopKitHTTPS", targets: ["ShopKitHTTPS"]),
         .library(name: "ShopKitAPI", targets: ["ShopKitAPI"]),
-        .library(name: "ShopKitAuth", targets: ["ShopKitAuth"]),
+        .library(name: "ShopKitCredentials", targets: ["ShopKitCredentials"]),
         .executable(name: "pin-check", targets: ["pin-check"]),
         .executable(name: "token-store", targets: ["token-store"]),
         .executable(name: "shopkit-demo", targets: ["shopkit-demo"]),
@@ -46,6 +46,9 @@ let package = Package(
             ]),
         // prctl(2) for ProcessHardening (Swift cannot call the variadic prctl).
         .systemLibrary(name: "CProcessControl", path: "CProcessControl"),
+        // What the two CLIs do before anything else (no core dumps, no backtracer, standard descriptors open): no
+        // product, used only where it is used.
+        .target(name: "CLIHardening", dependencies: ["CProcessControl"]),
 
         // Pure Swift pins and policy: no OpenSSL, no NIO.
         .target(
@@ -58,7 +61,7 @@ let package = Package(
         // Retry classification (RetryClassifiableError) and the idempotent-method list: below every error type.
         .target(
             name: "ShopKitCore",
-            dependencies: ["CProcessControl", .product(name: "HTTPTypes", package: "swift-http-types")]),
+            dependencies: [.product(name: "HTTPTypes", package: "swift-http-types")]),
         // TLS only: the OpenSSL channel handler (client and package-only server roles), client context, session
         // cache, the verification gate with its handshake deadline. No HTTP.
         .target(
@@ -106,7 +109,7 @@ let package = Package(
             ]),
         // Credentials: the keyring store is the only importer of CLibSecret.
         .target(
-            name: "ShopKitAuth",
+            name: "ShopKitCredentials",
             dependencies: [
                 "ShopKitCore", "ShopKitAPI", "ShopKitOpenSSL", "ShopKitTLS", "CLibSecret",
                 .product(name: "Logging", package: "swift-log"),
@@ -114,18 +117,19 @@ let package = Package(
         // Umbrella and composition root.
         .target(
             name: "ShopKit",
-            dependencies: ["ShopKitCore", "ShopKitPinning", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth"]),
+            dependencies: ["ShopKitCore", "ShopKitPinning", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitCredentials"]),
 
         .executableTarget(
             name: "pin-check",
             dependencies: [
                 "ShopKitCore", "ShopKitInspector", "ShopKitTLS", "ShopKitPinning", "ShopKitDemoSupport", "ShopKitHTTPS",
+                "CLIHardening",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .executableTarget(
             name: "token-store",
             dependencies: [
-                "ShopKitAuth", "ShopKitCore",
+                "ShopKitCredentials", "ShopKitCore", "CLIHardening",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
@@ -187,7 +191,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         .testTarget(name: "ShopKitAPITests", dependencies: ["ShopKitAPI", "TestSupport"]),
-        .testTarget(name: "ShopKitAuthTests", dependencies: ["ShopKitAuth", "ShopKitAPI", "TestSupport"]),
+        .testTarget(name: "ShopKitCredentialsTests", dependencies: ["ShopKitCredentials", "ShopKitAPI", "TestSupport"]),
         .testTarget(name: "ShopKitTests", dependencies: ["ShopKit", "TestSupport"]),
         // Links the HTTPS and API products only (no umbrella): retry classification holds without it.
         .testTarget(
@@ -200,7 +204,7 @@ let package = Package(
         .target(
             name: "ShopKitFuzzTargets",
             dependencies: [
-                "ShopKitPinning", "ShopKitOpenSSL", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitAuth",
+                "ShopKitPinning", "ShopKitOpenSSL", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitCredentials",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

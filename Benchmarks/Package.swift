@@ -38,7 +38,7 @@ let package = Package(
                 .product(name: "ShopKit", package: "ShopKit"),
                 .product(name: "ShopKitTLS", package: "ShopKit"),
                 .product(name: "ShopKitAPI", package: "ShopKit"),
-                .product(name: "ShopKitAuth", package: "ShopKit"),
+                .product(name: "ShopKitCredentials", package: "ShopKit"),
                 .product(name: "ShopKitPinning", package: "ShopKit"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -4,7 +4,7 @@
 @_exported import HTTPTypes
 @_exported import OpenAPIRuntime
 @_exported import ShopKitAPI
-@_exported import ShopKitAuth
+@_exported import ShopKitCredentials
 @_exported import ShopKitPinning
 @_exported import ShopKitCore
 @_exported import ShopKitHTTPS

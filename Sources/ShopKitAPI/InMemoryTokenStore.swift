@@ -2,7 +2,7 @@
 ///
 /// For tests, demos, and short-lived processes (a script that signs in, does its work and exits). Tokens are
 /// lost when the process exits, so the user signs in again on the next run; an app that should stay signed in
-/// uses ShopKitAuth's keyring or encrypted-file store instead.
+/// uses ShopKitCredentials's keyring or encrypted-file store instead.
 ///
 /// - Warning: The tokens are held in ordinary memory for the store's lifetime (not wiped on release).
 public actor InMemoryTokenStore: TokenStore {

@@ -14,7 +14,7 @@ import Logging
 public struct ShopKitConfiguration: Sendable {
     /// The auth decorator's credentials and rules.
     public struct Auth: Sendable {
-        /// Where the user's tokens live (ShopKitAuth's keyring or encrypted-file store in production,
+        /// Where the user's tokens live (ShopKitCredentials's keyring or encrypted-file store in production,
         /// ``InMemoryTokenStore`` for tests, demos and short-lived processes).
         public var tokenStore: any TokenStore
         /// Trades rejected tokens for fresh ones.

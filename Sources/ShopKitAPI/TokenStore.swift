@@ -37,7 +37,7 @@ public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible,
 
 /// Where the auth decorator reads and writes the user's tokens.
 ///
-/// ShopKitAuth's keyring and encrypted-file stores conform; tests inject an in-memory one.
+/// ShopKitCredentials's keyring and encrypted-file stores conform; tests inject an in-memory one.
 ///
 /// - Warning: A conforming store holds bearer credentials. Its errors and log lines must never contain a token
 ///   (the auth decorator passes store errors on to callers, who may log them), and it should keep tokens at rest

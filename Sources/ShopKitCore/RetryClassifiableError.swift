@@ -5,7 +5,7 @@
 /// failure, a sign-out: retrying cannot help).
 ///
 /// Why a module of its own: every error type declares its classification in the module that declares the type
-/// (`TLSError` in ShopKitTLS, `HTTPSTransportError` in ShopKitHTTPS, `CredentialError` in ShopKitAuth), so which
+/// (`TLSError` in ShopKitTLS, `HTTPSTransportError` in ShopKitHTTPS, `CredentialError` in ShopKitCredentials), so which
 /// products an app links can never change whether an impostor's certificate is retried. This protocol sits
 /// below all of them.
 public protocol RetryClassifiableError: Error {

@@ -1,4 +1,4 @@
-import ShopKitAuth
+import ShopKitCredentials
 import ShopKitOpenSSL
 
 /// The credential layer's parsers: the encrypted token file's header and the keyring item's JSON.

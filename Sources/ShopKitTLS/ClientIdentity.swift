@@ -11,7 +11,7 @@ import ShopKitOpenSSL
 /// when the last configuration using it goes away). The bytes and passphrase handed in are copied into buffers
 /// ShopKit wipes after parsing; wipe your own copies too. The description shows the subject and fingerprint only.
 ///
-/// - Warning: Whoever holds the key file can act as this client. Prefer keeping it in ShopKitAuth's keyring or
+/// - Warning: Whoever holds the key file can act as this client. Prefer keeping it in ShopKitCredentials's keyring or
 ///   encrypted file (`CredentialVault.clientIdentity(certificateChainPEM:keyItem:)`) over a plain file.
 public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
     let material: OpenSSLClientIdentity
@@ -60,7 +60,7 @@ public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
         return try pem(certificateChain: String(decoding: chain, as: UTF8.self), privateKey: key, passphrase: passphrase)
     }
 
-    /// The PEM identity from a key ShopKit already holds in a wiped buffer (the file reader, ShopKitAuth's vault).
+    /// The PEM identity from a key ShopKit already holds in a wiped buffer (the file reader, ShopKitCredentials's vault).
     package static func pem(
         certificateChain: String, privateKey: SecureBytes, passphrase: [UInt8]?
     ) throws(TLSContextError) -> ClientIdentity {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CLIHardening
 import Foundation
 import ShopKitCore
 

@@ -1,4 +1,4 @@
-import ShopKitAuth
+import ShopKitCredentials
 
 /// A failure with its documented exit code; the message never holds a token or a passphrase.
 struct Exit: Error {

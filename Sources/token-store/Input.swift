@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import ShopKitAuth
+import ShopKitCredentials
 
 #if canImport(Glibc)
     import Glibc
@@ -28,7 +28,7 @@ enum StandardInput {
 }
 
 /// The token file's passphrase: from `--passphrase-fd N`, or from the controlling terminal without echo
-/// (both read by ShopKitAuth, off the cooperative pool). For a new file that `set` is about to create, the
+/// (both read by ShopKitCredentials, off the cooperative pool). For a new file that `set` is about to create, the
 /// terminal asks twice and a passphrase under 8 bytes is refused before anything is written.
 enum PassphraseInput {
     static func read(fd: Int32?, request: PassphraseRequest, creating: Bool) async throws(CredentialError)

@@ -1,6 +1,7 @@
 import ArgumentParser
+import CLIHardening
 import Foundation
-import ShopKitAuth
+import ShopKitCredentials
 import ShopKitCore
 
 #if canImport(Glibc)

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ShopKitAPI
-import ShopKitAuth
+import ShopKitCredentials
 import ShopKitCore
 
 /// Gets, sets and deletes a token in the keyring or the encrypted file from the shell.

@@ -1,5 +1,5 @@
 import Foundation
-import ShopKitAuth
+import ShopKitCredentials
 
 /// Runs `body` with an encrypted-file backend (fast scrypt parameters) in a fresh temporary directory, which is
 /// removed afterwards; `name` labels the directory and the passphrase.

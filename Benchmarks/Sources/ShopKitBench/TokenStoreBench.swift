@@ -6,7 +6,7 @@ import ArgumentParser
 import Foundation
 import ShopKitBenchCore
 import ShopKitAPI
-import ShopKitAuth
+import ShopKitCredentials
 
 /// Measures reads and writes per second of one token store, and the file store's unlock (KDF) cost.
 struct Tokens: AsyncParsableCommand {

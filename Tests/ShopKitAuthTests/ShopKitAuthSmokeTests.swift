@@ -1,8 +1,0 @@
-import Testing
-@testable import ShopKitAuth
-
-@Suite struct ShopKitAuthSmokeTests {
-    @Test func moduleLoads() {
-        #expect(Bool(true))
-    }
-}

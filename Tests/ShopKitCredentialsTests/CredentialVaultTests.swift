@@ -1,0 +1,234 @@
+import Foundation
+import ShopKitAPI
+import Testing
+@testable import ShopKitCredentials
+
+/// The access policy over a real file store; only the presence prompt and the clock are stubbed.
+@Suite struct CredentialVaultTests {
+    static let presence = AccessPolicy(access: .userPresence(reuseSeconds: 30))
+
+    private func vault(
+        _ dir: TempDirectory, verifier: (any PresenceVerifier)?, clock: TestClock = TestClock()
+    ) -> CredentialVault {
+        CredentialVault(backend: makeStore(dir.storeURL), presenceVerifier: verifier, clock: clock)
+    }
+
+    private func counting(_ counter: PromptCounter, answer: Bool = true, canVerify: Bool = true) -> ClosurePresenceVerifier {
+        ClosurePresenceVerifier(canVerify: canVerify) { _ in
+            counter.record()
+            return answer
+        }
+    }
+
+    @Test func afterFirstUnlockReadsWithoutAnyVerifier() async throws {
+        try await withTempDirectory { dir in
+            let vault = vault(dir, verifier: nil)
+            try await vault.write(aliceTokens, for: aliceKey)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(try await vault.read(bobKey) == nil)
+        }
+    }
+
+    @Test func presenceIsReusedWithinTheWindowAndAskedAgainAfterIt() async throws {
+        try await withTempDirectory { dir in
+            let clock = TestClock(), prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts), clock: clock)
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            #expect(prompts.count == 0)  // writing needs no presence
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 1)
+            clock.advance(10)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            clock.advance(20)  // exactly 30 s old: still within the window
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 1)
+            clock.advance(1)  // 31 s: too old
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 2)
+            // The new proof restarts the window; a clock that jumps backwards does not count as fresh.
+            clock.advance(-5)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 3)
+            await vault.forgetPresence()
+            _ = try await vault.read(aliceKey)
+            #expect(prompts.count == 4)
+        }
+    }
+
+    @Test func zeroReuseAsksEveryTime() async throws {
+        try await withTempDirectory { dir in
+            let prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts))
+            try await vault.write(aliceTokens, for: aliceKey, policy: AccessPolicy(access: .userPresence(reuseSeconds: 0)))
+            for _ in 0..<3 { _ = try await vault.read(aliceKey) }
+            #expect(prompts.count == 3)
+        }
+    }
+
+    /// A proof given for a window-0 item is for that read only: it never makes a window-3600 item readable, and a
+    /// window-0 read always prompts. A proof for a reusable item serves each item as far as that item's own
+    /// window allows, measured from the proof's time.
+    @Test func proofsServeOnlyWhatTheirWindowsAllow() async throws {
+        try await withTempDirectory { dir in
+            let clock = TestClock(), prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts), clock: clock)
+            let everyTime = AccessPolicy(access: .userPresence(reuseSeconds: 0))
+            let hourly = AccessPolicy(access: .userPresence(reuseSeconds: 3600))
+            try await vault.write(aliceTokens, for: aliceKey, policy: everyTime)
+            try await vault.write(bobTokens, for: bobKey, policy: hourly)
+            #expect(try await vault.read(aliceKey) == aliceTokens)
+            #expect(prompts.count == 1)
+            #expect(try await vault.read(bobKey) == bobTokens)
+            #expect(prompts.count == 2, "a proof for a window-0 item must not open a window-3600 item")
+            clock.advance(60)
+            #expect(try await vault.read(bobKey) == bobTokens)  // its own proof, 60 s old
+            #expect(try await vault.read(aliceKey) == aliceTokens)  // window 0: asks again
+            #expect(prompts.count == 3)
+            // Alice's proof did not refresh Bob's: his window runs from his own proof.
+            clock.advance(3541)
+            #expect(try await vault.read(bobKey) == bobTokens)
+            #expect(prompts.count == 4)
+        }
+    }
+
+    /// The default clock is CLOCK_BOOTTIME, which the wall clock cannot step back.
+    @Test func defaultClockIsBootTime() async throws {
+        try await withTempDirectory { dir in
+            let vault = CredentialVault(backend: makeStore(dir.storeURL))
+            #expect(vault.clock is BootTimeClock)
+        }
+        func boottime() -> Duration {
+            var time = timespec()
+            clock_gettime(CLOCK_BOOTTIME, &time)
+            return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
+        }
+        let before = boottime()
+        let now = BootTimeClock().now()
+        let after = boottime()
+        #expect(before <= now && now <= after)
+        // Not the wall clock: seconds since boot, decades away from seconds since 1970.
+        #expect(abs(Date().timeIntervalSince1970 - Double(now.components.seconds)) > 365 * 86_400)
+    }
+
+    @Test func refusingVerifierDeniesTheRead() async throws {
+        try await withTempDirectory { dir in
+            let prompts = PromptCounter()
+            let vault = vault(dir, verifier: counting(prompts, answer: false))
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            #expect(await caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+                == .accessDenied("the user did not confirm presence"))
+            // A refusal is not a proof: the next read asks again.
+            _ = await caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            #expect(prompts.count == 2)
+        }
+    }
+
+    @Test func noVerifierOrOneThatCannotRunFailsClosed() async throws {
+        try await withTempDirectory { dir in
+            let prompts = PromptCounter()
+            try await vault(dir, verifier: counting(prompts)).write(aliceTokens, for: aliceKey, policy: Self.presence)
+            guard case .accessDenied(let why) = await caughtError({ () async throws(CredentialError) in
+                try await vault(dir, verifier: nil).read(aliceKey)
+            }) else { Issue.record("no verifier must deny"); return }
+            #expect(why.contains("no PresenceVerifier"))
+            guard case .accessDenied(let reason) = await caughtError({ () async throws(CredentialError) in
+                try await vault(dir, verifier: counting(prompts, canVerify: false)).read(aliceKey)
+            }) else { Issue.record("a verifier that cannot run must deny"); return }
+            #expect(reason.contains("cannot run"))
+            #expect(prompts.count == 0)
+            // Reading the backend directly still works: the policy is the vault's job (documented limit).
+            #expect(try await makeStore(dir.storeURL).read(aliceKey)?.tokens == aliceTokens)
+        }
+    }
+
+    @Test func writesThatCannotBeHonouredAreRefused() async throws {
+        try await withTempDirectory { dir in
+            for verifier in [nil, ClosurePresenceVerifier(canVerify: false) { _ in true }] as [ClosurePresenceVerifier?] {
+                guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                    try await vault(dir, verifier: verifier).write(aliceTokens, for: aliceKey, policy: Self.presence)
+                }) else { Issue.record("userPresence without a usable verifier must be refused"); return }
+            }
+            let unbindable = CredentialVault(backend: UnbindableBackend(inner: makeStore(dir.storeURL)))
+            guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                try await unbindable.write(aliceTokens, for: aliceKey, policy: AccessPolicy(thisDeviceOnly: true))
+            }) else { Issue.record("thisDeviceOnly on a backend that cannot bind must be refused"); return }
+            let remaining = try await makeStore(dir.storeURL).keys()
+            #expect(remaining.isEmpty)
+        }
+    }
+
+    @Test func vaultTokenStoreSavesLoadsAndSignsOut() async throws {
+        try await withTempDirectory { dir in
+            let store: any TokenStore = VaultTokenStore(vault: vault(dir, verifier: nil), key: aliceKey)
+            #expect(try await store.loadTokens() == nil)
+            try await store.saveTokens(aliceTokens)
+            #expect(try await store.loadTokens() == aliceTokens)
+            try await store.saveTokens(bobTokens)
+            #expect(try await store.loadTokens() == bobTokens)
+            try await store.clearTokens()
+            #expect(try await store.loadTokens() == nil)
+            #expect(try await makeStore(dir.storeURL).keys().isEmpty)
+        }
+    }
+
+    @Test func migrateMovesOnlyWhenAsked() async throws {
+        try await withTempDirectory { dir in
+            let source = makeStore(dir.storeURL)
+            let destination = makeStore(dir.url.appendingPathComponent("other/tokens.skt"), passphrase: "other passphrase")
+            let bound = AccessPolicy(access: .userPresence(reuseSeconds: 5), thisDeviceOnly: true)
+            try await source.write(StoredCredential(tokens: aliceTokens, policy: bound), for: aliceKey)
+            #expect(try await migrate(bobKey, from: source, to: destination) == false)
+            #expect(try await migrate(aliceKey, from: source, to: destination) == true)
+            #expect(try await source.read(aliceKey) == nil)
+            #expect(try await destination.read(aliceKey) == StoredCredential(tokens: aliceTokens, policy: bound))
+            // A device-bound item is not moved to a backend that cannot bind; the source keeps it.
+            let unbindable = UnbindableBackend(inner: makeStore(dir.url.appendingPathComponent("third/tokens.skt")))
+            guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                try await migrate(aliceKey, from: destination, to: unbindable)
+            }) else { Issue.record("expected policyUnsupported"); return }
+            #expect(try await destination.read(aliceKey) != nil)
+        }
+    }
+
+    /// Reads arriving while a prompt is open wait for it: one prompt, one answer for all of them.
+    @Test(arguments: [true, false]) func concurrentReadsShareOnePrompt(answer: Bool) async throws {
+        try await withTempDirectory { dir in
+            let gate = PresenceGate()
+            let vault = vault(dir, verifier: ClosurePresenceVerifier { _ in await gate.ask() })
+            try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
+            async let first = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            await gate.waitUntilAsked()
+            async let second = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
+            await vault.joinedVerifications(atLeast: 1)
+            await gate.answerAll(answer)
+            let outcomes = await [first, second]
+            #expect(await gate.asked == 1)
+            #expect(outcomes == (answer ? [nil, nil] : Array(repeating: .accessDenied("the user did not confirm presence"), count: 2)))
+        }
+    }
+}
+
+/// A presence prompt the test answers: `ask` waits until `answerAll`; `waitUntilAsked` returns once it is asked.
+private actor PresenceGate {
+    private var waiters: [CheckedContinuation<Bool, Never>] = []
+    private var askedWaiters: [CheckedContinuation<Void, Never>] = []
+    private(set) var asked = 0
+
+    func ask() async -> Bool {
+        asked += 1
+        for waiter in askedWaiters { waiter.resume() }
+        askedWaiters.removeAll()
+        return await withCheckedContinuation { waiters.append($0) }
+    }
+
+    /// Returns once the prompt has been asked at least once.
+    func waitUntilAsked() async {
+        guard asked == 0 else { return }
+        await withCheckedContinuation { askedWaiters.append($0) }
+    }
+
+    func answerAll(_ answer: Bool) {
+        for waiter in waiters { waiter.resume(returning: answer) }
+        waiters.removeAll()
+    }
+}
