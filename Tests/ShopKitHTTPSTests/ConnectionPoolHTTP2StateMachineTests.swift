@@ -18,7 +18,7 @@ import Testing
         #expect(machine.lease("a", for: w(3)) == .none)
         #expect(machine.established("a", c(1), streamCapacity: 100) == .handOverStreams(c(1), to: [w(2), w(3)]))
         #expect(machine.streams("a", c(1))! == (inUse: 3, capacity: 100, draining: false))
-        #expect(machine.lease("a", for: w(4)) == .useIdle(c(1), for: w(4)))
+        #expect(machine.lease("a", for: w(4)) == .use(c(1), for: w(4)))
         #expect(machine.leaseIdle("a") == c(1))
     }
 
@@ -44,7 +44,7 @@ import Testing
         var machine = Machine(maxPerKey: 2, offersHTTP2: true)
         _ = machine.lease("a", for: w(1))
         #expect(machine.established("a", c(1), streamCapacity: 2) == .none)
-        #expect(machine.lease("a", for: w(2)) == .useIdle(c(1), for: w(2)))
+        #expect(machine.lease("a", for: w(2)) == .use(c(1), for: w(2)))
         #expect(machine.lease("a", for: w(3)) == .create(c(2), for: w(3)))
         #expect(machine.lease("a", for: w(4)) == .none)
         #expect(machine.openForWaiters("a") == .none)  // one is being opened already
@@ -60,10 +60,10 @@ import Testing
         _ = machine.lease("a", for: w(3))  // c1 full: 3 streams
         #expect(machine.lease("a", for: w(4)) == .create(c(2), for: w(4)))
         _ = machine.established("a", c(2), streamCapacity: 3)
-        #expect(machine.lease("a", for: w(5)) == .useIdle(c(2), for: w(5)))  // the only one with room
+        #expect(machine.lease("a", for: w(5)) == .use(c(2), for: w(5)))  // the only one with room
         _ = machine.release("a", c(1), reusable: true)
         _ = machine.release("a", c(1), reusable: true)  // c1: 1 stream, c2: 2
-        #expect(machine.lease("a", for: w(6)) == .useIdle(c(2), for: w(6)))
+        #expect(machine.lease("a", for: w(6)) == .use(c(2), for: w(6)))
         #expect(machine.leaseIdle("a") == c(1))  // c2 full now
         #expect(machine.streams("a", c(1))! == (inUse: 2, capacity: 3, draining: false))
         #expect(machine.streams("a", c(2))! == (inUse: 3, capacity: 3, draining: false))

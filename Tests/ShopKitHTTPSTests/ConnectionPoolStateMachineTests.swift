@@ -31,8 +31,8 @@ import ShopKitTLS
         _ = machine.lease("a", for: w(2))
         #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
         #expect(machine.release("a", c(2), reusable: true) == .park(c(2)))
-        #expect(machine.lease("a", for: w(3)) == .useIdle(c(2), for: w(3)))
-        #expect(machine.lease("a", for: w(4)) == .useIdle(c(1), for: w(4)))
+        #expect(machine.lease("a", for: w(3)) == .use(c(2), for: w(3)))
+        #expect(machine.lease("a", for: w(4)) == .use(c(1), for: w(4)))
         #expect(machine.counts("a") == (idle: 0, leased: 2, waiting: 0))
     }
 
@@ -136,7 +136,7 @@ import ShopKitTLS
         _ = machine.lease("a", for: w(3))
         _ = machine.release("a", c(1), reusable: true)  // handed to w(3)
         _ = machine.release("a", c(2), reusable: true)  // parked
-        #expect(machine.lease("a", for: w(4)) == .useIdle(c(2), for: w(4)))
+        #expect(machine.lease("a", for: w(4)) == .use(c(2), for: w(4)))
         _ = machine.release("a", c(2), reusable: true)
         _ = machine.lease("a", for: w(5))  // c(2) again
         _ = machine.lease("a", for: w(6))  // waits

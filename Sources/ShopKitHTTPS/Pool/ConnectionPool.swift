@@ -228,7 +228,7 @@ final class ConnectionPool: Sendable {
         switch action {
         case .none:
             return []
-        case .useIdle(let id, let waiter), .handOver(let id, let waiter):
+        case .use(let id, let waiter), .handOver(let id, let waiter):
             state.idleClocks[id]?.leased()
             guard let connection = state.connections[id], let target else { return [] }
             var effects: [Effect] = []

@@ -27,8 +27,9 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     enum Action: Equatable, Sendable {
         /// Nothing to do (for a lease: the requester waits).
         case none
-        /// Give the idle connection to the requester (a reused connection: cancel its idle timer).
-        case useIdle(ConnectionID, for: WaiterID)
+        /// Give the requester a connection already open: an idle HTTP/1.1 connection, or a stream on an HTTP/2
+        /// connection with room (which may be busy with other streams). A reused connection: its idle timer stops.
+        case use(ConnectionID, for: WaiterID)
         /// Open a new connection for the requester.
         case create(ConnectionID, for: WaiterID)
         /// Give the released, still open connection to a waiting requester (a reused connection).
@@ -108,11 +109,11 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         defer { keys[key] = state }
         if let connection = state.roomyStream {
             state.multiplexed[connection]!.inUse += 1
-            return .useIdle(connection, for: waiter)
+            return .use(connection, for: waiter)
         }
         if let connection = state.idle.popLast() {
             state.leased.insert(connection)
-            return .useIdle(connection, for: waiter)
+            return .use(connection, for: waiter)
         }
         // An HTTP/2 connection on its way (or one that may be) will serve this requester too.
         if awaitsConnecting(state) {
