@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 import Testing
 import TestSupport
 
@@ -202,6 +203,85 @@ import TestSupport
             }
         }
         #expect(server.counts.accepted == 0, "nothing reaches the wire for an invalid request")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    // MARK: What held before the review, kept holding
+
+    /// A response whose framing is broken fails as the server's fault, and its connection is not used again.
+    @Test(arguments: [
+        ("duplicate conflicting Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"),
+        ("Content-Length with chunked", "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+        ("a chunk size that is not hex", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n"),
+        ("a status line that is not HTTP", "HTTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        ("a header with no colon", "HTTP/1.1 200 OK\r\nContent-Length 3\r\n\r\nabc"),
+    ])
+    func brokenFramingIsTheServersFault(_ what: String, _ response: String) async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            request.connection == 1 ? .raw(Array(response.utf8), close: false) : .raw(Self.response(request.uri), close: false)
+        }
+        let transport = Self.contendedTransport()
+        do {
+            _ = try await transport.fetch(.get, "/broken", baseURL: server.baseURL)
+            Issue.record("\(what): must fail")
+        } catch {
+            #expect(isTransportError(error, .malformedResponse("")), "\(what): \(error)")
+        }
+        let (_, body) = try await transport.fetch(.get, "/next", baseURL: server.baseURL)
+        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        #expect(server.requests.map(\.connection) == [1, 2], "\(what): the connection was used again")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Interim responses are skipped, and the final one reaches its caller; the connection stays usable.
+    @Test func interimResponsesAreSkipped() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            .raw(Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n".utf8)
+                + Self.response(request.uri), close: false)
+        }
+        let transport = Self.contendedTransport()
+        for path in ["/a", "/b"] {
+            let (response, body) = try await transport.fetch(.get, path, baseURL: server.baseURL)
+            #expect(response.status == .ok)
+            #expect(String(decoding: body, as: UTF8.self) == path)
+        }
+        #expect(server.requests.map(\.connection) == [1, 1])
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// A body after a 204 (which has none by definition) is delivered as no body, and its bytes make the
+    /// connection doubtful: the next request goes out on a new connection, with its own response.
+    @Test func aBodyAfterA204IsNotTakenForTheNextResponse() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            request.uri == "/empty"
+                ? .raw(Array("HTTP/1.1 204 No Content\r\n\r\n".utf8) + Self.injected, close: false)
+                : .raw(Self.response(request.uri), close: false)
+        }
+        let transport = Self.contendedTransport()
+        let (response, body) = try await transport.fetch(.get, "/empty", baseURL: server.baseURL)
+        #expect(response.status == .noContent)
+        #expect(body.isEmpty)
+        let (_, next) = try await transport.fetch(.get, "/next", baseURL: server.baseURL)
+        #expect(String(decoding: next, as: UTF8.self) == "/next")
+        #expect(server.requests.map(\.connection) == [1, 2], "a connection with a stray response after 204 was reused")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// A POST whose kept-alive connection the server closed without answering is never sent twice.
+    @Test func aPostIsNeverSentTwice() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            request.method == "POST" ? .closeWithoutResponse : .raw(Self.response(request.uri), close: false)
+        }
+        let transport = Self.contendedTransport()
+        _ = try await transport.fetch(.get, "/warm", baseURL: server.baseURL)  // a kept-alive connection to reuse
+        await #expect(throws: HTTPSTransportError.connectionClosed) {
+            _ = try await transport.fetch(.post, "/order", baseURL: server.baseURL, body: HTTPBody("order"))
+        }
+        #expect(server.requests.filter { $0.method == "POST" }.count == 1, "the POST was sent twice")
         await transport.shutdown()
         await server.stop()
     }
