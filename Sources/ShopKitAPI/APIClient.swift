@@ -5,18 +5,25 @@ import OpenAPIRuntime
 
 /// Sends typed ``APIRequest``s through a `ClientTransport` and returns decoded responses or an ``APIError``.
 ///
-/// The transport is normally the decorator chain built by ShopKit's factory (retry → auth → dedup → HTTPS), but
-/// any `ClientTransport` works, which is what makes the client testable with a stub.
+/// Requests go through `middlewares` (normally ShopKit's retry → auth → dedup, from ``ShopKitFactory``), run the
+/// way a generated client runs them, then `transport` (normally the pinned HTTPS transport). Any
+/// `ClientTransport` works, which is what makes the client testable with a stub.
 ///
 /// ```swift
-/// let client = APIClient(baseURL: URL(string: "https://shop.example")!, transport: transport)
+/// let client = APIClient(
+///     baseURL: URL(string: "https://shop.example")!, transport: https,
+///     middlewares: ShopKitFactory.makeMiddlewares(configuration))
 /// let product = try await client.send(GetProduct(id: "42"))
 /// ```
 public struct APIClient: Sendable {
     /// Where every request's path is resolved.
     public let baseURL: URL
-    /// The transport (or decorator chain) that carries requests.
+    /// The transport that carries requests once the middlewares have passed them on.
     public let transport: any ClientTransport
+    /// The middlewares every request goes through, outermost first.
+    public let middlewares: [any ClientMiddleware]
+    /// `middlewares` over `transport`.
+    private let chain: MiddlewareChain
     /// Decodes 2xx bodies.
     public let decoder: JSONDecoder
     /// The largest response body read into memory; bigger bodies fail with ``ResponseBodyTooLargeError``.
@@ -34,19 +41,23 @@ public struct APIClient: Sendable {
     ///
     /// - Parameters:
     ///   - baseURL: The backend's base URL, e.g. `https://shop.example/api`.
-    ///   - transport: The transport or decorator chain.
+    ///   - transport: The transport (normally the pinned HTTPS transport).
+    ///   - middlewares: The middlewares, outermost first (normally `ShopKitFactory.makeMiddlewares(_:)`'s).
     ///   - decoder: The JSON decoder for response bodies.
     ///   - maxResponseBodyBytes: The largest response body read into memory (default 16 MiB, `ResponseBodyLimit.defaultBytes`).
     ///   - logger: Where debug lines go; the default logs nowhere unless a logging backend is bootstrapped.
     ///   - now: The current time, used for an HTTP-date `Retry-After` on a 429 (tests inject a fixed clock).
     public init(
-        baseURL: URL, transport: any ClientTransport, decoder: JSONDecoder = JSONDecoder(),
+        baseURL: URL, transport: any ClientTransport, middlewares: [any ClientMiddleware] = [],
+        decoder: JSONDecoder = JSONDecoder(),
         maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes,
         logger: Logger = Logger(label: "ShopKit.APIClient"),
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.baseURL = baseURL
         self.transport = transport
+        self.middlewares = middlewares
+        self.chain = MiddlewareChain(transport, middlewares)
         self.decoder = decoder
         self.maxResponseBodyBytes = max(0, maxResponseBodyBytes)
         self.logger = logger
@@ -73,7 +84,7 @@ public struct APIClient: Sendable {
             let (received, responseBody) = try await AuthenticationRequirement.$skipsCurrentRequest.withValue(
                 !request.requiresAuth
             ) {
-                try await transport.send(
+                try await chain.send(
                     httpRequest, body: body, baseURL: baseURL, operationID: String(describing: Request.self))
             }
             response = received

@@ -6,8 +6,8 @@ import OpenAPIRuntime
 /// Attaches the user's bearer token and recovers from a 401 with one shared refresh and one replay.
 ///
 /// This is the auth logic itself, as a swift-openapi-runtime `ClientMiddleware`: give it to a generated client's
-/// `Client(serverURL:transport:middlewares:)` after the retry middleware and before the dedup middleware, or
-/// use it through ``AuthenticatingTransport``, which runs this same middleware over a fixed upstream transport.
+/// `Client(serverURL:transport:middlewares:)` or ``APIClient``'s `middlewares`, after the retry middleware and
+/// before the dedup middleware.
 ///
 /// A request that needs no token (its operation is public by ``requirement``, or it is an ``APIClient``
 /// request with ``APIRequest/requiresAuth`` `false`) is passed on untouched. For every other request:

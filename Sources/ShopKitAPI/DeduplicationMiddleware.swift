@@ -6,8 +6,8 @@ import OpenAPIRuntime
 /// Coalesces identical in-flight GET and HEAD requests into one upstream request.
 ///
 /// This is the dedup logic itself, as a swift-openapi-runtime `ClientMiddleware`: give it to a generated
-/// client's `Client(serverURL:transport:middlewares:)` last in the array (innermost, after auth), or use it
-/// through ``DeduplicatingTransport``, which runs this same logic over a fixed upstream transport.
+/// client's `Client(serverURL:transport:middlewares:)` or ``APIClient``'s `middlewares`, last in the array
+/// (innermost, after auth).
 ///
 /// Two requests are identical when method, full URL (base URL + path with query) and every header field match,
 /// except the tracing headers in ``ignoredHeaderNames``. Keying on all headers rather than a list of "relevant"

@@ -7,8 +7,8 @@ import ShopKitCore
 /// Retries failed requests that are safe to send again, with exponential backoff and jitter.
 ///
 /// This is the retry logic itself, as a swift-openapi-runtime `ClientMiddleware`: give it to a generated
-/// client's `Client(serverURL:transport:middlewares:)` first in the array (outermost), or use it through
-/// ``RetryingTransport``, which runs this same middleware over a fixed upstream transport.
+/// client's `Client(serverURL:transport:middlewares:)` or ``APIClient``'s `middlewares`, first in the array
+/// (outermost).
 ///
 /// A request is retried only when all of these hold:
 /// - its method is idempotent (GET, HEAD, PUT, DELETE, OPTIONS, TRACE: RFC 9110 §9.2.2, the one list the

@@ -1,4 +1,4 @@
-/// When and how often ``RetryingTransport`` (and ``RetryMiddleware``) retries, and how long it waits in between.
+/// When and how often ``RetryMiddleware`` retries, and how long it waits in between.
 ///
 /// The wait before retry *n* (n = 1 for the second attempt) is a pure function of *n* and the jitter factor:
 /// first the backoff `backoff(n) = min(maxDelay, baseDelay × 2^(n−1))` (``backoff(beforeRetry:)``), then the

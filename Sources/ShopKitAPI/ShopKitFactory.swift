@@ -2,8 +2,8 @@ import Foundation
 import HTTPTypes
 import OpenAPIRuntime
 
-/// The one composition root: builds the decorator chain, as transports or as middlewares, and the API client
-/// from a ``ShopKitConfiguration``.
+/// The one composition root: builds the decorators (as swift-openapi-runtime middlewares, their one form) and the
+/// API client from a ``ShopKitConfiguration``.
 ///
 /// It lives in ShopKitAPI, beside the types it composes, so an app that keeps its tokens in memory or in a store
 /// of its own links neither libsecret nor GLib: ShopKitHTTPS + ShopKitAPI are enough. The umbrella adds
@@ -12,10 +12,10 @@ import OpenAPIRuntime
 /// The chain, outermost first, and why in this order:
 ///
 ///     APIClient or a generated Client
-///       → retry   RetryingTransport / RetryMiddleware: retries transient failures; each retry goes through auth again
-///       → auth    AuthenticatingTransport / AuthenticationMiddleware: attaches the bearer token; one shared
+///       → retry   RetryMiddleware: retries transient failures; each retry goes through auth again
+///       → auth    AuthenticationMiddleware: attaches the bearer token; one shared
 ///                 refresh and one replay on 401 (left out when the configuration has no `auth`)
-///       → dedup   DeduplicatingTransport / DeduplicationMiddleware: merges identical in-flight GETs; under auth,
+///       → dedup   DeduplicationMiddleware: merges identical in-flight GETs; under auth,
 ///                 so Authorization is in its key
 ///       → base transport   the pinned HTTPS transport (ShopKitTLS) or a stub in tests
 ///
@@ -50,23 +50,6 @@ public enum ShopKitFactory {
         return middlewares
     }
 
-    /// The decorator chain over `base`, outermost first: retry → auth → dedup → `base` (no auth without
-    /// ``ShopKitConfiguration/auth``).
-    public static func makeTransport(
-        _ configuration: ShopKitConfiguration, base: any ClientTransport
-    ) -> any ClientTransport {
-        var chain: any ClientTransport = DeduplicatingTransport(
-            wrapping: base, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
-        if let auth = configuration.auth {
-            chain = AuthenticatingTransport(
-                wrapping: chain, store: auth.tokenStore, refresher: auth.tokenRefresher,
-                observer: auth.signOutObserver, requirement: auth.requirement)
-        }
-        return RetryingTransport(
-            wrapping: chain, policy: configuration.retryPolicy, sleeper: configuration.sleeper,
-            random: configuration.randomSource)
-    }
-
     /// An `APIClient` for `baseURL` over the chain on top of `transport`.
     ///
     /// - Warning: `transport` is what carries the bearer token. In production pass the pinned HTTPS transport;
@@ -75,7 +58,7 @@ public enum ShopKitFactory {
         baseURL: URL, configuration: ShopKitConfiguration = ShopKitConfiguration(), transport: any ClientTransport
     ) -> APIClient {
         APIClient(
-            baseURL: baseURL, transport: makeTransport(configuration, base: transport),
+            baseURL: baseURL, transport: transport, middlewares: makeMiddlewares(configuration),
             decoder: configuration.decoder, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
     }
 }

@@ -14,7 +14,7 @@ public enum SignOutReason: Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// Told when ``AuthenticatingTransport`` signs the user out, so the app can show its sign-in screen.
+/// Told when ``AuthenticationMiddleware`` signs the user out, so the app can show its sign-in screen.
 ///
 /// Called once per sign-out, however many requests failed with it, after the tokens were cleared.
 public protocol SignOutObserver: Sendable {

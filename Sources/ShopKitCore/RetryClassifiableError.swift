@@ -1,6 +1,6 @@
 /// An error that knows whether sending the same request again could succeed.
 ///
-/// The retry decorator (ShopKitAPI's `RetryingTransport` and `RetryMiddleware`) retries transport errors of
+/// The retry decorator (ShopKitAPI's `RetryMiddleware`) retries transport errors of
 /// idempotent requests unless the error conforms and says `isRetryable == false` (a pin mismatch, a certificate
 /// failure, a sign-out: retrying cannot help).
 ///

@@ -2,7 +2,7 @@ import ShopKitAPI
 
 /// Tells the API client's retry decorator which token-store failures another attempt could fix.
 ///
-/// A store failure reaches ``RetryingTransport`` when the auth decorator cannot load the tokens. Only
+/// A store failure reaches ShopKitAPI's `RetryMiddleware` when the auth decorator cannot load the tokens. Only
 /// `.unavailable` may be transient (a Secret Service that timed out or is being restarted can answer the next
 /// attempt). Everything else is the same on every attempt, and some would cost the user: a wrong passphrase or a
 /// corrupt file does not heal, a locked keyring stays locked until the user acts, and retrying an

@@ -103,8 +103,7 @@ import TestSupport
     /// The transport form takes the same option.
     @Test func transportTakesTheRequirementToo() async throws {
         let stub = StubTransport(replies: [.status(200)])
-        let auth = AuthenticatingTransport(
-            wrapping: stub, store: InMemoryTokenStore(), refresher: CountingRefresher(returning: newTokens),
+        let auth = authenticating(stub, store: InMemoryTokenStore(), refresher: CountingRefresher(returning: newTokens),
             requirement: .publicOperations(["login"]))
         let (response, _) = try await auth.send(
             Self.request(.post, path: "/login"), body: nil, baseURL: baseURL, operationID: "login")

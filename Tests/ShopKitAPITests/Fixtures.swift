@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
-import ShopKitAPI
+import OpenAPIRuntime
+@testable import ShopKitAPI
 
 let baseURL = URL(string: "https://shop.example/api")!
 
@@ -61,4 +62,54 @@ struct PermanentFailure: Error, RetryClassifiableError {
 /// A transport error that says retrying may help.
 struct TransientFailure: Error, RetryClassifiableError, Equatable {
     var isRetryable: Bool { true }
+}
+
+/// One decorator over `upstream` as ``APIClient`` runs it: the middleware alone in a ``MiddlewareChain``, with the
+/// middleware at hand for what a test inspects.
+struct Decorated<Middleware: ClientMiddleware>: ClientTransport {
+    let middleware: Middleware
+    let chain: MiddlewareChain
+
+    init(_ upstream: any ClientTransport, _ middleware: Middleware) {
+        self.middleware = middleware
+        self.chain = MiddlewareChain(upstream, [middleware])
+    }
+
+    func send(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        try await chain.send(request, body: body, baseURL: baseURL, operationID: operationID)
+    }
+}
+
+extension Decorated where Middleware == DeduplicationMiddleware {
+    /// Callers parked on the middleware's flights.
+    var waiterCount: Int { get async { await middleware.waiterCount } }
+    /// Requests in flight.
+    var inFlightCount: Int { get async { await middleware.inFlightCount } }
+}
+
+/// The retry middleware over `upstream`.
+func retrying(
+    _ upstream: any ClientTransport, policy: RetryPolicy = .default, sleeper: any Sleeper = TaskSleeper(),
+    random: any RandomSource = SystemRandomSource(), now: @escaping @Sendable () -> Date = { Date() }
+) -> Decorated<RetryMiddleware> {
+    Decorated(upstream, RetryMiddleware(policy: policy, sleeper: sleeper, random: random, now: now))
+}
+
+/// The auth middleware over `upstream`.
+func authenticating(
+    _ upstream: any ClientTransport, store: any TokenStore, refresher: any TokenRefresher,
+    observer: (any SignOutObserver)? = nil, requirement: AuthenticationRequirement = .everyOperation
+) -> Decorated<AuthenticationMiddleware> {
+    Decorated(
+        upstream,
+        AuthenticationMiddleware(store: store, refresher: refresher, observer: observer, requirement: requirement))
+}
+
+/// The dedup middleware over `upstream`.
+func deduplicating(
+    _ upstream: any ClientTransport, maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes
+) -> Decorated<DeduplicationMiddleware> {
+    Decorated(upstream, DeduplicationMiddleware(maxResponseBodyBytes: maxResponseBodyBytes))
 }

@@ -25,7 +25,7 @@ import Testing
         let transport = try HTTPSTransport(configuration: .init(tls: tls))
         let attempts = AttemptCounter(upstream: transport)
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: attempts, policy: RetryPolicy(maxAttempts: 3), sleeper: sleeper)
+        let retrying = MiddlewareChain(attempts, [RetryMiddleware(policy: RetryPolicy(maxAttempts: 3), sleeper: sleeper)])
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
         await #expect {
             _ = try await retrying.send(

@@ -46,10 +46,12 @@ import TestSupport
         let configuration = Self.configuration(
             store: InMemoryTokenStore(), refresher: CountingRefresher(returning: AuthTokens(accessToken: "n")),
             sleeper: RecordingSleeper())
-        let retry = try #require(ShopKitFactory.makeTransport(configuration, base: stub) as? RetryingTransport)
-        let auth = try #require(retry.upstream as? AuthenticatingTransport)
-        let dedup = try #require(auth.upstream as? DeduplicatingTransport)
-        #expect(dedup.upstream as? StubTransport === stub)
+        let client = ShopKitFactory.makeAPIClient(baseURL: URL(string: "https://api.example")!, configuration: configuration, transport: stub)
+        #expect(client.middlewares.count == 3)
+        #expect(client.middlewares[0] is RetryMiddleware)
+        #expect(client.middlewares[1] is AuthenticationMiddleware)
+        #expect(client.middlewares[2] is DeduplicationMiddleware)
+        #expect(client.transport as? StubTransport === stub)
     }
 
     @Test func identicalGETsWithDifferentTokensAreNeverMerged() async throws {
@@ -192,11 +194,12 @@ import TestSupport
         let stub = StubTransport(replies: [.status(503), .status(204)])
         let sleeper = RecordingSleeper()
         let configuration = ShopKitConfiguration(sleeper: sleeper, randomSource: FixedRandomSource())
-        let retry = try #require(ShopKitFactory.makeTransport(configuration, base: stub) as? RetryingTransport)
-        let dedup = try #require(retry.upstream as? DeduplicatingTransport)
-        #expect(dedup.upstream as? StubTransport === stub)
-
         let client = Self.client(configuration, transport: stub)
+        #expect(client.middlewares.count == 2)
+        #expect(client.middlewares[0] is RetryMiddleware)
+        #expect(client.middlewares[1] is DeduplicationMiddleware)
+        #expect(client.transport as? StubTransport === stub)
+
         #expect(try await client.send(Me()) == NoContent())
         #expect(await stub.requests.map(\.authorization) == [nil, nil])
         #expect(await sleeper.durations == [.milliseconds(200)])

@@ -55,9 +55,9 @@ import TestSupport
     }
 }
 
-@Suite struct RetryingTransportTests {
+@Suite struct RetryChainTests {
     func send(
-        _ transport: RetryingTransport, method: HTTPRequest.Method = .get, headers: HTTPFields = [:],
+        _ transport: Decorated<RetryMiddleware>, method: HTTPRequest.Method = .get, headers: HTTPFields = [:],
         body: HTTPBody? = nil
     ) async throws -> HTTPResponse {
         let request = HTTPRequest(method: method, scheme: nil, authority: nil, path: "/cart", headerFields: headers)
@@ -69,7 +69,7 @@ import TestSupport
         let stub = StubTransport(replies: [.status(503)])
         let sleeper = RecordingSleeper()
         let policy = RetryPolicy(maxAttempts: 5)
-        let retrying = RetryingTransport(wrapping: stub, policy: policy, sleeper: sleeper, random: FixedRandomSource(factor))
+        let retrying = retrying(stub, policy: policy, sleeper: sleeper, random: FixedRandomSource(factor))
         let response = try await send(retrying)
         #expect(response.status.code == 503)
         #expect(await stub.requests.count == 5)
@@ -85,8 +85,7 @@ import TestSupport
                                  .milliseconds(3200), .milliseconds(6400), .seconds(10)]
         let stub = StubTransport(replies: [.status(503)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(
-            wrapping: stub, policy: RetryPolicy(maxAttempts: maxAttempts), sleeper: sleeper, random: FixedRandomSource(1))
+        let retrying = retrying(stub, policy: RetryPolicy(maxAttempts: maxAttempts), sleeper: sleeper, random: FixedRandomSource(1))
         #expect(try await send(retrying).status.code == 503)
         #expect(await stub.requests.count == maxAttempts)
         #expect(await sleeper.durations == Array(table.prefix(maxAttempts - 1)))
@@ -95,7 +94,7 @@ import TestSupport
     @Test func stopsRetryingOnSuccess() async throws {
         let stub = StubTransport(replies: [.status(502), .status(500), .status(200)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: stub, policy: RetryPolicy(maxAttempts: 5), sleeper: sleeper, random: FixedRandomSource())
+        let retrying = retrying(stub, policy: RetryPolicy(maxAttempts: 5), sleeper: sleeper, random: FixedRandomSource())
         #expect(try await send(retrying).status.code == 200)
         #expect(await stub.requests.count == 3)
         #expect(await sleeper.durations == [.milliseconds(200), .milliseconds(400)])
@@ -104,7 +103,7 @@ import TestSupport
     @Test func honorsRetryAfterSeconds() async throws {
         let stub = StubTransport(replies: [.status(429, headers: [.retryAfter: "3"]), .status(200)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: stub, sleeper: sleeper, random: FixedRandomSource())
+        let retrying = retrying(stub, sleeper: sleeper, random: FixedRandomSource())
         #expect(try await send(retrying).status.code == 200)
         #expect(await sleeper.durations == [.seconds(3)])
     }
@@ -112,8 +111,7 @@ import TestSupport
     @Test func honorsRetryAfterHTTPDateWithInjectedClock() async throws {
         let stub = StubTransport(replies: [.status(503, headers: [.retryAfter: "Tue, 14 Nov 2023 22:13:25 GMT"]), .status(200)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(
-            wrapping: stub, sleeper: sleeper, random: FixedRandomSource(),
+        let retrying = retrying(stub, sleeper: sleeper, random: FixedRandomSource(),
             now: { Date(timeIntervalSince1970: 1_700_000_000) })
         #expect(try await send(retrying).status.code == 200)
         #expect(await sleeper.durations == [.seconds(5)])
@@ -122,7 +120,7 @@ import TestSupport
     @Test func retryAfterIsCappedByMaxDelay() async throws {
         let stub = StubTransport(replies: [.status(503, headers: [.retryAfter: "86400"]), .status(200)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: stub, policy: RetryPolicy(maxDelay: .seconds(4)), sleeper: sleeper)
+        let retrying = retrying(stub, policy: RetryPolicy(maxDelay: .seconds(4)), sleeper: sleeper)
         #expect(try await send(retrying).status.code == 200)
         #expect(await sleeper.durations == [.seconds(4)])
     }
@@ -130,7 +128,7 @@ import TestSupport
     @Test func postIsNotRetriedAfterTransportError() async throws {
         let stub = StubTransport(replies: [.failure(TransientFailure()), .status(200)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: stub, sleeper: sleeper)
+        let retrying = retrying(stub, sleeper: sleeper)
         await #expect(throws: TransientFailure.self) { try await send(retrying, method: .post, body: HTTPBody("{}")) }
         #expect(await stub.requests.count == 1)
         #expect(await sleeper.durations.isEmpty)
@@ -138,7 +136,7 @@ import TestSupport
 
     @Test func postIsNotRetriedOnRetryableStatus() async throws {
         let stub = StubTransport(replies: [.status(503), .status(200)])
-        let retrying = RetryingTransport(wrapping: stub, sleeper: RecordingSleeper())
+        let retrying = retrying(stub, sleeper: RecordingSleeper())
         #expect(try await send(retrying, method: .post).status.code == 503)
         #expect(await stub.requests.count == 1)
     }
@@ -146,7 +144,7 @@ import TestSupport
     @Test func postWithIdempotencyKeyIsRetried() async throws {
         let stub = StubTransport(replies: [.failure(TransientFailure()), .status(503), .status(201)])
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: stub, sleeper: sleeper, random: FixedRandomSource())
+        let retrying = retrying(stub, sleeper: sleeper, random: FixedRandomSource())
         let response = try await send(
             retrying, method: .post, headers: [.idempotencyKey: "order-7"], body: HTTPBody(#"{"sku":"42"}"#))
         #expect(response.status.code == 201)
@@ -158,7 +156,7 @@ import TestSupport
 
     @Test func singleIterationBodyIsNeverRetried() async throws {
         let stub = StubTransport(replies: [.status(503), .status(200)])
-        let retrying = RetryingTransport(wrapping: stub, sleeper: RecordingSleeper())
+        let retrying = retrying(stub, sleeper: RecordingSleeper())
         let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
             continuation.yield(ArraySlice("{}".utf8))
             continuation.finish()
@@ -171,7 +169,7 @@ import TestSupport
     @Test(arguments: [400, 401, 403, 404, 409, 422])
     func otherClientErrorsAreNotRetried(status: Int) async throws {
         let stub = StubTransport(replies: [.status(status), .status(200)])
-        let retrying = RetryingTransport(wrapping: stub, sleeper: RecordingSleeper())
+        let retrying = retrying(stub, sleeper: RecordingSleeper())
         #expect(try await send(retrying).status.code == status)
         #expect(await stub.requests.count == 1)
     }
@@ -179,7 +177,7 @@ import TestSupport
     @Test func finalErrorsFromBelowAreNotRetried() async throws {
         for error in [APIError.unauthorized as any Error, PermanentFailure(), ResponseBodyTooLargeError(limit: 1)] {
             let stub = StubTransport(replies: [.failure(error), .status(200)])
-            let retrying = RetryingTransport(wrapping: stub, sleeper: RecordingSleeper())
+            let retrying = retrying(stub, sleeper: RecordingSleeper())
             await #expect(throws: (any Error).self) { try await send(retrying) }
             #expect(await stub.requests.count == 1)
         }
@@ -187,7 +185,7 @@ import TestSupport
 
     @Test func idempotentRequestIsRetriedAfterTransportError() async throws {
         let stub = StubTransport(replies: [.failure(OpaqueFailure(detail: "reset")), .status(200)])
-        let retrying = RetryingTransport(wrapping: stub, sleeper: RecordingSleeper())
+        let retrying = retrying(stub, sleeper: RecordingSleeper())
         #expect(try await send(retrying, method: .delete).status.code == 200)
         #expect(await stub.requests.count == 2)
     }
@@ -199,7 +197,7 @@ import TestSupport
             return .status(503)
         }
         let sleeper = RecordingSleeper()
-        let retrying = RetryingTransport(wrapping: stub, sleeper: sleeper)
+        let retrying = retrying(stub, sleeper: sleeper)
         let task = Task { try await send(retrying) }
         await stub.arrivals.wait(until: 1)
         task.cancel()

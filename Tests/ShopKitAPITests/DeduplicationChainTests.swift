@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import ShopKitAPI
 
-@Suite(.timeLimit(.minutes(1))) struct DeduplicatingTransportTests {
+@Suite(.timeLimit(.minutes(1))) struct DeduplicationChainTests {
     static func request(
         _ method: HTTPRequest.Method = .get, path: String = "/products", headers: HTTPFields = [.authorization: "Bearer a"]
     ) -> HTTPRequest {
@@ -14,7 +14,7 @@ import TestSupport
     }
 
     /// Sends and reads the body, as a caller would.
-    static func fetch(_ dedup: DeduplicatingTransport, _ request: HTTPRequest, body: HTTPBody? = nil) async throws -> (Int, Data) {
+    static func fetch(_ dedup: Decorated<DeduplicationMiddleware>, _ request: HTTPRequest, body: HTTPBody? = nil) async throws -> (Int, Data) {
         let (response, responseBody) = try await dedup.send(request, body: body, baseURL: baseURL, operationID: "t")
         var bytes: [UInt8] = []
         if let responseBody { bytes = try await [UInt8](collecting: responseBody, upTo: 1 << 20) }
@@ -23,7 +23,7 @@ import TestSupport
 
     /// Waits (without sleeping) until `count` callers are parked on the decorator, or until the task is cancelled
     /// (the time limit), so a caller that never parks fails the next expectation instead of spinning forever.
-    static func waitForWaiters(_ dedup: DeduplicatingTransport, _ count: Int) async {
+    static func waitForWaiters(_ dedup: Decorated<DeduplicationMiddleware>, _ count: Int) async {
         while await dedup.waiterCount < count && !Task.isCancelled { await Task.yield() }
     }
 
@@ -37,7 +37,7 @@ import TestSupport
     @Test func concurrentIdenticalGETsMakeOneCallAndEachGetsItsOwnBody() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         let tasks = (0..<5).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
         await Self.waitForWaiters(dedup, 5)
         #expect(await dedup.inFlightCount == 1)
@@ -53,7 +53,7 @@ import TestSupport
 
     @Test func entryIsEvictedWhenTheRequestEnds() async throws {
         let stub = StubTransport(replies: [.json(productJSON)])
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         _ = try await Self.fetch(dedup, Self.request())
         _ = try await Self.fetch(dedup, Self.request())
         #expect(await stub.requests.count == 2)
@@ -67,7 +67,7 @@ import TestSupport
     func differentResponseHeadersAreNotMerged(name: String, value: String) async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         var other = Self.request()
         other.headerFields[HTTPField.Name(name)!] = value
         async let first = Self.fetch(dedup, Self.request())
@@ -82,7 +82,7 @@ import TestSupport
     @Test func differentURLsAreNotMerged() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         async let first = Self.fetch(dedup, Self.request(path: "/products?page=1"))
         async let second = Self.fetch(dedup, Self.request(path: "/products?page=2"))
         await Self.waitForWaiters(dedup, 2)
@@ -96,22 +96,22 @@ import TestSupport
         first.authority = "a.example"
         var second = first
         second.authority = "b.example"
-        #expect(DeduplicatingTransport.key(for: first, baseURL: baseURL) != DeduplicatingTransport.key(for: second, baseURL: baseURL))
-        #expect(DeduplicatingTransport.key(for: Self.request(), baseURL: baseURL) != DeduplicatingTransport.key(for: Self.request(), baseURL: URL(string: "https://other.example/api")!))
+        #expect(DeduplicationMiddleware.key(for: first, baseURL: baseURL) != DeduplicationMiddleware.key(for: second, baseURL: baseURL))
+        #expect(DeduplicationMiddleware.key(for: Self.request(), baseURL: baseURL) != DeduplicationMiddleware.key(for: Self.request(), baseURL: URL(string: "https://other.example/api")!))
     }
 
     @Test func tracingHeadersDoNotSeparate() {
-        let plain = DeduplicatingTransport.key(for: Self.request(), baseURL: baseURL)
+        let plain = DeduplicationMiddleware.key(for: Self.request(), baseURL: baseURL)
         var traced = Self.request()
         traced.headerFields[HTTPField.Name("traceparent")!] = "00-abc-def-01"
-        #expect(DeduplicatingTransport.key(for: traced, baseURL: baseURL) == plain)
+        #expect(DeduplicationMiddleware.key(for: traced, baseURL: baseURL) == plain)
     }
 
     @Test func headerOrderAcrossNamesDoesNotSeparateButRepeatsAndValuesDo() {
         func key(_ fields: [(String, String)]) -> DeduplicationMiddleware.Key {
             var request = Self.request()
             request.headerFields = HTTPFields(fields.map { HTTPField(name: HTTPField.Name($0.0)!, value: $0.1) })
-            return DeduplicatingTransport.key(for: request, baseURL: baseURL)
+            return DeduplicationMiddleware.key(for: request, baseURL: baseURL)
         }
         let sorted = key([("accept", "application/json"), ("authorization", "Bearer a"), ("x-tenant", "1")])
         #expect(key([("X-Tenant", "1"), ("Authorization", "Bearer a"), ("Accept", "application/json")]) == sorted)
@@ -127,7 +127,7 @@ import TestSupport
     @Test func postsAreNeverMerged() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         async let first = Self.fetch(dedup, Self.request(.post), body: HTTPBody("{}"))
         async let second = Self.fetch(dedup, Self.request(.post), body: HTTPBody("{}"))
         await stub.arrivals.wait(until: 2)  // both reached the transport: not merged
@@ -139,7 +139,7 @@ import TestSupport
     @Test func aWaitingCallerCancellingDoesNotCancelTheOthers() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         let leader = Task { try await Self.fetch(dedup, Self.request()) }
         await stub.arrivals.wait(until: 1)  // the leader's request is upstream
         let leaving = Task { try await Self.fetch(dedup, Self.request()) }
@@ -159,7 +159,7 @@ import TestSupport
     @Test func theLeaderCancellingHandsTheRequestToTheOldestWaiter() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         let leader = Task { try await Self.fetch(dedup, Self.request()) }
         await stub.arrivals.wait(until: 1)
         let waiting = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
@@ -186,7 +186,7 @@ import TestSupport
     @Test func allWaitersCancellingCancelsTheRequest() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate)
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         let tasks = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
         await Self.waitForWaiters(dedup, 2)
         await stub.arrivals.wait(until: 1)
@@ -204,7 +204,7 @@ import TestSupport
     @Test func oversizeSharedBodyFailsEveryWaiter() async throws {
         let gate = Gate()
         let stub = Self.heldStub(gate, body: String(repeating: "x", count: 100))
-        let dedup = DeduplicatingTransport(wrapping: stub, maxResponseBodyBytes: 10)
+        let dedup = deduplicating(stub, maxResponseBodyBytes: 10)
         let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
         await Self.waitForWaiters(dedup, 3)
         await gate.open()
@@ -219,7 +219,7 @@ import TestSupport
             try await gate.wait()
             return .failure(EquatableFailure(code: 5))
         }
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request(.head)) } }
         await Self.waitForWaiters(dedup, 3)
         await gate.open()
@@ -228,7 +228,7 @@ import TestSupport
     }
 }
 
-extension DeduplicatingTransportTests {
+extension DeduplicationChainTests {
     /// Issue 16 item 14: a non-2xx body is not held to the 2xx limit; each waiter gets the status and the page.
     @Test func oversizeErrorPageDeliversTheStatusToEveryWaiter() async throws {
         let gate = Gate()
@@ -237,7 +237,7 @@ extension DeduplicatingTransportTests {
             try await gate.wait()
             return .status(503, body: Data(page.utf8), streamed: true)
         }
-        let dedup = DeduplicatingTransport(wrapping: stub, maxResponseBodyBytes: 10)
+        let dedup = deduplicating(stub, maxResponseBodyBytes: 10)
         let tasks = (0..<3).map { _ in Task { try await Self.fetch(dedup, Self.request()) } }
         await Self.waitForWaiters(dedup, 3)
         await gate.open()
@@ -252,7 +252,7 @@ extension DeduplicatingTransportTests {
     /// Only the first 64 KiB of an error page are kept, as `APIClient` reads them.
     @Test func errorPageIsCutAt64KiB() async throws {
         let stub = StubTransport(replies: [.status(500, body: Data(count: 100_000), streamed: true)])
-        let dedup = DeduplicatingTransport(wrapping: stub, maxResponseBodyBytes: 10)
+        let dedup = deduplicating(stub, maxResponseBodyBytes: 10)
         let (status, body) = try await Self.fetch(dedup, Self.request())
         #expect(status == 500)
         #expect(body.count == 64 * 1024)
@@ -261,7 +261,7 @@ extension DeduplicatingTransportTests {
     /// An error body that breaks off still delivers its status (with no body) instead of the body's error.
     @Test func brokenErrorBodyDeliversTheStatus() async throws {
         let stub = StubTransport(replies: [.broken(404, body: Data("not fo".utf8), failure: TransientFailure())])
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         let (status, body) = try await Self.fetch(dedup, Self.request())
         #expect(status == 404)
         #expect(body.isEmpty)
@@ -270,7 +270,7 @@ extension DeduplicatingTransportTests {
     /// A broken 2xx body is still the transport's error: it cannot be decoded.
     @Test func broken2xxBodyFailsWithTheBodysError() async throws {
         let stub = StubTransport(replies: [.broken(200, body: Data("{".utf8), failure: TransientFailure())])
-        let dedup = DeduplicatingTransport(wrapping: stub)
+        let dedup = deduplicating(stub)
         await #expect(throws: TransientFailure()) { try await Self.fetch(dedup, Self.request()) }
     }
 }

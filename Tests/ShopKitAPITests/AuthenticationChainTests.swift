@@ -9,7 +9,7 @@ import TestSupport
 let oldTokens = AuthTokens(accessToken: "old-access", refreshToken: "old-refresh")
 let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh")
 
-@Suite(.timeLimit(.minutes(1))) struct AuthenticatingTransportTests {
+@Suite(.timeLimit(.minutes(1))) struct AuthenticationChainTests {
     func get(_ transport: some ClientTransport, path: String = "/me", headers: HTTPFields = [:]) async throws -> HTTPResponse {
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path, headerFields: headers)
         return try await transport.send(request, body: nil, baseURL: baseURL, operationID: "test").0
@@ -22,8 +22,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
 
     @Test func attachesTheBearerToken() async throws {
         let stub = StubTransport(replies: [.status(200)])
-        let auth = AuthenticatingTransport(
-            wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: CountingRefresher(returning: newTokens))
+        let auth = authenticating(stub, store: InMemoryTokenStore(oldTokens), refresher: CountingRefresher(returning: newTokens))
         #expect(try await get(auth, headers: [.authorization: "Bearer forged"]).status.code == 200)
         #expect(await stub.requests.first?.authorization == "Bearer old-access")
     }
@@ -32,7 +31,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
     @Test func requestsSkippedByTheClientPassThroughWithoutTokenOrMarker() async throws {
         let stub = StubTransport(replies: [.status(401)])
         let refresher = CountingRefresher(returning: newTokens)
-        let auth = AuthenticatingTransport(wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
+        let auth = authenticating(stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
         let status = try await AuthenticationRequirement.$skipsCurrentRequest.withValue(true) {
             try await get(auth, headers: [.accept: "application/json"]).status.code
         }
@@ -46,21 +45,18 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
     /// The old side channel is gone: a header named like the old marker is just a header, and auth still applies.
     @Test func aHeaderNamedLikeTheOldSkipMarkerDoesNotSkipAuth() async throws {
         let stub = StubTransport(replies: [.status(200)])
-        let auth = AuthenticatingTransport(
-            wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: CountingRefresher(returning: newTokens))
+        let auth = authenticating(stub, store: InMemoryTokenStore(oldTokens), refresher: CountingRefresher(returning: newTokens))
         let marker = HTTPField.Name("X-ShopKit-Skip-Auth")!
         #expect(try await get(auth, headers: [marker: "1"]).status.code == 200)
         #expect(await stub.requests.first?.authorization == "Bearer old-access")
-        let signedOut = AuthenticatingTransport(
-            wrapping: stub, store: InMemoryTokenStore(nil), refresher: CountingRefresher(returning: newTokens))
+        let signedOut = authenticating(stub, store: InMemoryTokenStore(nil), refresher: CountingRefresher(returning: newTokens))
         await #expect(throws: APIError.unauthorized) { try await get(signedOut, headers: [marker: "1"]) }
         #expect(await stub.requests.count == 1)
     }
 
     @Test func signedOutUserSendsNothing() async throws {
         let stub = StubTransport(replies: [.status(200)])
-        let auth = AuthenticatingTransport(
-            wrapping: stub, store: InMemoryTokenStore(nil), refresher: CountingRefresher(returning: newTokens))
+        let auth = authenticating(stub, store: InMemoryTokenStore(nil), refresher: CountingRefresher(returning: newTokens))
         await #expect(throws: APIError.unauthorized) { try await get(auth) }
         #expect(await stub.requests.isEmpty)
     }
@@ -76,7 +72,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         }
         let store = CountingTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens)
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher)
+        let auth = authenticating(stub, store: store, refresher: refresher)
 
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<callers { group.addTask { try await get(auth).status.code } }
@@ -99,7 +95,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
             return .status(401)
         }
         let refresher = CountingRefresher(returning: newTokens)
-        let auth = AuthenticatingTransport(wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
+        let auth = authenticating(stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
 
         let slow = Task { try await get(auth, path: "/slow") }
         await stub.arrivals.wait(until: 1)  // sent with the old token, held
@@ -118,7 +114,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let store = CountingTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens)
         let observer = RecordingSignOutObserver()
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+        let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
 
         await #expect(throws: APIError.unauthorized) { try await get(auth) }
         #expect(await stub.requests.map(\.authorization) == ["Bearer old-access", "Bearer new-access"])
@@ -141,7 +137,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let store = InMemoryTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens)
         let observer = RecordingSignOutObserver()
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+        let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
 
         let failures = await withTaskGroup(of: Bool.self) { group in
             for _ in 0..<callers {
@@ -164,7 +160,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let stub = StubTransport(handler: Self.acceptsOnlyNewToken)
         let store = InMemoryTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens, gate: gate)
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher)
+        let auth = authenticating(stub, store: store, refresher: refresher)
 
         let leaving = Task { try await get(auth, path: "/leaving") }
         let staying = Task { try await get(auth, path: "/staying") }
@@ -184,7 +180,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let store = InMemoryTokenStore(oldTokens)
         let refresher = CountingRefresher { _ in throw OpaqueFailure(detail: "invalid_grant") }
         let observer = RecordingSignOutObserver()
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+        let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
 
         await #expect(throws: APIError.unauthorized) { try await get(auth) }
         #expect(await stub.requests.count == 1)
@@ -197,7 +193,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let store = InMemoryTokenStore(oldTokens)
         let refresher = CountingRefresher { _ in throw TransientFailure() }
         let observer = RecordingSignOutObserver()
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+        let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
 
         await #expect(throws: TransientFailure.self) { try await get(auth) }
         #expect(await store.tokens == oldTokens)
@@ -209,7 +205,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let store = FailingSaveTokenStore(oldTokens)
         let refresher = CountingRefresher(returning: newTokens)
         let observer = RecordingSignOutObserver()
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+        let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
 
         #expect(try await get(auth).status.code == 200)  // replayed with the fresh tokens despite the failed save
         #expect(try await get(auth).status.code == 200)  // the store still holds the old token: no second refresh
@@ -225,7 +221,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let refresher = CountingRefresher(gate: gate) { _ in throw OpaqueFailure(detail: "invalid_grant") }
         let stub = StubTransport(replies: [.status(401)])
         let observer = RecordingSignOutObserver()
-        let auth = AuthenticatingTransport(wrapping: stub, store: store, refresher: refresher, observer: observer)
+        let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
         let call = Task { try await get(auth) }
         await refresher.started.wait(until: 1)
         try await store.saveTokens(signedInAgain)  // the user signs in again while the refresh is running
@@ -238,7 +234,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
     @Test func singleIterationBodyIsNotReplayed() async throws {
         let stub = StubTransport(handler: Self.acceptsOnlyNewToken)
         let refresher = CountingRefresher(returning: newTokens)
-        let auth = AuthenticatingTransport(wrapping: stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
+        let auth = authenticating(stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
         let stream = AsyncStream<HTTPBody.ByteChunk> { continuation in
             continuation.yield(ArraySlice("{}".utf8))
             continuation.finish()
