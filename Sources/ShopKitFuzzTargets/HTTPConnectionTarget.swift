@@ -68,20 +68,9 @@ package enum HTTPConnectionTarget {
         let unclean = control & 0x80 != 0
         let response = bytes.dropFirst()
 
-        let channel = EmbeddedChannel()
-        let loop = channel.embeddedEventLoop
-        let handler = HTTPClientConnectionHandler()
         let reads = ReadTracker()
-        do {
-            let sync = channel.pipeline.syncOperations
-            try sync.addHandler(reads)
-            try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
-            try sync.addHTTPClientHandlers()
-            try sync.addHandler(handler)
-            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
-        } catch {
-            fatalError("cannot set up the embedded channel: \(error)")
-        }
+        let connection = EmbeddedHTTP1Connection(first: reads)
+        let (channel, handler, loop) = (connection.channel, connection.handler, connection.loop)
 
         let outcomes = NIOLoopBoundBox<[ExchangeOutcome]>([], eventLoop: loop)
         let boundHandler = NIOLoopBound(handler, eventLoop: loop)
@@ -123,16 +112,8 @@ package enum HTTPConnectionTarget {
         }
         start(0)
         loop.run()
-        var offset = response.startIndex
-        while offset < response.endIndex {
-            let end = readSize == 0 ? response.endIndex : min(offset + readSize, response.endIndex)
-            _ = try? channel.writeInbound(channel.allocator.buffer(bytes: response[offset..<end]))
-            offset = end
-            loop.run()
-        }
-        if unclean { channel.pipeline.fireUserInboundEventTriggered(TLSUncleanShutdown()) }
-        _ = try? channel.finish(acceptAlreadyClosed: true)
-        loop.run()
+        connection.feed(response, readSize: readSize)
+        connection.finish(unclean: unclean)
         return outcomes.value
     }
 

@@ -60,18 +60,8 @@ package enum HTTPResponseTarget {
         let unclean = control & 0x80 != 0
         let response = bytes.dropFirst()
 
-        let channel = EmbeddedChannel()
-        let loop = channel.embeddedEventLoop
-        let handler = HTTPClientConnectionHandler()
-        do {
-            let sync = channel.pipeline.syncOperations
-            try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
-            try sync.addHTTPClientHandlers()
-            try sync.addHandler(handler)
-            channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
-        } catch {
-            fatalError("cannot set up the embedded channel: \(error)")
-        }
+        let connection = EmbeddedHTTP1Connection()
+        let (channel, handler, loop) = (connection.channel, connection.handler, connection.loop)
 
         let releases = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
         let headAnswered = NIOLoopBoundBox(false, eventLoop: loop)
@@ -102,18 +92,8 @@ package enum HTTPResponseTarget {
         channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: written)
         loop.run()
 
-        var offset = response.startIndex
-        while offset < response.endIndex {
-            let end = readSize == 0 ? response.endIndex : min(offset + readSize, response.endIndex)
-            _ = try? channel.writeInbound(channel.allocator.buffer(bytes: response[offset..<end]))
-            offset = end
-            loop.run()
-        }
-
-        // The server goes away: the TLS layer would report a close without close_notify first.
-        if unclean { channel.pipeline.fireUserInboundEventTriggered(TLSUncleanShutdown()) }
-        _ = try? channel.finish(acceptAlreadyClosed: true)
-        loop.run()
+        connection.feed(response, readSize: readSize)
+        connection.finish(unclean: unclean)
 
         return Outcome(
             releases: releases.value, headAnswered: headAnswered.value, headDelivered: headDelivered.value,
