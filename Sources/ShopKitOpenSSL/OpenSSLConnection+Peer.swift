@@ -85,6 +85,10 @@ extension OpenSSLConnection {
         }
     }
 
+    /// Whether the peer sent a certificate (`SSL_get0_peer_certificate`): on a server, whether the client's
+    /// Certificate message carried one. Test servers count it, so tests can tell whether a client sent its identity.
+    package var peerSentCertificate: Bool { withSSL { SSL_get0_peer_certificate($0) != nil } }
+
     /// Whether this handshake resumed an earlier session (no certificates were exchanged).
     package var sessionReused: Bool { withSSL { SSL_session_reused($0) == 1 } }
 }

@@ -87,6 +87,10 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// server would refuse: none configured (unless `requiresIdentityWhenAsked` is false), an expired or not yet
     /// valid one, or one from a CA the server does not name.
     ///
+    /// Verification runs `openSSLVerifyCallback`, which hands the chain OpenSSL verified to the connection's
+    /// `chainCheck` (the pins) at depth 0, after OpenSSL's checks passed, so a refusal ends the handshake before the
+    /// client's certificate is sent.
+    ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
     package static func client(
         trust: Trust, minimumVersion: ProtocolVersion, alpn: [String] = ["http/1.1"],
@@ -115,7 +119,8 @@ package final class OpenSSLContext: @unchecked Sendable {
                     }
                 }
             }
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+            // The callback runs each connection's pin check after OpenSSL's own checks, and can only refuse more.
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, openSSLVerifyCallback)
             try identity?.install(in: ctx)
             SSL_CTX_set_cert_cb(ctx, openSSLCertificateRequestCallback, nil)
             _ = shopkit_SSL_CTX_set_session_cache_mode(

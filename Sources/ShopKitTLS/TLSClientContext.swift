@@ -177,14 +177,19 @@ package final class TLSServerContext: Sendable {
     package func makeHandler() -> TLSHandler { TLSHandler(server: self) }
 }
 
-/// Counts a server's handshakes: full ones and session resumptions.
+/// Counts a server's handshakes (full ones and session resumptions) and the client certificates it received.
 package final class TLSServerStatistics: Sendable {
-    private let counts = NIOLockedValueBox((full: 0, resumed: 0))
+    private let counts = NIOLockedValueBox((full: 0, resumed: 0, clientCertificates: 0))
 
     /// Handshakes that exchanged certificates.
     package var fullHandshakes: Int { counts.withLockedValue { $0.full } }
     /// Handshakes that resumed a session.
     package var resumptions: Int { counts.withLockedValue { $0.resumed } }
+
+    /// Connections (completed or failed) on which the client sent a certificate.
+    package var clientCertificates: Int { counts.withLockedValue { $0.clientCertificates } }
+
+    func recordClientCertificate() { counts.withLockedValue { $0.clientCertificates += 1 } }
 
     func record(resumed wasResumed: Bool) {
         counts.withLockedValue { if wasResumed { $0.resumed += 1 } else { $0.full += 1 } }

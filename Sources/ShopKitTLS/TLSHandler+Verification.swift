@@ -5,12 +5,15 @@ import ShopKitOpenSSL
 import ShopKitPinning
 
 extension TLSHandler {
-    /// The handshake finished: the server counts it; the client checks chain, hostname and pins first.
+    /// The handshake finished: the server counts it; the client checks chain, hostname and pins again (on a resumed
+    /// session the cached verified chain, as no verification ran; on a full handshake the pins already passed inside
+    /// verification, see ``checkDuringVerification(_:)``).
     func handshakeCompleted(context: ChannelHandlerContext) {
         guard let connection else { return }
         switch role {
         case .server(let server):
             server.statistics.record(resumed: connection.sessionReused)
+            if connection.peerSentCertificate { server.statistics.recordClientCertificate() }
             becomeActive(context: context)
             context.fireUserInboundEventTriggered(
                 TLSServerHandshakeCompleted(
@@ -68,12 +71,47 @@ extension TLSHandler {
         return (chain, false)
     }
 
+    /// The pin policy on the chain OpenSSL has just verified, run inside its verification (full handshakes; see
+    /// `OpenSSLConnection.chainCheck`). An enforced mismatch, or a host no set covers under strict mode, returns
+    /// false: the handshake ends at the server's Certificate message, before the client's certificate is sent or
+    /// anything is signed with its key. The refusal is logged, reported and thrown by ``handshakeError(_:)``.
+    func checkDuringVerification(_ chain: VerifiedChain) -> Bool {
+        guard case .client(let client, _, let host, _, _) = role else { return true }
+        let policy = client.configuration.pinning
+        if policy.refusesUnpinned(host: host) {
+            refusedDuringVerification = .hostNotPinned
+            return false
+        }
+        let verdict = policy.evaluate(host: host, chain: chain, now: client.now())
+        guard case .mismatch = verdict else { return true }
+        refusedDuringVerification = .mismatch(verdict)
+        return false
+    }
+
+    /// The error for a refusal made inside verification: the same error, log line and report as after a
+    /// handshake.
+    private func refusalError(_ refusal: VerificationRefusal, client: TLSClientContext, host: String, port: Int)
+        -> TLSError
+    {
+        switch refusal {
+        case .hostNotPinned:
+            return .hostNotPinned(host: host, patterns: client.configuration.pinning.hostPatterns)
+        case .mismatch(let verdict):
+            let verdict = withReportDetails(verdict, port: port, chainPEM: connection?.refusedChainPEM)
+            _ = apply(verdict, client: client, host: host)
+            guard case .mismatch(let report) = verdict else {
+                return .handshakeFailed(reason: "the pin check refused the server's chain")
+            }
+            return .pinMismatch(report)
+        }
+    }
+
     /// The verdict with its report (if any) completed by what only the connection knows: the port and the
-    /// verified chain as PEM (none on a resumed session).
-    private func withReportDetails(_ verdict: PinVerdict, port: Int) -> PinVerdict {
+    /// verified chain as PEM (`chainPEM` when given; none on a resumed session).
+    private func withReportDetails(_ verdict: PinVerdict, port: Int, chainPEM: [String]? = nil) -> PinVerdict {
         guard var report = verdict.report else { return verdict }
         report.port = port
-        report.validatedChainPEM = connection?.verifiedChainPEM() ?? []
+        report.validatedChainPEM = chainPEM ?? connection?.verifiedChainPEM() ?? []
         switch verdict {
         case .expired: return .expired(report)
         case .reportOnlyMismatch: return .reportOnlyMismatch(report)
@@ -142,10 +180,14 @@ extension TLSHandler {
         cache.store(.init(session: session, verifiedChain: established.chain, verdict: established.verdict), for: key)
     }
 
-    /// Maps a failed handshake to the most useful error: OpenSSL's verify result if it rejected the peer, then
+    /// Maps a failed handshake to the most useful error: the pin check's refusal inside verification, then
+    /// OpenSSL's verify result if it rejected the peer, then
     /// the client certificate if the server asked for one (see ``clientCertificateError(_:)``).
     func handshakeError(_ error: OpenSSLError) -> TLSError {
-        if case .client(_, _, let host, _, _) = role, let connection {
+        if case .client(let client, _, let host, let port, _) = role, let connection {
+            if let refusal = refusedDuringVerification {
+                return refusalError(refusal, client: client, host: host, port: port)
+            }
             let result = connection.verifyResult
             if !result.isOK { return verifyError(result, host: host) }
             if let certificateError = clientCertificateError(error) { return certificateError }
@@ -191,4 +233,12 @@ extension TLSHandler {
         result.isHostnameMismatch
             ? .hostnameMismatch(host: host) : .untrustedChain(reason: result.reason, verifyCode: result.code)
     }
+}
+
+/// What the pin check inside OpenSSL's verification refused.
+enum VerificationRefusal {
+    /// Strict mode, and no pin set covers the host.
+    case hostNotPinned
+    /// An enforced pin set matched no certificate of the verified chain (the verdict holds the report).
+    case mismatch(PinVerdict)
 }

@@ -37,7 +37,9 @@ import Testing
             #expect(!error.isRetryable)
         }
         await server.connectionsClosed()
-        #expect(server.fullHandshakes == 1)
+        // Refused inside verification, after OpenSSL accepted the chain (issue 25, defect 2): the server's
+        // handshake never completes.
+        #expect(server.fullHandshakes == 0)
         #expect(requests.withLockedValue { $0 } == 0)
     }
 
