@@ -27,7 +27,7 @@ public final class TLSClientContext: Sendable {
     /// - Parameters:
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
-    ///   - now: the clock used for pin-set expiry (tests inject one).
+    ///   - now: the clock used for pin-set expiry and for the age of cached sessions (tests inject one).
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
     ///   `.system` when OpenSSL or the system trust store cannot be set up.
     public init(

@@ -33,7 +33,7 @@ extension TLSHandler {
                 return
             }
             if !resumed, case .matched = verdict { warnIfNoBackup(client: client, host: host, chain: chain) }
-            established = (chain, verdict)
+            established = (chain, verdict, resumed ? (offered?.verifiedAt ?? client.now()) : client.now())
             for session in pendingSessions { store(session, cache: client.sessionCache, key: key) }
             pendingSessions = []
             let info = TLSConnectionInfo(
@@ -177,7 +177,11 @@ extension TLSHandler {
 
     private func store(_ session: OpenSSLSession, cache: TLSSessionCache, key: TLSSessionCache.Key) {
         guard let established, established.verdict.allowsConnection else { return }
-        cache.store(.init(session: session, verifiedChain: established.chain, verdict: established.verdict), for: key)
+        cache.store(
+            .init(
+                session: session, verifiedChain: established.chain, verdict: established.verdict,
+                verifiedAt: established.verifiedAt),
+            for: key)
     }
 
     /// Maps a failed handshake to the most useful error: the pin check's refusal inside verification, then

@@ -38,8 +38,9 @@ public final class TLSHandler: ChannelDuplexHandler {
     var offered: TLSSessionCache.Entry?
     /// Sessions that arrived before the pin check finished (TLS 1.2 hands them out during the handshake).
     var pendingSessions: [OpenSSLSession] = []
-    /// What the handshake established, stored with every new session (client role).
-    var established: (chain: VerifiedChain, verdict: PinVerdict)?
+    /// What the handshake established, stored with every new session (client role): the verified chain, the pin
+    /// verdict, and when that chain was verified (now, or the resumed session's full handshake).
+    var established: (chain: VerifiedChain, verdict: PinVerdict, verifiedAt: Date)?
     /// What the pin check inside OpenSSL's verification refused (client role), reported when the handshake fails.
     var refusedDuringVerification: VerificationRefusal?
     /// The storage of the last plaintext read, kept for the next one (see `readPlaintext`).
@@ -98,7 +99,10 @@ public final class TLSHandler: ChannelDuplexHandler {
             case .client(let client, let name, _, _, let key):
                 let name = try name.get()
                 let resumption = client.configuration.sessionResumption
-                offered = resumption ? client.sessionCache.take(key) : nil
+                offered =
+                    resumption
+                    ? client.sessionCache.take(key, now: client.now(), maximumAge: client.configuration.maximumSessionAge)
+                    : nil
                 let connection = try OpenSSLConnection.client(context: client.openSSL, name: name, session: offered?.session)
                 if resumption {
                     connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
