@@ -71,7 +71,7 @@ public final class TLSClientContext: Sendable {
     func sessionKey(host: String, port: Int) -> TLSSessionCache.Key {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
-            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host),
+            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host, at: now()),
             clientIdentity: configuration.clientIdentity?.fingerprint)
     }
 }

@@ -22,9 +22,9 @@ extension TLSHandler {
         case .client(let client, _, let host, let port, let key):
             guard let (chain, resumed) = establishedChain(context: context, host: host) else { return }
             let policy = client.configuration.pinning
-            if policy.refusesUnpinned(host: host) {
+            if policy.refusesUnpinned(host: host, at: client.now()) {
                 // Strict hosts: refused like a pin mismatch, on the verified connection, before any byte is sent.
-                fail(context: context, .hostNotPinned(host: host, patterns: policy.hostPatterns))
+                fail(context: context, unpinnedError(client: client, host: host))
                 return
             }
             let verdict = withReportDetails(policy.evaluate(host: host, chain: chain, now: client.now()), port: port)
@@ -78,7 +78,7 @@ extension TLSHandler {
     func checkDuringVerification(_ chain: VerifiedChain) -> Bool {
         guard case .client(let client, _, let host, _, _) = role else { return true }
         let policy = client.configuration.pinning
-        if policy.refusesUnpinned(host: host) {
+        if policy.refusesUnpinned(host: host, at: client.now()) {
             refusedDuringVerification = .hostNotPinned
             return false
         }
@@ -88,6 +88,15 @@ extension TLSHandler {
         return false
     }
 
+    /// Why a strict policy refuses `host`: every set covering it expired, or none does.
+    private func unpinnedError(client: TLSClientContext, host: String) -> TLSError {
+        let policy = client.configuration.pinning
+        if let expired = policy.expiredPinSet(for: host, at: client.now()), let expiration = expired.expiration {
+            return .pinSetExpired(host: host, pattern: expired.hostPattern.description, expiration: expiration)
+        }
+        return .hostNotPinned(host: host, patterns: policy.hostPatterns)
+    }
+
     /// The error for a refusal made inside verification: the same error, log line and report as after a
     /// handshake.
     private func refusalError(_ refusal: VerificationRefusal, client: TLSClientContext, host: String, port: Int)
@@ -95,7 +104,7 @@ extension TLSHandler {
     {
         switch refusal {
         case .hostNotPinned:
-            return .hostNotPinned(host: host, patterns: client.configuration.pinning.hostPatterns)
+            return unpinnedError(client: client, host: host)
         case .mismatch(let verdict):
             let verdict = withReportDetails(verdict, port: port, chainPEM: connection?.refusedChainPEM)
             _ = apply(verdict, client: client, host: host)
@@ -241,7 +250,7 @@ extension TLSHandler {
 
 /// What the pin check inside OpenSSL's verification refused.
 enum VerificationRefusal {
-    /// Strict mode, and no pin set covers the host.
+    /// Strict mode, and no live pin set covers the host.
     case hostNotPinned
     /// An enforced pin set matched no certificate of the verified chain (the verdict holds the report).
     case mismatch(PinVerdict)
