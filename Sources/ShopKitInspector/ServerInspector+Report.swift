@@ -29,6 +29,12 @@ extension ServerInspector {
                     "the leaf certificate expires within \(Self.expiryWarningDays) days, in \(leaf.daysLeft) days "
                         + "(\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned")
             }
+            if !info.forwardSecrecy {
+                warnings.append(
+                    "the server uses static RSA key exchange (\(info.cipherSuite)): no forward secrecy, so its "
+                        + "private key decrypts every recorded session; connected only because of --allow-static-rsa "
+                        + "(TLSClientConfiguration.allowsStaticRSAKeyExchange): have the server offer ECDHE")
+            }
             if !pins.isEmpty, Set(pins).count < 2 {
                 warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
             } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain) {

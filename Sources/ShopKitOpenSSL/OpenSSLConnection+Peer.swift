@@ -74,6 +74,16 @@ extension OpenSSLConnection {
         withSSL { ssl in SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? "" }
     }
 
+    /// Whether the negotiated key exchange has forward secrecy (`SSL_CIPHER_get_kx_nid`: ECDHE, DHE, or TLS 1.3's
+    /// "any", which is always (EC)DHE); false for static RSA (`kRSA`) and PSK-only exchanges.
+    package var keyExchangeHasForwardSecrecy: Bool {
+        withSSL { ssl in
+            guard let cipher = SSL_get_current_cipher(ssl) else { return false }
+            let kx = SSL_CIPHER_get_kx_nid(cipher)
+            return [NID_kx_ecdhe, NID_kx_dhe, NID_kx_any, NID_kx_ecdhe_psk, NID_kx_dhe_psk].contains(kx)
+        }
+    }
+
     /// The ALPN protocol both sides agreed on, if any.
     package var alpnProtocol: String? {
         withSSL { ssl in

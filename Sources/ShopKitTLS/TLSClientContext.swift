@@ -47,7 +47,8 @@ public final class TLSClientContext: Sendable {
             openSSL = try OpenSSLContext.client(
                 trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12,
                 alpn: configuration.applicationProtocols, identity: configuration.clientIdentity?.material,
-                requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail)
+                requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail,
+                tls12CipherSuites: configuration.allowsStaticRSAKeyExchange ? .allowingStaticRSA : .forwardSecretAEAD)
         } catch {
             // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
             if case .pem(let pem, _) = configuration.trustRoots {
@@ -72,7 +73,8 @@ public final class TLSClientContext: Sendable {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
             minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host, at: now()),
-            clientIdentity: configuration.clientIdentity?.fingerprint)
+            clientIdentity: configuration.clientIdentity?.fingerprint,
+            allowsStaticRSA: configuration.allowsStaticRSAKeyExchange)
     }
 }
 

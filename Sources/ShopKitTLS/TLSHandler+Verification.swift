@@ -38,7 +38,8 @@ extension TLSHandler {
             pendingSessions = []
             let info = TLSConnectionInfo(
                 host: host, port: port, protocolVersion: connection.protocolVersion,
-                cipherSuite: connection.cipherSuite, alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
+                cipherSuite: connection.cipherSuite, forwardSecrecy: connection.keyExchangeHasForwardSecrecy,
+                alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
                 presentedChain: resumed ? nil : (try? connection.presentedChain()) ?? nil, pinVerdict: verdict,
                 resumed: resumed, clientCertificateRequest: connection.clientCertificateRequest)
             becomeActive(context: context)

@@ -35,6 +35,8 @@ public final class TLSSessionCache: Sendable {
         var pinSet: PinSet?
         /// The client identity's fingerprint (nil: none), so a session is never resumed with another identity.
         var clientIdentity: String?
+        /// Whether static RSA key exchange was allowed, so a session made with it is never offered where it is not.
+        var allowsStaticRSA: Bool
 
         /// Hashes host and port only; equality still compares every field. Hashing the trust roots (whole PEM
         /// bundles) and the pin set cost ~15k instructions per new connection; keys that differ only there share
