@@ -119,7 +119,7 @@ package struct ServerInspector: Sendable {
 
     /// Why no verified connection was made.
     enum Failure: Sendable, CustomStringConvertible {
-        /// The TCP connection was refused or could not be made.
+        /// The TCP connection was refused or could not be made; `reason` says so in one sentence.
         case connectFailed(host: String, port: Int, reason: String)
         /// The TCP connection was not up within the timeout.
         case connectTimeout
@@ -130,7 +130,7 @@ package struct ServerInspector: Sendable {
 
         var description: String {
             switch self {
-            case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
+            case .connectFailed(_, _, let reason): return reason
             case .connectTimeout: return "connect timeout"
             case .tls(let error): return error.description
             case .proxy(let reason): return reason
@@ -181,7 +181,8 @@ package struct ServerInspector: Sendable {
                 if case ChannelError.connectTimeout = error {
                     promise.succeed(.failed(.connectTimeout, nil))
                 } else {
-                    promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
+                    let reason = FailureWording.connectFailure(host: address.host, port: port, error: error)
+                    promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: reason), nil))
                 }
             }
         }
