@@ -37,7 +37,7 @@ extension ServerInspector {
             }
             if !pins.isEmpty, Set(pins).count < 2 {
                 warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
-            } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain) {
+            } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain, at: now) {
                 warnings.append(warning.description)
             }
             let mismatch = matchedPin == nil && !pins.isEmpty

@@ -89,8 +89,9 @@ public struct PinningPolicy: Sendable {
         return set.reportOnly ? .reportOnlyMismatch(report) : .mismatch(report)
     }
 
-    /// The no-backup warning of the set covering `host`, for the chain just verified (see ``PinSet/backupWarning(for:)``).
-    public func backupWarning(host: String, chain: VerifiedChain) -> PinBackupWarning? {
-        pinSet(for: host)?.backupWarning(for: chain)
+    /// The no-backup warning of the set applied to `host` at `now` (``pinSet(for:at:)``), for the chain just
+    /// verified (see ``PinSet/backupWarning(for:)``).
+    public func backupWarning(host: String, chain: VerifiedChain, at now: Date) -> PinBackupWarning? {
+        pinSet(for: host, at: now)?.backupWarning(for: chain)
     }
 }

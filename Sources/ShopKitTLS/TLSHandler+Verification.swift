@@ -169,7 +169,7 @@ extension TLSHandler {
     /// Logs the pin set's no-backup warning (every pin is on the current chain) after a full handshake, once per
     /// host and client context: a warning per connection would drown the log.
     private func warnIfNoBackup(client: TLSClientContext, host: String, chain: VerifiedChain) {
-        guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain),
+        guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain, at: client.now()),
             client.backupWarnings.firstTime(host)
         else { return }
         logger.notice("\(warning.description)", metadata: ["tls.pinSet": "\(warning.hostPattern)"])
