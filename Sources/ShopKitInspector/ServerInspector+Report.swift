@@ -63,7 +63,9 @@ extension ServerInspector {
             if case .tls(.clientCertificateRequired(let issuers)) = error {
                 let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
                 reason = "the server requires a client certificate\(from): pass --cert FILE --key FILE"
-            } else if case .tls(.handshakeFailed(let openSSLText)) = error, let hint = FailureWording.handshakeHint(openSSLText) {
+            } else if case .tls(.handshakeFailed(let openSSLText)) = error,
+                let hint = FailureWording.handshakeHint(openSSLText)
+            {
                 reason = "\(hint) (OpenSSL: \(openSSLText))"
             }
             return withClientCertificate(details?.clientCertificateRequest) { ServerReport(

@@ -11,17 +11,20 @@ extension OpenSSLConnection {
         guard let chainCheck else { return true }
         let passed: Bool
         do {
-            guard let stack = X509_STORE_CTX_get0_chain(storeContext) else { throw OpenSSLError.drain("X509_STORE_CTX_get0_chain") }
-            var certificates: [CertificateInfo] = []
-            var pem: [String] = []
+            guard let stack = X509_STORE_CTX_get0_chain(storeContext) else {
+                throw OpenSSLError.drain("X509_STORE_CTX_get0_chain")
+            }
+            var certificates: [OpenSSLCertificate] = []
+            var infos: [CertificateInfo] = []
             for index in 0..<shopkit_sk_X509_num(stack) {
                 guard let x509 = shopkit_sk_X509_value(stack, index) else { continue }
                 let certificate = OpenSSLCertificate(borrowing: x509)
-                certificates.append(try certificate.info)
-                pem.append(certificate.pem)
+                certificates.append(certificate)
+                infos.append(try certificate.info)
             }
-            passed = !certificates.isEmpty && chainCheck(VerifiedChain(verifiedCertificates: certificates))
-            if !passed { refusedChainPEM = pem }
+            passed = !infos.isEmpty && chainCheck(VerifiedChain(verifiedCertificates: infos))
+            // PEM only for the failure report: a passing handshake does not pay for it.
+            if !passed { refusedChainPEM = certificates.map(\.pem) }
         } catch {
             // A chain whose certificates cannot be described cannot be checked against pins: refuse it.
             passed = false
