@@ -1,3 +1,7 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import ShopKitPinning
 import ShopKitTLS
 import TestSupport
@@ -77,5 +81,72 @@ import Testing
         try MutualTLSHandlerTests.run(pair)
         #expect(server.statistics.clientCertificates == 0, "the server received the client certificate")
         #expect(pair.clientRecorder.tlsErrors.first == .hostNotPinned(host: "localhost", patterns: ["api.example.com"]))
+    }
+}
+
+/// The issue's reproduction with a real `openssl s_server -Verify 2` child process on 127.0.0.1 (one connection,
+/// `-naccept 1`, so its output ends when it exits; `-www`, so it does not read its empty stdin): with wrong pins, s_server never verifies a client
+/// certificate (no `verify return` line from its verify callback), over TLS 1.2 and 1.3.
+@Suite struct PinsBeforeClientCertificateSServerTests {
+    /// Reads `fd` until `done` holds for what was read, or to EOF.
+    static func read(_ fd: Int32, into text: inout String, until done: (String) -> Bool = { _ in false }) {
+        var buffer = [UInt8](repeating: 0, count: 4_096)
+        while !done(text) {
+            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return }
+            text += String(decoding: buffer[0..<count], as: UTF8.self)
+        }
+    }
+
+    @Test(arguments: ["-tls1_2", "-tls1_3"])
+    func sServerSeesNoClientCertificateWhenThePinsDoNotMatch(version: String) async throws {
+        let certs = TestCertificates.directory
+        let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-s_server-\(UUID()).pem")
+        // s_server sends the -cert file's first certificate only; the intermediates go in -cert_chain.
+        try TestCertificates.chain(["intermediate-2", "intermediate-1"]).write(to: chain, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: chain) }
+        let fds = try TiedChild.socketPair()
+        let writeEnd = fds.1
+        let server: TiedChild
+        do {
+            defer { close(writeEnd) }
+            server = try TiedChild(
+                "/usr/bin/openssl",
+                arguments: [
+                    "s_server", "-www", "-accept", "0", "-naccept", "1", version, "-cert", certs.appendingPathComponent("leaf-localhost-ecdsa.pem").path, "-cert_chain", chain.path,
+                    "-key", certs.appendingPathComponent("leaf-localhost-ecdsa.key").path, "-Verify", "2",
+                    "-CAfile", certs.appendingPathComponent("client-ca.pem").path,
+                ],
+                environment: ProcessInfo.processInfo.environment, stopSignal: "KILL"
+            ) { actions in
+                posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
+                posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
+            }
+        }
+        defer {
+            server.stop()
+            close(fds.0)
+        }
+        var output = ""
+        Self.read(fds.0, into: &output) { $0.contains("ACCEPT") && $0.hasSuffix("\n") }
+        let port = try #require(
+            output.split(separator: "\n").first { $0.hasPrefix("ACCEPT") }?.split(separator: ":").last.flatMap { Int($0) },
+            "no ACCEPT line from s_server: \(output)")
+
+        let context = try PinsBeforeClientCertificateTests.client(pins: ["other-leaf-localhost", "other-intermediate"])
+        do {
+            _ = try await Probe.get(context: context, port: port)
+            Issue.record("connected with wrong pins")
+        } catch let error as TLSError {
+            guard case .pinMismatch = error else {
+                Self.read(fds.0, into: &output)
+                Issue.record("expected pinMismatch, got \(error); s_server:\n\(output)")
+                return
+            }
+        }
+        Self.read(fds.0, into: &output)  // to EOF: s_server exits after its one connection
+        #expect(!output.contains("verify return"), "s_server verified a client certificate:\n\(output)")
+        #expect(!output.contains("CN=shopkit-client-rsa") && !output.contains("CN = shopkit-client-rsa"))
     }
 }
