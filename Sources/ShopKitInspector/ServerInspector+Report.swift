@@ -29,9 +29,15 @@ extension ServerInspector {
                     "the leaf certificate expires within \(Self.expiryWarningDays) days, in \(leaf.daysLeft) days "
                         + "(\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned")
             }
+            if !info.forwardSecrecy {
+                warnings.append(
+                    "the server uses static RSA key exchange (\(info.cipherSuite)): no forward secrecy, so its "
+                        + "private key decrypts every recorded session; connected only because of --allow-static-rsa "
+                        + "(TLSClientConfiguration.allowsStaticRSAKeyExchange): have the server offer ECDHE")
+            }
             if !pins.isEmpty, Set(pins).count < 2 {
                 warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
-            } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain) {
+            } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain, at: now) {
                 warnings.append(warning.description)
             }
             let mismatch = matchedPin == nil && !pins.isEmpty
@@ -57,6 +63,10 @@ extension ServerInspector {
             if case .tls(.clientCertificateRequired(let issuers)) = error {
                 let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
                 reason = "the server requires a client certificate\(from): pass --cert FILE --key FILE"
+            } else if case .tls(.handshakeFailed(let openSSLText)) = error,
+                let hint = FailureWording.handshakeHint(openSSLText)
+            {
+                reason = "\(hint) (OpenSSL: \(openSSLText))"
             }
             return withClientCertificate(details?.clientCertificateRequest) { ServerReport(
                 host: address.host, port: address.port, servername: checkedName, verdict: verdict,

@@ -28,6 +28,8 @@ package struct ServerInspector: Sendable {
     /// The client certificate to present when the server asks for one (`pin-check --cert --key`); nil for none,
     /// so a server that asks ends the check with `TLSError.clientCertificateRequired` and its CA names.
     package var clientIdentity: ClientIdentity? = nil
+    /// Whether TLS 1.2 may use static RSA key exchange (`--allow-static-rsa`); a server that needs it is reported.
+    package var allowsStaticRSAKeyExchange = false
 
     /// The HTTP proxy to tunnel through (`CONNECT`), unless its `noProxy` rules match the host; nil: direct.
     package var proxy: ProxyConfiguration?
@@ -83,7 +85,7 @@ package struct ServerInspector: Sendable {
     package func inspect(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(TLSContextError)
         -> ServerReport
     {
-        let configuration = TLSClientConfiguration(
+        var configuration = TLSClientConfiguration(
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             pinning: try pinningPolicy(),
             // The report carries every finding, so nothing is logged.
@@ -91,6 +93,7 @@ package struct ServerInspector: Sendable {
             // What HTTPSTransport offers by default, so the report shows what a client would get.
             applicationProtocols: ["h2", "http/1.1"],
             clientIdentity: clientIdentity)
+        configuration.allowsStaticRSAKeyExchange = allowsStaticRSAKeyExchange
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         var report = report(for: outcome, policy: configuration.pinning)
@@ -116,7 +119,7 @@ package struct ServerInspector: Sendable {
 
     /// Why no verified connection was made.
     enum Failure: Sendable, CustomStringConvertible {
-        /// The TCP connection was refused or could not be made.
+        /// The TCP connection was refused or could not be made; `reason` says so in one sentence.
         case connectFailed(host: String, port: Int, reason: String)
         /// The TCP connection was not up within the timeout.
         case connectTimeout
@@ -127,7 +130,7 @@ package struct ServerInspector: Sendable {
 
         var description: String {
             switch self {
-            case .connectFailed(let host, let port, let reason): return "could not connect to \(host):\(port): \(reason)"
+            case .connectFailed(_, _, let reason): return reason
             case .connectTimeout: return "connect timeout"
             case .tls(let error): return error.description
             case .proxy(let reason): return reason
@@ -178,7 +181,8 @@ package struct ServerInspector: Sendable {
                 if case ChannelError.connectTimeout = error {
                     promise.succeed(.failed(.connectTimeout, nil))
                 } else {
-                    promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: "\(error)"), nil))
+                    let reason = FailureWording.connectFailure(host: address.host, port: port, error: error)
+                    promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: reason), nil))
                 }
             }
         }

@@ -24,8 +24,14 @@ extension ServerReport {
             lines += Self.describe(verifiedChain)
         }
         if verifiedChain.isEmpty, !presentedChain.isEmpty {
-            let state = verdict == .hostnameMismatch
-                ? "it leads to a trusted root, but the name check failed" : "NOT trusted"
+            let state: String
+            switch verdict {
+            case .hostnameMismatch: state = "it leads to a trusted root, but the name check failed"
+            case .untrusted: state = "NOT trusted"
+            // The handshake failed for another reason (key exchange, protocol, client certificate): the chain is
+            // not what was refused, and it was not fully checked either.
+            default: state = "not the cause of the failure below"
+            }
             lines.append("Chain the server sent (\(state); in the order sent):")
             lines += Self.describe(presentedChain)
         }

@@ -74,6 +74,16 @@ extension OpenSSLConnection {
         withSSL { ssl in SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? "" }
     }
 
+    /// Whether the negotiated key exchange has forward secrecy (`SSL_CIPHER_get_kx_nid`: ECDHE, DHE, or TLS 1.3's
+    /// "any", which is always (EC)DHE); false for static RSA (`kRSA`) and PSK-only exchanges.
+    package var keyExchangeHasForwardSecrecy: Bool {
+        withSSL { ssl in
+            guard let cipher = SSL_get_current_cipher(ssl) else { return false }
+            let kx = SSL_CIPHER_get_kx_nid(cipher)
+            return [NID_kx_ecdhe, NID_kx_dhe, NID_kx_any, NID_kx_ecdhe_psk, NID_kx_dhe_psk].contains(kx)
+        }
+    }
+
     /// The ALPN protocol both sides agreed on, if any.
     package var alpnProtocol: String? {
         withSSL { ssl in
@@ -84,6 +94,10 @@ extension OpenSSLConnection {
             return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
         }
     }
+
+    /// Whether the peer sent a certificate (`SSL_get0_peer_certificate`): on a server, whether the client's
+    /// Certificate message carried one. Test servers count it, so tests can tell whether a client sent its identity.
+    package var peerSentCertificate: Bool { withSSL { SSL_get0_peer_certificate($0) != nil } }
 
     /// Whether this handshake resumed an earlier session (no certificates were exchanged).
     package var sessionReused: Bool { withSSL { SSL_session_reused($0) == 1 } }

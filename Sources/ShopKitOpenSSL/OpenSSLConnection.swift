@@ -37,6 +37,16 @@ package final class OpenSSLConnection {
     package var onNewSession: ((OpenSSLSession) -> Void)?
     /// The server's CertificateRequest and the client's answer, once one arrived (client role; nil otherwise).
     package internal(set) var clientCertificateRequest: ClientCertificateRequest?
+    /// Checks the chain OpenSSL has just verified, inside its verification (client role, full handshakes only:
+    /// a resumed session runs no verification). Called on this connection's thread, inside a step, at depth 0 and
+    /// only after OpenSSL's own chain and name checks passed; returning false ends the handshake before the client
+    /// sends its certificate. Nil: OpenSSL's verdict alone.
+    package var chainCheck: ((VerifiedChain) -> Bool)?
+    /// The verified chain as PEM blocks, leaf first, when ``chainCheck`` refused it (for the failure report:
+    /// `SSL_get0_verified_chain` is not set after a refusal).
+    package internal(set) var refusedChainPEM: [String] = []
+    /// ``chainCheck``'s answer, once it ran (it runs once per connection).
+    var chainCheckPassed: Bool?
 
     private init(context: OpenSSLContext) throws(OpenSSLError) {
         OpenSSLError.clearQueue()

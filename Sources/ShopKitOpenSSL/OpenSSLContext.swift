@@ -87,10 +87,15 @@ package final class OpenSSLContext: @unchecked Sendable {
     /// server would refuse: none configured (unless `requiresIdentityWhenAsked` is false), an expired or not yet
     /// valid one, or one from a CA the server does not name.
     ///
+    /// Verification runs `openSSLVerifyCallback`, which hands the chain OpenSSL verified to the connection's
+    /// `chainCheck` (the pins) at depth 0, after OpenSSL's checks passed, so a refusal ends the handshake before the
+    /// client's certificate is sent.
+    ///
     /// - Warning: Verification cannot be switched off here: there is deliberately no option for it.
     package static func client(
         trust: Trust, minimumVersion: ProtocolVersion, alpn: [String] = ["http/1.1"],
-        identity: OpenSSLClientIdentity? = nil, requiresIdentityWhenAsked: Bool = true
+        identity: OpenSSLClientIdentity? = nil, requiresIdentityWhenAsked: Bool = true,
+        tls12CipherSuites: TLS12CipherSuites = .forwardSecretAEAD
     ) throws(OpenSSLError) -> OpenSSLContext {
         let protocols = try alpnWireFormat(alpn)
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
@@ -99,6 +104,7 @@ package final class OpenSSLContext: @unchecked Sendable {
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
         context.raiseSecurityLevel(to: minimumClientSecurityLevel)
         try context.withContext { ctx throws(OpenSSLError) in
+            try check(SSL_CTX_set_cipher_list(ctx, tls12CipherSuites.cipherList), "SSL_CTX_set_cipher_list")
             switch trust {
             case .system:
                 try check(SSL_CTX_set_default_verify_paths(ctx), "SSL_CTX_set_default_verify_paths")
@@ -115,7 +121,8 @@ package final class OpenSSLContext: @unchecked Sendable {
                     }
                 }
             }
-            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+            // The callback runs each connection's pin check after OpenSSL's own checks, and can only refuse more.
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, openSSLVerifyCallback)
             try identity?.install(in: ctx)
             SSL_CTX_set_cert_cb(ctx, openSSLCertificateRequestCallback, nil)
             _ = shopkit_SSL_CTX_set_session_cache_mode(
@@ -216,6 +223,31 @@ package final class OpenSSLContext: @unchecked Sendable {
                 }
             }
             SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nil)
+        }
+    }
+
+    /// The TLS 1.2 cipher suites a client offers (`SSL_CTX_set_cipher_list`; TLS 1.3 suites all have forward
+    /// secrecy and AEAD, and are left at OpenSSL's default).
+    package enum TLS12CipherSuites: Sendable, Hashable {
+        /// ECDHE key exchange with AEAD ciphers only (Mozilla "intermediate" without its DHE suites).
+        case forwardSecretAEAD
+        /// The above, then static RSA key exchange (`kRSA`, no forward secrecy) for legacy servers.
+        case allowingStaticRSA
+
+        static let ecdheAEAD = [
+            "ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-GCM-SHA384",
+            "ECDHE-RSA-AES256-GCM-SHA384", "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305",
+        ]
+        static let staticRSA = [
+            "AES128-GCM-SHA256", "AES256-GCM-SHA384", "AES128-SHA256", "AES256-SHA256", "AES128-SHA", "AES256-SHA",
+        ]
+
+        /// The OpenSSL cipher list, most preferred first.
+        var cipherList: String {
+            switch self {
+            case .forwardSecretAEAD: return Self.ecdheAEAD.joined(separator: ":")
+            case .allowingStaticRSA: return (Self.ecdheAEAD + Self.staticRSA).joined(separator: ":")
+            }
         }
     }
 

@@ -2,9 +2,11 @@ import Foundation
 
 /// Per-host pin sets and the rules that apply them to a verified chain.
 ///
-/// When several sets' patterns match a host, the most specific wins: an exact name (or IP address) over
-/// `*.` over `**.`, and between patterns of one kind the longer base; between equal patterns, the first
-/// given. Only that one set is applied.
+/// When several sets' patterns match a host, the most specific *live* one wins: an exact name (or IP address)
+/// over `*.` over `**.`, and between patterns of one kind the longer base; between equal patterns, the first
+/// given. Only that one set is applied. An expired set hides nothing: the next most specific live set applies,
+/// and only when every set covering the host has expired is the host unpinned (``PinVerdict/expired(_:)``, not
+/// enforced, reported), which a strict policy refuses.
 ///
 /// - Warning: Pins are checked only after OpenSSL verified the chain and the hostname; they narrow
 ///   trust, never replace it.
@@ -14,7 +16,8 @@ public struct PinningPolicy: Sendable {
         /// Connect with chain and hostname verification only (the default); ShopKit logs once per host, at
         /// `notice`, that the host is not pinned.
         case allow
-        /// Refuse the connection with `TLSError.hostNotPinned`, naming the host and the configured patterns.
+        /// Refuse the connection with `TLSError.hostNotPinned`, naming the host and the configured patterns. A host
+        /// whose only covering sets have expired counts as unpinned, and is refused with `TLSError.pinSetExpired`.
         /// Choose this when every host the app talks to is pinned: a typo in a pattern then fails loudly
         /// instead of silently turning pinning off.
         case refuse
@@ -37,15 +40,31 @@ public struct PinningPolicy: Sendable {
     /// The configured host patterns, in order (what a refusal of an unpinned host lists).
     public var hostPatterns: [String] { pinSets.map(\.hostPattern.description) }
 
-    /// Whether a connection to `host` must be refused because no set covers it and the policy is strict.
-    public func refusesUnpinned(host: String) -> Bool {
-        unpinnedHosts == .refuse && pinSet(for: host) == nil
+    /// Whether a connection to `host` at `now` must be refused: the policy is strict and no live set covers the
+    /// host (a set past its expiration is not enforced, so it counts as none; ``expiredPinSet(for:at:)`` names it).
+    public func refusesUnpinned(host: String, at now: Date) -> Bool {
+        unpinnedHosts == .refuse && pinSet(for: host, at: now)?.isExpired(at: now) ?? true
     }
 
-    /// The pin set that covers `host`, if any: the most specific matching pattern.
-    public func pinSet(for host: String) -> PinSet? {
+    /// The set applied to `host` at `now`: the most specific live set covering it; when every covering set has
+    /// expired, the most specific of those (it is then not enforced); nil when none covers it.
+    public func pinSet(for host: String, at now: Date) -> PinSet? {
+        mostSpecific(for: host) { !$0.isExpired(at: now) } ?? pinSet(for: host)
+    }
+
+    /// The most specific expired set covering `host` when no live set covers it: why a strict policy refuses it.
+    public func expiredPinSet(for host: String, at now: Date) -> PinSet? {
+        guard let set = pinSet(for: host, at: now), set.isExpired(at: now) else { return nil }
+        return set
+    }
+
+    /// The most specific set whose pattern covers `host`, expired or not (see ``pinSet(for:at:)`` for the set
+    /// that is applied).
+    public func pinSet(for host: String) -> PinSet? { mostSpecific(for: host) { _ in true } }
+
+    private func mostSpecific(for host: String, where included: (PinSet) -> Bool) -> PinSet? {
         var best: PinSet?
-        for set in pinSets where set.hostPattern.matches(host) {
+        for set in pinSets where set.hostPattern.matches(host) && included(set) {
             if best == nil || set.hostPattern.specificity > best!.hostPattern.specificity { best = set }
         }
         return best
@@ -53,12 +72,13 @@ public struct PinningPolicy: Sendable {
 
     /// Checks the verified chain of a connection to `host` against the host's pin set.
     ///
-    /// Rules, in order: no set → ``PinVerdict/notPinned``; a pin equal to the SPKI pin of any certificate
-    /// of the verified chain → ``PinVerdict/matched(pin:certificateIndex:)`` (leaf first); otherwise an
-    /// expired set → ``PinVerdict/expired(_:)``, a report-only set → ``PinVerdict/reportOnlyMismatch(_:)``,
-    /// else ``PinVerdict/mismatch(_:)``.
+    /// The set is ``pinSet(for:at:)``'s: the most specific live one, else the most specific expired one. Rules, in
+    /// order: no set → ``PinVerdict/notPinned``; a pin equal to the SPKI pin of any certificate of the verified
+    /// chain → ``PinVerdict/matched(pin:certificateIndex:)`` (leaf first); otherwise an expired set (every set
+    /// covering the host has expired) → ``PinVerdict/expired(_:)``, a report-only set →
+    /// ``PinVerdict/reportOnlyMismatch(_:)``, else ``PinVerdict/mismatch(_:)``.
     public func evaluate(host: String, chain: VerifiedChain, now: Date) -> PinVerdict {
-        guard let set = pinSet(for: host) else { return .notPinned }
+        guard let set = pinSet(for: host, at: now) else { return .notPinned }
         for (index, certificate) in chain.certificates.enumerated() where set.pins.contains(certificate.spkiPin) {
             return .matched(pin: certificate.spkiPin, certificateIndex: index)
         }
@@ -69,8 +89,9 @@ public struct PinningPolicy: Sendable {
         return set.reportOnly ? .reportOnlyMismatch(report) : .mismatch(report)
     }
 
-    /// The no-backup warning of the set covering `host`, for the chain just verified (see ``PinSet/backupWarning(for:)``).
-    public func backupWarning(host: String, chain: VerifiedChain) -> PinBackupWarning? {
-        pinSet(for: host)?.backupWarning(for: chain)
+    /// The no-backup warning of the set applied to `host` at `now` (``pinSet(for:at:)``), for the chain just
+    /// verified (see ``PinSet/backupWarning(for:)``).
+    public func backupWarning(host: String, chain: VerifiedChain, at now: Date) -> PinBackupWarning? {
+        pinSet(for: host, at: now)?.backupWarning(for: chain)
     }
 }

@@ -38,9 +38,10 @@ public struct CertificateInfo: Sendable, Hashable {
 
 /// The chain OpenSSL built and verified for a connection, leaf first, root last.
 ///
-/// Pins are matched against this type only. Library users cannot create one: it comes from
-/// `SSL_get0_verified_chain` after OpenSSL accepted the chain and the hostname, so a certificate the
-/// server sent that is not on the verified path can never match a pin.
+/// Pins are matched against this type only. Library users cannot create one: it comes from OpenSSL's verified
+/// chain (`X509_STORE_CTX_get0_chain` at depth 0 inside verification, or `SSL_get0_verified_chain` after it) once
+/// OpenSSL accepted the chain and the hostname, so a certificate the server sent that is not on the verified
+/// path can never match a pin.
 public struct VerifiedChain: Sendable, Hashable {
     /// The verified certificates, leaf first.
     public let certificates: [CertificateInfo]

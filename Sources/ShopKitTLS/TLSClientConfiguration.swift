@@ -60,6 +60,21 @@ public struct TLSClientConfiguration: Sendable {
     /// identity). Turn it off to make every connection a full handshake, e.g. to measure handshakes or to force
     /// fresh chain verification on each connection.
     public var sessionResumption: Bool
+    /// How long a session may be resumed, counted from the full handshake that verified its chain (default 24 h).
+    ///
+    /// A resumed connection runs no chain verification and receives new tickets, which OpenSSL dates afresh; the
+    /// age still counts from the first full handshake, so a client that reconnects often verifies the server's
+    /// chain again at least this often. A session is also never offered past the earliest `notAfter` of its cached
+    /// verified chain (RFC 8446 §4.6.1), whatever this says.
+    public var maximumSessionAge: Duration = .seconds(24 * 60 * 60)
+    /// Whether TLS 1.2 may use static RSA key exchange (`kRSA`: `AES128-GCM-SHA256`, `AES128-SHA256`, …), for legacy
+    /// servers that offer nothing else. Default `false`: TLS 1.2 offers ECDHE key exchange with AEAD ciphers only
+    /// (AES-GCM, ChaCha20-Poly1305), as Mozilla's "intermediate" profile without its DHE suites. TLS 1.3 is
+    /// unaffected (all its suites have forward secrecy).
+    ///
+    /// - Warning: Static RSA has no forward secrecy: whoever obtains the server's private key later can decrypt
+    ///   every recorded session. Turn it on only for a server you cannot get upgraded.
+    public var allowsStaticRSAKeyExchange: Bool = false
     /// The ALPN protocols offered, most preferred first (default: none). `HTTPSTransport` sets this from its
     /// `HTTPSTransport.Configuration.httpVersion` (`h2`, `http/1.1`), so leave it empty when configuring
     /// the transport; set it when using ``TLSClientContext`` with a protocol of your own.

@@ -27,7 +27,7 @@ public final class TLSClientContext: Sendable {
     /// - Parameters:
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
-    ///   - now: the clock used for pin-set expiry (tests inject one).
+    ///   - now: the clock used for pin-set expiry and for the age of cached sessions (tests inject one).
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
     ///   `.system` when OpenSSL or the system trust store cannot be set up.
     public init(
@@ -47,7 +47,8 @@ public final class TLSClientContext: Sendable {
             openSSL = try OpenSSLContext.client(
                 trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12,
                 alpn: configuration.applicationProtocols, identity: configuration.clientIdentity?.material,
-                requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail)
+                requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail,
+                tls12CipherSuites: configuration.allowsStaticRSAKeyExchange ? .allowingStaticRSA : .forwardSecretAEAD)
         } catch {
             // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
             if case .pem(let pem, _) = configuration.trustRoots {
@@ -71,8 +72,9 @@ public final class TLSClientContext: Sendable {
     func sessionKey(host: String, port: Int) -> TLSSessionCache.Key {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
-            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host),
-            clientIdentity: configuration.clientIdentity?.fingerprint)
+            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host, at: now()),
+            clientIdentity: configuration.clientIdentity?.fingerprint,
+            allowsStaticRSA: configuration.allowsStaticRSAKeyExchange)
     }
 }
 
@@ -177,14 +179,19 @@ package final class TLSServerContext: Sendable {
     package func makeHandler() -> TLSHandler { TLSHandler(server: self) }
 }
 
-/// Counts a server's handshakes: full ones and session resumptions.
+/// Counts a server's handshakes (full ones and session resumptions) and the client certificates it received.
 package final class TLSServerStatistics: Sendable {
-    private let counts = NIOLockedValueBox((full: 0, resumed: 0))
+    private let counts = NIOLockedValueBox((full: 0, resumed: 0, clientCertificates: 0))
 
     /// Handshakes that exchanged certificates.
     package var fullHandshakes: Int { counts.withLockedValue { $0.full } }
     /// Handshakes that resumed a session.
     package var resumptions: Int { counts.withLockedValue { $0.resumed } }
+
+    /// Connections (completed or failed) on which the client sent a certificate.
+    package var clientCertificates: Int { counts.withLockedValue { $0.clientCertificates } }
+
+    func recordClientCertificate() { counts.withLockedValue { $0.clientCertificates += 1 } }
 
     func record(resumed wasResumed: Bool) {
         counts.withLockedValue { if wasResumed { $0.resumed += 1 } else { $0.full += 1 } }

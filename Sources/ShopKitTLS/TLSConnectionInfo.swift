@@ -12,6 +12,9 @@ public struct TLSConnectionInfo: Sendable {
     public let protocolVersion: String
     /// The negotiated cipher suite.
     public let cipherSuite: String
+    /// Whether the key exchange has forward secrecy (false only for static RSA, which a client offers when
+    /// `TLSClientConfiguration.allowsStaticRSAKeyExchange` is set).
+    public var forwardSecrecy: Bool = true
     /// The ALPN protocol agreed on (`http/1.1`), if the server took part in ALPN.
     public let alpnProtocol: String?
     /// The chain OpenSSL verified (on a resumed session: the one verified by the handshake that made it).

@@ -1,3 +1,4 @@
+import Foundation
 import ShopKitCore
 import ShopKitPinning
 
@@ -12,6 +13,9 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The policy refuses hosts without a pin set (`PinningPolicy.UnpinnedHosts.refuse`) and no set covers
     /// `host`; `patterns` are the configured host patterns, to spot a typo.
     case hostNotPinned(host: String, patterns: [String])
+    /// The policy refuses hosts without a pin set, and every set covering `host` has expired (an expired set is not
+    /// enforced, so it counts as none); `pattern` and `expiration` name the most specific of them.
+    case pinSetExpired(host: String, pattern: String, expiration: Date)
     /// OpenSSL did not trust the chain; `reason` is its verify result in words.
     case untrustedChain(reason: String, verifyCode: Int)
     /// The certificate does not cover the host name (checked against SANs only).
@@ -37,6 +41,9 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
                 patterns.isEmpty ? "no pin sets are configured" : "the pin sets cover " + patterns.joined(separator: ", ")
             return "no pin set covers \(host) and unpinned hosts are refused (\(known)): add a pin set for \(host) "
                 + "or fix the pattern that should cover it"
+        case .pinSetExpired(let host, let pattern, let expiration):
+            return "the pin set \(pattern) expired at \(expiration.ISO8601Format()) and no live pin set covers \(host); "
+                + "unpinned hosts are refused: renew the pin set (new pins and expiration) for \(host)"
         case .untrustedChain(let reason, let code): return "server certificate chain is not trusted: \(reason) (\(code))"
         case .hostnameMismatch(let host): return "server certificate does not cover \(host)"
         case .handshakeFailed(let reason): return "TLS handshake failed: \(reason)"
@@ -60,7 +67,7 @@ extension TLSError: RetryClassifiableError {
     /// Whether the same request might succeed on another attempt.
     public var isRetryable: Bool {
         switch self {
-        case .pinMismatch, .hostNotPinned, .untrustedChain, .hostnameMismatch, .clientCertificateRequired,
+        case .pinMismatch, .hostNotPinned, .pinSetExpired, .untrustedChain, .hostnameMismatch, .clientCertificateRequired,
             .clientCertificateRejected:
             return false
         case .handshakeFailed, .handshakeTimeout, .connectionClosed:

@@ -5,12 +5,15 @@ import ShopKitOpenSSL
 import ShopKitPinning
 
 extension TLSHandler {
-    /// The handshake finished: the server counts it; the client checks chain, hostname and pins first.
+    /// The handshake finished: the server counts it; the client checks chain, hostname and pins again (on a resumed
+    /// session the cached verified chain, as no verification ran; on a full handshake the pins already passed inside
+    /// verification, see ``checkDuringVerification(_:)``).
     func handshakeCompleted(context: ChannelHandlerContext) {
         guard let connection else { return }
         switch role {
         case .server(let server):
             server.statistics.record(resumed: connection.sessionReused)
+            if connection.peerSentCertificate { server.statistics.recordClientCertificate() }
             becomeActive(context: context)
             context.fireUserInboundEventTriggered(
                 TLSServerHandshakeCompleted(
@@ -19,9 +22,9 @@ extension TLSHandler {
         case .client(let client, _, let host, let port, let key):
             guard let (chain, resumed) = establishedChain(context: context, host: host) else { return }
             let policy = client.configuration.pinning
-            if policy.refusesUnpinned(host: host) {
+            if policy.refusesUnpinned(host: host, at: client.now()) {
                 // Strict hosts: refused like a pin mismatch, on the verified connection, before any byte is sent.
-                fail(context: context, .hostNotPinned(host: host, patterns: policy.hostPatterns))
+                fail(context: context, unpinnedError(client: client, host: host))
                 return
             }
             let verdict = withReportDetails(policy.evaluate(host: host, chain: chain, now: client.now()), port: port)
@@ -30,12 +33,13 @@ extension TLSHandler {
                 return
             }
             if !resumed, case .matched = verdict { warnIfNoBackup(client: client, host: host, chain: chain) }
-            established = (chain, verdict)
+            established = (chain, verdict, resumed ? (offered?.verifiedAt ?? client.now()) : client.now())
             for session in pendingSessions { store(session, cache: client.sessionCache, key: key) }
             pendingSessions = []
             let info = TLSConnectionInfo(
                 host: host, port: port, protocolVersion: connection.protocolVersion,
-                cipherSuite: connection.cipherSuite, alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
+                cipherSuite: connection.cipherSuite, forwardSecrecy: connection.keyExchangeHasForwardSecrecy,
+                alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
                 presentedChain: resumed ? nil : (try? connection.presentedChain()) ?? nil, pinVerdict: verdict,
                 resumed: resumed, clientCertificateRequest: connection.clientCertificateRequest)
             becomeActive(context: context)
@@ -68,12 +72,56 @@ extension TLSHandler {
         return (chain, false)
     }
 
+    /// The pin policy on the chain OpenSSL has just verified, run inside its verification (full handshakes; see
+    /// `OpenSSLConnection.chainCheck`). An enforced mismatch, or a host no set covers under strict mode, returns
+    /// false: the handshake ends at the server's Certificate message, before the client's certificate is sent or
+    /// anything is signed with its key. The refusal is logged, reported and thrown by ``handshakeError(_:)``.
+    func checkDuringVerification(_ chain: VerifiedChain) -> Bool {
+        guard case .client(let client, _, let host, _, _) = role else { return true }
+        let policy = client.configuration.pinning
+        if policy.refusesUnpinned(host: host, at: client.now()) {
+            refusedDuringVerification = .hostNotPinned
+            return false
+        }
+        let verdict = policy.evaluate(host: host, chain: chain, now: client.now())
+        guard case .mismatch = verdict else { return true }
+        refusedDuringVerification = .mismatch(verdict)
+        return false
+    }
+
+    /// Why a strict policy refuses `host`: every set covering it expired, or none does.
+    private func unpinnedError(client: TLSClientContext, host: String) -> TLSError {
+        let policy = client.configuration.pinning
+        if let expired = policy.expiredPinSet(for: host, at: client.now()), let expiration = expired.expiration {
+            return .pinSetExpired(host: host, pattern: expired.hostPattern.description, expiration: expiration)
+        }
+        return .hostNotPinned(host: host, patterns: policy.hostPatterns)
+    }
+
+    /// The error for a refusal made inside verification: the same error, log line and report as after a
+    /// handshake.
+    private func refusalError(_ refusal: VerificationRefusal, client: TLSClientContext, host: String, port: Int)
+        -> TLSError
+    {
+        switch refusal {
+        case .hostNotPinned:
+            return unpinnedError(client: client, host: host)
+        case .mismatch(let verdict):
+            let verdict = withReportDetails(verdict, port: port, chainPEM: connection?.refusedChainPEM)
+            _ = apply(verdict, client: client, host: host)
+            guard case .mismatch(let report) = verdict else {
+                return .handshakeFailed(reason: "the pin check refused the server's chain")
+            }
+            return .pinMismatch(report)
+        }
+    }
+
     /// The verdict with its report (if any) completed by what only the connection knows: the port and the
-    /// verified chain as PEM (none on a resumed session).
-    private func withReportDetails(_ verdict: PinVerdict, port: Int) -> PinVerdict {
+    /// verified chain as PEM (`chainPEM` when given; none on a resumed session).
+    private func withReportDetails(_ verdict: PinVerdict, port: Int, chainPEM: [String]? = nil) -> PinVerdict {
         guard var report = verdict.report else { return verdict }
         report.port = port
-        report.validatedChainPEM = connection?.verifiedChainPEM() ?? []
+        report.validatedChainPEM = chainPEM ?? connection?.verifiedChainPEM() ?? []
         switch verdict {
         case .expired: return .expired(report)
         case .reportOnlyMismatch: return .reportOnlyMismatch(report)
@@ -121,7 +169,7 @@ extension TLSHandler {
     /// Logs the pin set's no-backup warning (every pin is on the current chain) after a full handshake, once per
     /// host and client context: a warning per connection would drown the log.
     private func warnIfNoBackup(client: TLSClientContext, host: String, chain: VerifiedChain) {
-        guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain),
+        guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain, at: client.now()),
             client.backupWarnings.firstTime(host)
         else { return }
         logger.notice("\(warning.description)", metadata: ["tls.pinSet": "\(warning.hostPattern)"])
@@ -139,13 +187,21 @@ extension TLSHandler {
 
     private func store(_ session: OpenSSLSession, cache: TLSSessionCache, key: TLSSessionCache.Key) {
         guard let established, established.verdict.allowsConnection else { return }
-        cache.store(.init(session: session, verifiedChain: established.chain, verdict: established.verdict), for: key)
+        cache.store(
+            .init(
+                session: session, verifiedChain: established.chain, verdict: established.verdict,
+                verifiedAt: established.verifiedAt),
+            for: key)
     }
 
-    /// Maps a failed handshake to the most useful error: OpenSSL's verify result if it rejected the peer, then
+    /// Maps a failed handshake to the most useful error: the pin check's refusal inside verification, then
+    /// OpenSSL's verify result if it rejected the peer, then
     /// the client certificate if the server asked for one (see ``clientCertificateError(_:)``).
     func handshakeError(_ error: OpenSSLError) -> TLSError {
-        if case .client(_, _, let host, _, _) = role, let connection {
+        if case .client(let client, _, let host, let port, _) = role, let connection {
+            if let refusal = refusedDuringVerification {
+                return refusalError(refusal, client: client, host: host, port: port)
+            }
             let result = connection.verifyResult
             if !result.isOK { return verifyError(result, host: host) }
             if let certificateError = clientCertificateError(error) { return certificateError }
@@ -191,4 +247,12 @@ extension TLSHandler {
         result.isHostnameMismatch
             ? .hostnameMismatch(host: host) : .untrustedChain(reason: result.reason, verifyCode: result.code)
     }
+}
+
+/// What the pin check inside OpenSSL's verification refused.
+enum VerificationRefusal {
+    /// Strict mode, and no live pin set covers the host.
+    case hostNotPinned
+    /// An enforced pin set matched no certificate of the verified chain (the verdict holds the report).
+    case mismatch(PinVerdict)
 }

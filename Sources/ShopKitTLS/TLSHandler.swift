@@ -6,8 +6,9 @@ import ShopKitPinning
 
 /// A NIO channel handler running one OpenSSL connection over in-memory BIOs, in client or server role.
 ///
-/// Client role: runs the handshake (OpenSSL checks the chain and the hostname), then the pin policy on the
-/// verified chain; only when all passed does it fire `TLSHandshakeCompleted`. On failure it fires a `TLSError`
+/// Client role: runs the handshake (OpenSSL checks the chain and the hostname, then the pin policy runs on the
+/// verified chain inside OpenSSL's verification, before the client's certificate can be sent; a resumed session's
+/// cached chain is checked after the handshake); only when all passed does it fire `TLSHandshakeCompleted`. On failure it fires a `TLSError`
 /// through `errorCaught` and closes the channel. Writes made before the handshake completes are buffered.
 /// Closing sends close_notify. Make one with `TLSClientContext.makeHandler(host:port:)` or
 /// `TLSServerContext.makeHandler()`; it must be the first handler in the pipeline (nearest the socket).
@@ -37,8 +38,11 @@ public final class TLSHandler: ChannelDuplexHandler {
     var offered: TLSSessionCache.Entry?
     /// Sessions that arrived before the pin check finished (TLS 1.2 hands them out during the handshake).
     var pendingSessions: [OpenSSLSession] = []
-    /// What the handshake established, stored with every new session (client role).
-    var established: (chain: VerifiedChain, verdict: PinVerdict)?
+    /// What the handshake established, stored with every new session (client role): the verified chain, the pin
+    /// verdict, and when that chain was verified (now, or the resumed session's full handshake).
+    var established: (chain: VerifiedChain, verdict: PinVerdict, verifiedAt: Date)?
+    /// What the pin check inside OpenSSL's verification refused (client role), reported when the handshake fails.
+    var refusedDuringVerification: VerificationRefusal?
     /// The storage of the last plaintext read, kept for the next one (see `readPlaintext`).
     var plaintextBuffer: ByteBuffer?
 
@@ -95,11 +99,15 @@ public final class TLSHandler: ChannelDuplexHandler {
             case .client(let client, let name, _, _, let key):
                 let name = try name.get()
                 let resumption = client.configuration.sessionResumption
-                offered = resumption ? client.sessionCache.take(key) : nil
+                offered =
+                    resumption
+                    ? client.sessionCache.take(key, now: client.now(), maximumAge: client.configuration.maximumSessionAge)
+                    : nil
                 let connection = try OpenSSLConnection.client(context: client.openSSL, name: name, session: offered?.session)
                 if resumption {
                     connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
                 }
+                connection.chainCheck = { [unowned self] chain in self.checkDuringVerification(chain) }
                 self.connection = connection
             case .server(let server):
                 connection = try OpenSSLConnection.server(context: server.openSSL)
@@ -266,6 +274,9 @@ public final class TLSHandler: ChannelDuplexHandler {
         let handshaking = machine.isHandshaking
         guard let writes = machine.fail() else { return }
         fail(writes, error)
+        if handshaking, case .server(let server) = role, connection?.peerSentCertificate == true {
+            server.statistics.recordClientCertificate()
+        }
         if handshaking, case .client = role, let connection {
             // Diagnostics only: a `PresentedChain` can never reach the pin check.
             context.fireUserInboundEventTriggered(

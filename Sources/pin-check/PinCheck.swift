@@ -72,6 +72,11 @@ struct PinCheck: ParsableCommand {
         help: "Use HTTPS_PROXY/https_proxy (which may hold user:password) and NO_PROXY from the environment, as curl does.")
     var proxyFromEnvironment = false
 
+    @Flag(
+        name: .customLong("allow-static-rsa"),
+        help: "Allow TLS 1.2 static RSA key exchange (no forward secrecy) for legacy servers; reported as a warning.")
+    var allowStaticRSA = false
+
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
@@ -186,6 +191,7 @@ struct PinCheck: ParsableCommand {
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
             timeout: .seconds(timeout ?? 10),
             proxy: (try? proxy()) ?? nil)
+        inspector.allowsStaticRSAKeyExchange = allowStaticRSA
         if let certFile, let keyFile {
             do { inspector.clientIdentity = try ClientIdentity.pemFiles(certificateChain: certFile, privateKey: keyFile) } catch {
                 throw Failure(.usage, "--cert \(certFile) --key \(keyFile): \(error)")

@@ -123,8 +123,8 @@ enum Fixture {
         #expect(single.backupWarning(for: chain) != nil)
         let withBackup = try PinSet(host: "api.example.com", pins: [Fixture.pin(1).description, Fixture.pin(9).description])
         #expect(withBackup.backupWarning(for: chain) == nil)
-        #expect(PinningPolicy(pinSets: [noBackup]).backupWarning(host: "api.example.com", chain: chain) == warning)
-        #expect(PinningPolicy(pinSets: [noBackup]).backupWarning(host: "other.test", chain: chain) == nil)
+        #expect(PinningPolicy(pinSets: [noBackup]).backupWarning(host: "api.example.com", chain: chain, at: now) == warning)
+        #expect(PinningPolicy(pinSets: [noBackup]).backupWarning(host: "other.test", chain: chain, at: now) == nil)
     }
 }
 

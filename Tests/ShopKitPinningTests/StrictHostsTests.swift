@@ -14,21 +14,21 @@ import Testing
     @Test func defaultAllowsUnpinnedHosts() throws {
         let policy = PinningPolicy(pinSets: try sets())
         #expect(policy.unpinnedHosts == .allow)
-        #expect(!policy.refusesUnpinned(host: "typo.exmaple.com"))
+        #expect(!policy.refusesUnpinned(host: "typo.exmaple.com", at: Fixture.now))
     }
 
     @Test func strictPolicyRefusesOnlyHostsNoSetCovers() throws {
         let policy = PinningPolicy(pinSets: try sets(), unpinnedHosts: .refuse)
-        #expect(policy.refusesUnpinned(host: "api.exmaple.com"))  // the typo the option exists for
-        #expect(policy.refusesUnpinned(host: "cdn.example.com"))  // *. needs one more label
-        #expect(!policy.refusesUnpinned(host: "API.example.com"))
-        #expect(!policy.refusesUnpinned(host: "img.cdn.example.com"))
+        #expect(policy.refusesUnpinned(host: "api.exmaple.com", at: Fixture.now))  // the typo the option exists for
+        #expect(policy.refusesUnpinned(host: "cdn.example.com", at: Fixture.now))  // *. needs one more label
+        #expect(!policy.refusesUnpinned(host: "API.example.com", at: Fixture.now))
+        #expect(!policy.refusesUnpinned(host: "img.cdn.example.com", at: Fixture.now))
         #expect(policy.hostPatterns == ["api.example.com", "*.cdn.example.com"])
     }
 
     @Test func strictPolicyWithoutSetsRefusesEverything() {
         let policy = PinningPolicy(unpinnedHosts: .refuse)
-        #expect(policy.refusesUnpinned(host: "localhost"))
+        #expect(policy.refusesUnpinned(host: "localhost", at: Fixture.now))
         #expect(policy.hostPatterns.isEmpty)
     }
 

@@ -86,8 +86,9 @@ import Testing
             Issue.record("the buffered write must fail with the pin mismatch, got \(String(describing: early.value))")
             return
         }
-        // The server finished its handshake (the client's Finished went out before the pin check) and wrote.
-        #expect(pair.serverRecorder.serverCompleted != nil)
+        // The pin check ran inside verification (issue 25, defect 2): the client ended the handshake at the
+        // server's Certificate message, so the server never finished its handshake (no Finished went out).
+        #expect(pair.serverRecorder.serverCompleted == nil)
         #expect(pair.serverRecorder.plaintext.isEmpty)
         #expect(pair.clientRecorder.plaintext.isEmpty)
         #expect(!pair.client.isActive)

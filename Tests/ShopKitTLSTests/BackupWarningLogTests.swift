@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ShopKitPinning
 import ShopKitTLS
@@ -36,6 +37,28 @@ import Testing
         let other = LogCapture()
         _ = try await Probe.get(context: try self.context(pins: ["leaf-localhost-ecdsa", "intermediate-2"], capture: other), port: server.port)
         #expect(warnings(other).count == 1)
+    }
+
+    /// Issue 25, defect 5: the warning is about the set that applied. Of two `localhost` sets the first would win,
+    /// but it has expired (and has no backup): the live second one applies, and it has a backup.
+    @Test func anExpiredSetIsNotWarnedAboutWhenALiveSetApplies() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let capture = LogCapture()
+        var configuration = try Probe.configuration()
+        configuration.pinning = PinningPolicy(pinSets: [
+            try PinSet(
+                hostPattern: HostPattern("localhost"),
+                pins: [TestCertificates.pin("leaf-localhost-ecdsa"), TestCertificates.pin("intermediate-2")],
+                expiration: Date().addingTimeInterval(-60)),
+            try PinSet(
+                hostPattern: HostPattern("localhost"),
+                pins: [TestCertificates.pin("intermediate-2"), TestCertificates.pin("backup-intermediate")]),
+        ])
+        configuration.logger = capture.logger()
+        let result = try await Probe.get(context: TLSClientContext(configuration: configuration), port: server.port)
+        #expect(result.info.pinVerdict == .matched(pin: TestCertificates.pin("intermediate-2"), certificateIndex: 1))
+        #expect(warnings(capture).isEmpty, "warned about the expired set: \(warnings(capture))")
     }
 
     @Test func pinSetWithABackupIsNotWarnedAbout() async throws {

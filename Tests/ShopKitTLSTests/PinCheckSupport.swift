@@ -207,7 +207,7 @@ enum TransportVerdict {
         case .hostnameMismatch: return "hostname-mismatch"
         case .handshakeFailed, .handshakeTimeout, .clientCertificateRequired, .clientCertificateRejected:
             return "connect-failed"
-        case .connectionClosed, .hostNotPinned: return "unexpected: \(error)"
+        case .connectionClosed, .hostNotPinned, .pinSetExpired: return "unexpected: \(error)"
         }
     }
 

@@ -37,7 +37,9 @@ import Testing
             #expect(!error.isRetryable)
         }
         await server.connectionsClosed()
-        #expect(server.fullHandshakes == 1)
+        // Refused inside verification, after OpenSSL accepted the chain (issue 25, defect 2): the server's
+        // handshake never completes.
+        #expect(server.fullHandshakes == 0)
         #expect(requests.withLockedValue { $0 } == 0)
     }
 
@@ -51,5 +53,33 @@ import Testing
         let notices = capture.records.filter { $0.level == .notice && $0.message.contains("not pinned") }
         #expect(notices.count == 2)  // localhost once, 127.0.0.1 once
         #expect(server.fullHandshakes == 4)
+    }
+}
+
+/// Issue 25, defect 5: under a strict policy a host whose only pin set has expired counts as unpinned: refused
+/// inside verification, with a reason that names the expired set.
+@Suite struct StrictExpiredPinSetHandshakeTests {
+    @Test func aHostWhoseOnlyPinSetExpiredIsRefusedUnderStrictMode() throws {
+        let expiration = Date().addingTimeInterval(-3_600)
+        var configuration = try Probe.configuration()
+        configuration.pinning = PinningPolicy(
+            pinSets: [
+                try PinSet(
+                    hostPattern: HostPattern("localhost"),
+                    pins: [TestCertificates.pin("leaf-localhost-ecdsa"), TestCertificates.pin("backup-intermediate")],
+                    expiration: expiration)
+            ],
+            unpinnedHosts: .refuse)
+        let server = try TLSServerContext(
+            certificateChainPEM: TestCertificates.standardChain(), privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
+        let pair = try EmbeddedTLSPair(client: TLSClientContext(configuration: configuration), server: server)
+        defer { pair.finish() }
+        try pair.connect()
+        try pair.shuttle()
+        #expect(pair.clientRecorder.completed == nil, "an expired set must not count as pinned under strict mode")
+        let error = try #require(pair.clientRecorder.tlsErrors.first)
+        #expect(error.description.contains("the pin set localhost expired at \(expiration.ISO8601Format())"))
+        #expect(error == .pinSetExpired(host: "localhost", pattern: "localhost", expiration: expiration))
+        #expect(!error.isRetryable)
     }
 }
