@@ -280,12 +280,8 @@ package struct HTTP1ExchangeStateMachine {
             var actions = Actions()
             actions.head = head
             return actions
-        case .idle:
-            return unsolicited()
-        case .ending:
-            return strayAfterEnd()
-        case .running, .closed:
-            return unexpectedPart()
+        case .idle, .ending, .running, .closed:
+            return partOutsideAResponse()
         }
     }
 
@@ -303,14 +299,10 @@ package struct HTTP1ExchangeStateMachine {
             var actions = Actions()
             actions.body = buffer
             return actions
-        case .idle:
-            return unsolicited()
-        case .ending:
-            return strayAfterEnd()
-        case .closed:
+        case .idle, .ending, .closed:
             break
         }
-        return unexpectedPart()
+        return partOutsideAResponse()
     }
 
     /// The response ended.
@@ -331,14 +323,10 @@ package struct HTTP1ExchangeStateMachine {
             }
             actions.read = resumeReads()
             return actions
-        case .idle:
-            return unsolicited()
-        case .ending:
-            return strayAfterEnd()
-        case .closed:
+        case .idle, .ending, .closed:
             break
         }
-        return unexpectedPart()
+        return partOutsideAResponse()
     }
 
     /// The read in progress was fully processed: an exchange whose response ended in it is released now, reusable
@@ -424,11 +412,19 @@ package struct HTTP1ExchangeStateMachine {
         fail(.transport(.malformedResponse("unexpected HTTP response part")))
     }
 
-    /// A response part after the response's end, in the same read: the connection is doubtful (released as not
-    /// reusable when the read completes); the part is dropped.
-    private mutating func strayAfterEnd() -> Actions {
-        state = .ending(Ending(reusable: false))
-        return .none
+    /// A response part that belongs to no response in progress: on an idle connection, bytes nobody asked for;
+    /// after a response's end in the same read, a stray part (the connection is doubtful: released as not reusable
+    /// when the read completes, the part dropped); otherwise the peer does not speak HTTP as it should.
+    private mutating func partOutsideAResponse() -> Actions {
+        switch state {
+        case .idle:
+            return unsolicited()
+        case .ending:
+            state = .ending(Ending(reusable: false))
+            return .none
+        case .running, .closed:
+            return unexpectedPart()
+        }
     }
 
     /// Bytes nobody asked for: the connection cannot be trusted for another request.
