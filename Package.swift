@@ -57,7 +57,10 @@ let package = Package(
         // The only Swift module that imports COpenSSL.
         .target(
             name: "ShopKitOpenSSL",
-            dependencies: ["COpenSSL", "ShopKitCore", "ShopKitPinning"]),
+            dependencies: [
+                "COpenSSL", "ShopKitCore", "ShopKitPinning",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
         // Retry classification (RetryClassifiableError) and the idempotent-method list: below every error type.
         .target(
             name: "ShopKitCore",
@@ -112,6 +115,7 @@ let package = Package(
             name: "ShopKitCredentials",
             dependencies: [
                 "ShopKitCore", "ShopKitAPI", "ShopKitOpenSSL", "ShopKitTLS", "CLibSecret",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // Umbrella and composition root.
@@ -130,6 +134,7 @@ let package = Package(
             name: "token-store",
             dependencies: [
                 "ShopKitCredentials", "ShopKitCore", "CLIHardening",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]),

@@ -150,14 +150,17 @@ public actor AuthenticationMiddleware: ClientMiddleware {
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                let action = recoveries.join(rejected, waiterID: waiterID, waiter: continuation)
-                guard case .start(let flightID) = action else { return }
-                Task {
-                    let result = await self.performRecovery(rejected: rejected)
-                    for waiter in self.recoveries.finish(rejected, flightID: flightID) {
-                        waiter.resume(returning: result)
+                // The first caller starts the flight, led by a task of its own; every caller follows it.
+                if let flightID = recoveries.lead(rejected) {
+                    Task {
+                        let result = await self.performRecovery(rejected: rejected)
+                        guard case .resume(let followers) = self.recoveries.finish(rejected, flightID: flightID, handOver: false)
+                        else { return }
+                        for follower in followers { follower.resume(returning: result) }
                     }
                 }
+                // A flight runs now (this caller's or an earlier one): following it always joins.
+                _ = recoveries.follow(rejected, waiterID: waiterID, follower: continuation)
             }
         } onCancel: {
             Task { await self.leaveRecovery(rejected: rejected, waiterID: waiterID) }

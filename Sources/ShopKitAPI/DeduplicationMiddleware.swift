@@ -86,9 +86,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     }
 
     /// Who leads and who follows which upstream request (pure bookkeeping; this actor carries out its actions).
-    private var flights = LeaderFlights<Key, CheckedContinuation<Turn, any Error>>()
-    /// The last follower ID handed out.
-    private var lastFollowerID: UInt64 = 0
+    private var flights = SingleFlight<Key, CheckedContinuation<Turn, any Error>>()
 
     /// What a follower is resumed with: the shared response, or the flight itself when its leader was cancelled.
     enum Turn: Sendable {
@@ -183,8 +181,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     /// Waits for the running flight for `key`: its result, or the flight itself when its leader was cancelled (or
     /// when it ended before this caller got here).
     private func follow(_ key: Key) async throws -> Turn {
-        lastFollowerID &+= 1
-        let waiterID = lastFollowerID
+        let waiterID = flights.makeWaiterID()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 // Runs on this actor before the first suspension, so no cancellation can slip in between.

@@ -1,8 +1,7 @@
 /// A dictionary that keeps at most `capacity` entries, dropping the oldest insertion first.
 ///
 /// The one bounded cache of the package (TLS sessions, certificate details, once-per-host notes). A value type
-/// with no lock of its own: keep it inside the module's lock box (`NIOLockedValueBox` where NIO is linked,
-/// ``LockedBox`` elsewhere).
+/// with no lock of its own: keep it inside the package's one lock box, `NIOLockedValueBox`.
 package struct BoundedCache<Key: Hashable, Value> {
     private var entries: [Key: Value] = [:]
     /// Keys in insertion order; `head` is the oldest one still in use (removed keys are skipped lazily).

@@ -1,6 +1,7 @@
 import CLibSecret
 import Dispatch
 import Foundation
+import NIOConcurrencyHelpers
 import ShopKitCore
 
 /// Runs every libsecret call of the process on one dedicated serial thread.
@@ -163,16 +164,16 @@ private final class JobAnswer<T: Sendable>: Sendable {
         var continuation: CheckedContinuation<Result<T, CredentialError>, Never>?
     }
 
-    private let state: LockedBox<State>
+    private let state: NIOLockedValueBox<State>
 
     init(_ continuation: CheckedContinuation<Result<T, CredentialError>, Never>) {
-        state = LockedBox(State(continuation: continuation))
+        state = NIOLockedValueBox(State(continuation: continuation))
     }
 
-    func start() -> Bool { state.withLock { $0.race.start() } }
+    func start() -> Bool { state.withLockedValue { $0.race.start() } }
 
     func finish(_ result: Result<T, CredentialError>) {
-        let pending = state.withLock { state -> CheckedContinuation<Result<T, CredentialError>, Never>? in
+        let pending = state.withLockedValue { state -> CheckedContinuation<Result<T, CredentialError>, Never>? in
             guard state.race.finish() else { return nil }
             defer { state.continuation = nil }
             return state.continuation
@@ -181,7 +182,7 @@ private final class JobAnswer<T: Sendable>: Sendable {
     }
 
     func timeout(_ error: (JobRace.Timeout) -> CredentialError) {
-        let answered = state.withLock { state -> (CheckedContinuation<Result<T, CredentialError>, Never>, JobRace.Timeout)? in
+        let answered = state.withLockedValue { state -> (CheckedContinuation<Result<T, CredentialError>, Never>, JobRace.Timeout)? in
             guard let verdict = state.race.timeout(), let pending = state.continuation else { return nil }
             state.continuation = nil
             return (pending, verdict)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// Restores a terminal whose echo a prompt turned off when a signal would stop or end the process, the way
 /// `readpassphrase(3)` does: otherwise Ctrl-C (or a `kill`, a hang-up, Ctrl-Z) at a passphrase prompt leaves the
@@ -31,13 +32,13 @@ enum TerminalSignals {
     }
 
     /// One prompt at a time: the handler's state is process-wide, like the signal dispositions.
-    private static let lock = NSLock()
+    private static let lock = NIOLock()
 
     /// Runs `body` with the handlers installed; restores the earlier dispositions afterwards.
     static func guarding<T>(
         fd: Int32, original: termios, silent: termios, prompt: String, _ body: () throws(CredentialError) -> T
     ) throws(CredentialError) -> T {
-        lock.lock()
+        lock.lock()  // NIOLock's `withLock` does not keep the typed throw
         defer { lock.unlock() }
         let state = terminalSignalState  // initialised here, never for the first time inside the handler
         let previous = previousSignalActions

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import NIOConcurrencyHelpers
 import ShopKitCore
 import ShopKitPinning
 
@@ -11,21 +12,21 @@ import ShopKitPinning
 final class CertificateInfoCache: Sendable {
     static let shared = CertificateInfoCache(capacity: 512)
 
-    private let entries: LockedBox<BoundedCache<[UInt8], CertificateInfo>>
+    private let entries: NIOLockedValueBox<BoundedCache<[UInt8], CertificateInfo>>
 
-    init(capacity: Int) { entries = LockedBox(BoundedCache(capacity: capacity)) }
+    init(capacity: Int) { entries = NIOLockedValueBox(BoundedCache(capacity: capacity)) }
 
     /// The cached info for `certificate`, computing it on first sight.
     func info(for certificate: OpenSSLCertificate) throws(OpenSSLError) -> CertificateInfo {
         let key = try sha256(certificate.derBytes)
-        if let hit = entries.withLock({ $0[key] }) { return hit }
+        if let hit = entries.withLockedValue({ $0[key] }) { return hit }
         let info = try certificate.withX509 { x509 throws(OpenSSLError) in try Self.makeInfo(x509) }
-        entries.withLock { $0.insert(info, for: key) }
+        entries.withLockedValue { $0.insert(info, for: key) }
         return info
     }
 
     /// How many certificates are cached (for tests).
-    var count: Int { entries.withLock { $0.count } }
+    var count: Int { entries.withLockedValue { $0.count } }
 
     static func makeInfo(_ x509: OpaquePointer) throws(OpenSSLError) -> CertificateInfo {
         guard let key = X509_get0_pubkey(x509) else { throw OpenSSLError.drain("X509_get0_pubkey") }

@@ -1,20 +1,19 @@
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 
 /// Log records kept by ``CapturingLogHandler``, shared by every copy of the handler.
-package final class LogCapture: @unchecked Sendable {
+package final class LogCapture: Sendable {
     package init() {}
 
-    // @unchecked Sendable: `stored` is only read or written while `lock` is held.
-    private let lock = NSLock()
-    private var stored: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] = []
+    private let stored = NIOLockedValueBox<[(level: Logger.Level, message: String, metadata: Logger.Metadata)]>([])
 
     package func append(_ level: Logger.Level, _ message: String, _ metadata: Logger.Metadata) {
-        lock.withLock { stored.append((level, message, metadata)) }
+        stored.withLockedValue { $0.append((level, message, metadata)) }
     }
 
     /// Every record so far, oldest first.
-    package var records: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] { lock.withLock { stored } }
+    package var records: [(level: Logger.Level, message: String, metadata: Logger.Metadata)] { stored.withLockedValue { $0 } }
 
     /// A logger writing into this capture, at every level.
     package func logger(label: String = "test") -> Logger {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOConcurrencyHelpers
 import ShopKitAPI
 import ShopKitCredentials
 import ShopKitCore
@@ -130,10 +131,10 @@ struct StoreOptions: ParsableArguments {
 
 /// The file passphrase the backend selection asked for, kept for the presence check.
 final class AskedPassphrase: Sendable {
-    private let passphrase = LockedBox<Passphrase?>(nil)
+    private let passphrase = NIOLockedValueBox<Passphrase?>(nil)
 
-    func set(_ passphrase: Passphrase) { self.passphrase.withLock { $0 = passphrase } }
-    var value: Passphrase? { passphrase.withLock { $0 } }
+    func set(_ passphrase: Passphrase) { self.passphrase.withLockedValue { $0 = passphrase } }
+    var value: Passphrase? { passphrase.withLockedValue { $0 } }
 }
 
 /// Why `user-presence` cannot work for a store, or `nil` when it can.

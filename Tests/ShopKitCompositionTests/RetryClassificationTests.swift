@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import NIOConcurrencyHelpers
 import OpenAPIRuntime
 import ShopKitAPI
 import ShopKitCore
@@ -69,16 +70,16 @@ import Testing
 /// Counts the requests the decorator above sends down.
 final class AttemptCounter: ClientTransport, Sendable {
     let upstream: any ClientTransport
-    private let counter = LockedBox(0)
+    private let counter = NIOLockedValueBox(0)
 
     init(upstream: any ClientTransport) { self.upstream = upstream }
 
-    var count: Int { counter.withLock { $0 } }
+    var count: Int { counter.withLockedValue { $0 } }
 
     func send(
         _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String
     ) async throws -> (HTTPResponse, HTTPBody?) {
-        counter.withLock { $0 += 1 }
+        counter.withLockedValue { $0 += 1 }
         return try await upstream.send(request, body: body, baseURL: baseURL, operationID: operationID)
     }
 }

@@ -38,12 +38,4 @@ import Testing
         let notIdempotent: [HTTPRequest.Method] = [.post, .patch, .connect]
         #expect(notIdempotent.allSatisfy { !$0.isIdempotent })
     }
-
-    @Test func aLockedBoxSerializesAccess() async {
-        let box = LockedBox(0)
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<100 { group.addTask { box.withLock { $0 += 1 } } }
-        }
-        #expect(box.withLock { $0 } == 100)
-    }
 }
