@@ -76,8 +76,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The HTTPS client over ShopKitTLS: HTTPSTransport (an OpenAPI ClientTransport, HTTP/2 or HTTP/1.1 by ALPN).
-        // Folders: Exchange/ (the per-request state machine and its handler, for HTTP/1.1 connections and HTTP/2
-        // streams), HTTP2/, Pool/ (pool, its state machine, the connection factory), Proxy/ (CONNECT tunnels),
+        // Folders: Request/ (the request state machine both protocols use, and the one seam that starts a request),
+        // HTTP1/ (the connection state machine composing it, and its handler), HTTP2/ (connection, stream handler,
+        // keepalive), Pool/ (pool, its state machine, the connection factory), Proxy/ (CONNECT tunnels),
         // PinFailureReporting/ (TrustKit-format reports).
         .target(
             name: "ShopKitHTTPS",

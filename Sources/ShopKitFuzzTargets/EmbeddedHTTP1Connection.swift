@@ -5,17 +5,17 @@ import ShopKitHTTPS
 import ShopKitTLS
 
 /// The pipeline a real HTTP/1.1 connection has after its handshake (``InboundByteObserver``, NIO's HTTP/1.1 codec,
-/// ``HTTPClientConnectionHandler``) on a connected `EmbeddedChannel`, fed server bytes as the fuzzer cuts them: the
+/// ``HTTP1ConnectionHandler``) on a connected `EmbeddedChannel`, fed server bytes as the fuzzer cuts them: the
 /// HTTP fuzz targets' one harness.
 struct EmbeddedHTTP1Connection {
     let channel: EmbeddedChannel
-    let handler: HTTPClientConnectionHandler
+    let handler: HTTP1ConnectionHandler
     var loop: EmbeddedEventLoop { channel.embeddedEventLoop }
 
     /// A connected channel; `first`, when given, goes in front of everything (it sees the raw reads).
     init(first: (any ChannelHandler)? = nil) {
         channel = EmbeddedChannel()
-        let handler = HTTPClientConnectionHandler()
+        let handler = HTTP1ConnectionHandler()
         self.handler = handler
         do {
             let sync = channel.pipeline.syncOperations

@@ -21,7 +21,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case keyringItem = "keyring-item"
     /// A `Retry-After` header value.
     case retryAfter = "retry-after"
-    /// Response bytes from the server, through NIO's response decoder into `HTTPClientConnectionHandler`.
+    /// Response bytes from the server, through NIO's response decoder into `HTTP1ConnectionHandler`.
     case httpResponse = "http-response"
     /// Server bytes facing several exchanges on one HTTP/1.1 connection, handed over as the pool does.
     case http1Connection = "http1-connection"

@@ -6,7 +6,7 @@ import ShopKitTLS
 
 /// One HTTP/1.1 connection carrying several exchanges, one after another, facing a server byte stream the fuzzer
 /// chooses, cut into reads where it chooses: the pipeline a real connection has after its handshake
-/// (``InboundByteObserver``, NIO's HTTP/1.1 codec, ``HTTPClientConnectionHandler``) on an `EmbeddedChannel`.
+/// (``InboundByteObserver``, NIO's HTTP/1.1 codec, ``HTTP1ConnectionHandler``) on an `EmbeddedChannel`.
 /// Like the pool, the harness starts the next exchange inside the release of the previous one, when that release
 /// says the connection is reusable.
 ///
@@ -83,7 +83,7 @@ package enum HTTPConnectionTarget {
             outcomes.value.append(ExchangeOutcome(startedInRead: reads.count))
             let body = BodyStream()
             body.onEnd = { outcomes.value[index].bodyEnded = true }
-            let id = HTTP1ExchangeStateMachine.ExchangeID(raw: index + 1)
+            let id = HTTP1ConnectionStateMachine.RequestID(raw: index + 1)
             let headPromise = loop.makePromise(of: HTTPResponseHead.self)
             headPromise.futureResult.whenComplete { result in
                 outcomes.value[index].headAnswered = true
@@ -92,7 +92,7 @@ package enum HTTPConnectionTarget {
                     outcomes.value[index].deliveredInReads.append(boundReads.value.count)
                 }
             }
-            let exchange = ExchangeContext(
+            let exchange = RequestContext(
                 id: id,
                 limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 8_192),
                 requestKeepAlive: true, isHead: false, head: headPromise, body: body,

@@ -6,7 +6,7 @@ import ShopKitTLS
 
 /// The HTTPS client's response path without TLS: bytes from the server go through the pipeline a real
 /// connection has after its handshake (``InboundByteObserver``, NIO's HTTP/1.1 codec,
-/// ``HTTPClientConnectionHandler``) on an `EmbeddedChannel`, with one exchange started and its request written.
+/// ``HTTP1ConnectionHandler``) on an `EmbeddedChannel`, with one exchange started and its request written.
 ///
 /// Input: one control byte, then the response bytes.
 /// - bit 0: the request is `HEAD` (a response body is then not expected even with a `Content-Length`);
@@ -69,9 +69,9 @@ package enum HTTPResponseTarget {
         let bodyEnded = NIOLoopBoundBox(false, eventLoop: loop)
         let body = BodyStream()
         body.onEnd = { bodyEnded.value = true }
-        let id = HTTP1ExchangeStateMachine.ExchangeID(raw: 1)
+        let id = HTTP1ConnectionStateMachine.RequestID(raw: 1)
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let exchange = ExchangeContext(
+        let exchange = RequestContext(
             id: id,
             limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 8_192),
             requestKeepAlive: requestKeepAlive, isHead: isHead, head: headPromise, body: body,

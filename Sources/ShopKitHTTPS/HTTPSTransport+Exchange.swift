@@ -28,7 +28,7 @@ extension HTTPSTransport {
     ///   pool errors (`HTTPSTransportError.timeout(.request)`, connection errors); transport errors;
     ///   `CancellationError`.
     func exchangeBodiless(
-        _ head: HTTPRequestHead, to target: RequestTarget, limits: HTTP1ExchangeStateMachine.Limits
+        _ head: HTTPRequestHead, to target: RequestTarget, limits: HTTPRequestStateMachine.Limits
     ) async throws -> StartedExchange {
         let pool = self.pool
         // What cancellation reaches: the pool's waiter until the exchange starts, then the exchange.
@@ -88,7 +88,7 @@ extension HTTPSTransport {
 
     /// On `lease`'s event loop: starts the bodiless exchange and resumes `waiting` with its response head.
     private static func startBodiless(
-        _ head: HTTPRequestHead, on lease: ConnectionPool.Lease, limits: HTTP1ExchangeStateMachine.Limits,
+        _ head: HTTPRequestHead, on lease: ConnectionPool.Lease, limits: HTTPRequestStateMachine.Limits,
         pool: ConnectionPool, progress: NIOLockedValueBox<BodilessProgress>,
         _ waiting: CheckedContinuation<StartedExchange, any Error>
     ) {
@@ -125,7 +125,7 @@ extension HTTPSTransport {
     ///
     /// - Throws: as ``exchangeBodiless(_:to:limits:)``, and the caller's body errors as they are.
     func exchange(
-        _ head: HTTPRequestHead, body: HTTPBody, on lease: ConnectionPool.Lease, limits: HTTP1ExchangeStateMachine.Limits
+        _ head: HTTPRequestHead, body: HTTPBody, on lease: ConnectionPool.Lease, limits: HTTPRequestStateMachine.Limits
     ) async throws -> StartedExchange {
         let pool = self.pool
         let release: @Sendable (Bool) -> Void = { pool.release(lease, reusable: $0) }

@@ -218,7 +218,7 @@ public struct HTTPSTransport: ClientTransport {
         let head = HTTPConversion.requestHead(request, baseURL: baseURL, target: target, bodyLength: bodyLength)
         try HTTPConversion.validateRequestTarget(head.uri)
         let mayRetry = HTTPConversion.isRetryable(request, body: body)
-        let limits = HTTP1ExchangeStateMachine.Limits(
+        let limits = HTTPRequestStateMachine.Limits(
             deadline: deadline, idleReadTimeout: TimeAmount(configuration.timeouts.idleRead),
             maxResponseBodyBytes: configuration.maxResponseBodyBytes)
         var attempt = 1

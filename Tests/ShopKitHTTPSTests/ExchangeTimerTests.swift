@@ -11,8 +11,8 @@ import ShopKitTLS
     /// A connected embedded channel with the HTTP handler and one started exchange.
     struct Running {
         let channel: EmbeddedChannel
-        let handler: HTTPClientConnectionHandler
-        let exchange: ExchangeContext
+        let handler: HTTP1ConnectionHandler
+        let exchange: RequestContext
         let failure: NIOLoopBoundBox<(any Error)?>
         let released: NIOLoopBoundBox<[Bool]>
 

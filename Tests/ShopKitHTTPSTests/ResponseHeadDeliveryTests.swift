@@ -11,7 +11,7 @@ import Testing
     /// An embedded channel with the HTTP handler and one started exchange whose request was written.
     struct Running {
         let channel: EmbeddedChannel
-        let exchange: ExchangeContext
+        let exchange: RequestContext
         /// What had happened when the head was handed over: the releases so far.
         let releasedAtHead: NIOLoopBoundBox<[Bool]?>
         let released: NIOLoopBoundBox<[Bool]>

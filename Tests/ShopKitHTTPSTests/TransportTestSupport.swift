@@ -95,19 +95,19 @@ final class SilentHandler: ChannelInboundHandler, Sendable {
 /// made ready but not started; the releases it reports are collected in `released`.
 struct EmbeddedExchange {
     let channel: EmbeddedChannel
-    let handler: HTTPClientConnectionHandler
-    let exchange: ExchangeContext
+    let handler: HTTP1ConnectionHandler
+    let exchange: RequestContext
     let released: NIOLoopBoundBox<[Bool]>
 
     init(deadlineIn: TimeAmount = .seconds(60), idleRead: TimeAmount = .seconds(5), maxResponseBodyBytes: Int = 1_000) throws {
         channel = EmbeddedChannel()
-        handler = HTTPClientConnectionHandler()
+        handler = HTTP1ConnectionHandler()
         try channel.pipeline.syncOperations.addHandler(handler)
         channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
         let loop = channel.embeddedEventLoop
         let released = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
         self.released = released
-        exchange = ExchangeContext(
+        exchange = RequestContext(
             id: .init(raw: 1),
             limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxResponseBodyBytes: maxResponseBodyBytes),
             requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),

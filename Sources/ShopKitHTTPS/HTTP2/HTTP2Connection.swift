@@ -5,8 +5,8 @@ import NIOHTTP1
 import NIOHTTP2
 
 /// One verified HTTP/2 connection: the TLS channel with swift-nio-http2's framing, a settings and GOAWAY
-/// observer, and a stream multiplexer. Each exchange runs on a stream channel of its own, through the same
-/// ``HTTPClientConnectionHandler`` (and exchange state machine) as HTTP/1.1, behind swift-nio-http2's codec
+/// observer, and a stream multiplexer. Each request runs on a stream channel of its own, through an
+/// ``HTTP2StreamHandler`` driving the same request state machine as HTTP/1.1, behind swift-nio-http2's codec
 /// from HTTP/1-style parts to HTTP/2 frames (pseudo-headers, lowercase names, no connection-specific fields).
 ///
 /// The pool decides how many streams run at once from ``streamCapacity`` and the events this connection
@@ -145,7 +145,7 @@ final class HTTP2Connection: Sendable {
         let loop = channel.eventLoop
         let closeReason = self.closeReason
         let handler = NIOLoopBound(
-            HTTPClientConnectionHandler(logger: logger, stream: true) { closeReason.value }, eventLoop: loop)
+            HTTP2StreamHandler(logger: logger) { closeReason.value }, eventLoop: loop)
         let stream = loop.makePromise(of: (any Channel).self)
         multiplexer.value.createStreamChannel(promise: stream) { streamChannel in
             do {
@@ -162,7 +162,7 @@ final class HTTP2Connection: Sendable {
         stream.futureResult.whenComplete { result in
             switch result {
             case .success(let streamChannel):
-                opened(.success(HTTPClientConnection(stream: streamChannel, handler: handler.value)))
+                opened(.success(HTTPClientConnection(channel: streamChannel, handler: handler.value)))
             case .failure(let error):
                 opened(.failure(error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed))
             }
@@ -174,7 +174,7 @@ final class HTTP2Connection: Sendable {
     /// connection. `started` also gets the stream. When no stream can be opened, `release` runs at once with
     /// `false` and `answered` gets an ``ExchangeFailure`` with no response bytes.
     func startBodiless(
-        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
+        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
         started: @escaping @Sendable (HTTPClientConnection, HTTPClientConnection.ExchangeID) -> Bool,
         answered: @escaping @Sendable (Result<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) -> Void
     ) {

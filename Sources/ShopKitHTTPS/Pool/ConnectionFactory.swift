@@ -107,7 +107,7 @@ struct ConnectionFactory: Sendable {
 
     /// Adds the HTTP/1.1 codec and the exchange handler behind the security handlers.
     private static func http1(on channel: any Channel, logger: Logger) throws -> HTTPClientConnection {
-        let handler = HTTPClientConnectionHandler(logger: logger)
+        let handler = HTTP1ConnectionHandler(logger: logger)
         let sync = channel.pipeline.syncOperations
         do {
             try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
@@ -117,6 +117,6 @@ struct ConnectionFactory: Sendable {
             // After the handshake: not a TLS failure. The channel closed meanwhile.
             throw HTTPSTransportError.connectionClosed
         }
-        return HTTPClientConnection(http1: channel, handler: handler)
+        return HTTPClientConnection(channel: channel, handler: handler)
     }
 }

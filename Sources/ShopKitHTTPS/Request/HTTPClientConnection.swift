@@ -7,32 +7,25 @@ import NIOPosix
 import OpenAPIRuntime
 import ShopKitTLS
 
-/// One verified HTTP/1.1 connection (a channel whose pipeline is security handlers, the HTTP codec, and
-/// ``HTTPClientConnectionHandler``), or one HTTP/2 stream (a stream channel with swift-nio-http2's codec and
-/// the same handler). Runs one exchange at a time; the pool decides who uses it.
+/// The one way to run a request, whatever carries it: one verified HTTP/1.1 connection (a channel whose pipeline
+/// is security handlers, the HTTP codec, and an ``HTTP1ConnectionHandler``), or one HTTP/2 stream (a stream
+/// channel with swift-nio-http2's codec and an ``HTTP2StreamHandler``). Both handlers are a ``RequestHandler``;
+/// this type starts, writes and cancels requests through that seam only. One request at a time; the pool
+/// decides who uses it.
 final class HTTPClientConnection: Sendable {
-    typealias ExchangeID = HTTP1ExchangeStateMachine.ExchangeID
+    typealias ExchangeID = HTTP1ConnectionStateMachine.RequestID
 
     /// The channel.
     let channel: any Channel
     /// The handler, only touched on the channel's event loop.
-    private let handler: NIOLoopBound<HTTPClientConnectionHandler>
-    /// The last exchange id handed out on this connection.
+    private let handler: NIOLoopBound<any RequestHandler>
+    /// The last request id handed out on this connection.
     private let lastExchange = NIOLockedValueBox(0)
 
-    private init(channel: any Channel, handler: HTTPClientConnectionHandler) {
+    /// A connection (or stream) whose pipeline ends in `handler`.
+    init(channel: any Channel, handler: any RequestHandler) {
         self.channel = channel
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
-    }
-
-    /// One HTTP/2 stream, set up by ``HTTP2Connection/openStream()``: it runs exactly one exchange.
-    convenience init(stream: any Channel, handler: HTTPClientConnectionHandler) {
-        self.init(channel: stream, handler: handler)
-    }
-
-    /// An HTTP/1.1 connection, set up by ``ConnectionFactory``.
-    convenience init(http1 channel: any Channel, handler: HTTPClientConnectionHandler) {
-        self.init(channel: channel, handler: handler)
     }
 
     /// What sending a request produced: the head, the streamed body, and the exchange's id.
@@ -53,7 +46,7 @@ final class HTTPClientConnection: Sendable {
     /// - Throws: ``ExchangeFailure`` for transport failures; the caller's body errors as they are;
     ///   `CancellationError` when the task is cancelled (the connection is then closed).
     func execute(
-        head: HTTPRequestHead, body: HTTPBody, limits: HTTP1ExchangeStateMachine.Limits,
+        head: HTTPRequestHead, body: HTTPBody, limits: HTTPRequestStateMachine.Limits,
         release: @escaping @Sendable (Bool) -> Void
     ) async throws -> Exchange {
         let loop = channel.eventLoop
@@ -97,7 +90,7 @@ final class HTTPClientConnection: Sendable {
 
     /// One exchange made ready to start: its context (id, promises, body stream) and the request head.
     struct Pending: Sendable {
-        let exchange: ExchangeContext
+        let exchange: RequestContext
         let requestHead: HTTPRequestHead
         /// Completes when the request's end is written (fails when writing it does).
         let written: EventLoopPromise<Void>
@@ -105,13 +98,13 @@ final class HTTPClientConnection: Sendable {
 
     /// Makes the next exchange ready, on any thread: a new id, the head promise and the body stream.
     func prepare(
-        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
+        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
     ) -> Pending {
         let loop = channel.eventLoop
         let handler = self.handler
         let stream = BodyStream()
         stream.onDemand = { loop.execute { handler.value.resumeReading() } }
-        let exchange = ExchangeContext(
+        let exchange = RequestContext(
             id: ExchangeID(raw: lastExchange.withLockedValue { $0 += 1; return $0 }), limits: limits,
             requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
                 $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
@@ -142,7 +135,7 @@ final class HTTPClientConnection: Sendable {
     /// ``ExchangeFailure`` that ended the exchange, on the event loop. `release` is as for
     /// ``execute(head:body:limits:release:)``.
     func startBodiless(
-        head: HTTPRequestHead, limits: HTTP1ExchangeStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
+        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
         started: (ExchangeID) -> Bool, answered: @escaping @Sendable (Result<Exchange, any Error>) -> Void
     ) {
         channel.eventLoop.preconditionInEventLoop()

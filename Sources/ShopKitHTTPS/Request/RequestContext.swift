@@ -1,0 +1,172 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import ShopKitTLS
+
+/// What the caller of one request waits on and how the connection goes back: owned by the handler while the
+/// request runs.
+package struct RequestContext {
+    let id: HTTP1ConnectionStateMachine.RequestID
+    let limits: HTTPRequestStateMachine.Limits
+    /// Whether the request allows keep-alive (no `Connection: close`).
+    let requestKeepAlive: Bool
+    /// Whether the request was HEAD (its response has no body even with a Content-Length).
+    let isHead: Bool
+    /// Succeeds with the response head, or fails with an ``ExchangeFailure``.
+    let head: EventLoopPromise<HTTPResponseHead>
+    /// Receives the body bytes.
+    let body: BodyStream
+    /// Gives the connection back to the pool; called exactly once, when the state machine says so.
+    let release: @Sendable (_ reusable: Bool) -> Void
+
+    package init(
+        id: HTTP1ConnectionStateMachine.RequestID, limits: HTTPRequestStateMachine.Limits, requestKeepAlive: Bool,
+        isHead: Bool, head: EventLoopPromise<HTTPResponseHead>, body: BodyStream,
+        release: @escaping @Sendable (_ reusable: Bool) -> Void
+    ) {
+        self.id = id
+        self.limits = limits
+        self.requestKeepAlive = requestKeepAlive
+        self.isHead = isHead
+        self.head = head
+        self.body = body
+        self.release = release
+    }
+}
+
+/// Why an exchange failed, and whether a retry on a fresh connection is safe as far as the wire is concerned.
+struct ExchangeFailure: Error {
+    /// The error to report.
+    let error: any Error
+    /// No response byte was read before the failure.
+    let noResponseBytes: Bool
+    /// The error code of the server's GOAWAY that said it did not process the request (an HTTP/2 stream above
+    /// the GOAWAY's last stream id), or nil.
+    var refusedByGoAway: String? = nil
+}
+
+/// What both request handlers (``HTTP1ConnectionHandler``, ``HTTP2StreamHandler``) do alike for the request they
+/// run: start it, hand its head to the caller at the end of the read that brought it, feed its body, fail it.
+/// The seam behind which ``HTTPClientConnection`` starts every request, whatever the protocol.
+protocol RequestHandler: AnyObject {
+    /// Starts a request; the caller then writes it.
+    func start(_ request: RequestContext)
+    /// The request `id` has been written to its end: the idle-read clock starts now.
+    func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID)
+    /// Writing request `id` failed.
+    func requestFailed(_ id: HTTP1ConnectionStateMachine.RequestID)
+    /// Abandons request `id` (task cancelled, body dropped or failed); nothing happens when it is over.
+    func cancel(_ id: HTTP1ConnectionStateMachine.RequestID)
+    /// The body reader drained the stream below its low watermark (or went away): let reads through.
+    func resumeReading()
+}
+
+/// Hands a request's response to its caller, the same way on an HTTP/1.1 connection and an HTTP/2 stream.
+///
+/// A response head decoded inside a read is handed over when the read is complete, so that the caller, woken
+/// once, finds the body parts of the same read (a small response's whole body) already buffered instead of
+/// waking, finding no body yet, and waiting to be woken again.
+struct ResponseDelivery {
+    /// Inside a read (between `channelRead` and `channelReadComplete`).
+    var reading = false
+    /// A head held back until the end of its read. One slot, one request: never overwrites another one's head.
+    private var heldHead: (promise: EventLoopPromise<HTTPResponseHead>, head: HTTPResponseHead)?
+
+    /// Delivers `head` to `request`'s caller (at the end of the read, when inside one).
+    mutating func deliver(_ head: HTTPResponseHead, to request: RequestContext) {
+        guard reading else {
+            request.head.succeed(head)
+            return
+        }
+        handOverHeldHead()
+        heldHead = (request.head, head)
+    }
+
+    /// Hands `buffer` to the body reader; false when the reader is behind (hold reads back).
+    func deliver(_ buffer: ByteBuffer, to request: RequestContext) -> Bool {
+        request.body.yield(ArraySlice(buffer.readableBytesView))
+    }
+
+    /// The read is over: the held head goes to its caller.
+    mutating func readComplete() {
+        reading = false
+        handOverHeldHead()
+    }
+
+    /// Fails `request`'s caller: the head (if it was not delivered yet), then the body stream.
+    mutating func fail(_ request: RequestContext, _ failed: HTTPRequestStateMachine.Failed) {
+        handOverHeldHead()  // the caller gets the head, then the body's error
+        let error: any Error
+        switch failed.failure {
+        case .transport(let transport): error = transport
+        case .tls(let tls): error = tls
+        case .cancelled: error = CancellationError()
+        }
+        if !failed.headDelivered {
+            request.head.fail(ExchangeFailure(error: error, noResponseBytes: failed.noResponseBytes))
+        }
+        request.body.finish(throwing: error)
+    }
+
+    /// Hands over a head held back until the end of its read.
+    mutating func handOverHeldHead() {
+        guard let (promise, head) = heldHead else { return }
+        heldHead = nil
+        promise.succeed(head)
+    }
+
+    /// The failure a pipeline error means for the request.
+    static func failure(for error: any Error) -> HTTPRequestStateMachine.Failure {
+        switch error {
+        case let error as TLSError: return .tls(error)
+        case let error as NIOHTTP2Errors.StreamClosed: return .transport(.streamReset(code: error.errorCode.name))
+        case let error as HTTPParserError: return .transport(.malformedResponse("\(error)"))
+        case is NIOTooManyBytesError: return .transport(.malformedResponse("response head too large"))
+        default: return .transport(.connectionClosed)
+        }
+    }
+
+    /// Logs dropped trailers (OpenAPI's HTTPBody has no place for them): names only, never values.
+    static func dropTrailers(_ trailers: HTTPHeaders?, logger: Logger) {
+        guard let trailers, !trailers.isEmpty else { return }
+        logger.debug("response trailers dropped", metadata: ["http.trailers": "\(trailers.map(\.name))"])
+    }
+}
+
+/// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.
+package final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias InboundOut = ByteBuffer
+    private let onRead: () -> Void
+
+    package init(onRead: @escaping () -> Void) { self.onRead = onRead }
+
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        onRead()
+        context.fireChannelRead(data)
+    }
+}
+
+extension HTTP2ErrorCode {
+    /// The code's name as RFC 9113 §7 writes it (`REFUSED_STREAM`), or its number.
+    var name: String {
+        switch self {
+        case .noError: return "NO_ERROR"
+        case .protocolError: return "PROTOCOL_ERROR"
+        case .internalError: return "INTERNAL_ERROR"
+        case .flowControlError: return "FLOW_CONTROL_ERROR"
+        case .settingsTimeout: return "SETTINGS_TIMEOUT"
+        case .streamClosed: return "STREAM_CLOSED"
+        case .frameSizeError: return "FRAME_SIZE_ERROR"
+        case .refusedStream: return "REFUSED_STREAM"
+        case .cancel: return "CANCEL"
+        case .compressionError: return "COMPRESSION_ERROR"
+        case .connectError: return "CONNECT_ERROR"
+        case .enhanceYourCalm: return "ENHANCE_YOUR_CALM"
+        case .inadequateSecurity: return "INADEQUATE_SECURITY"
+        case .http11Required: return "HTTP_1_1_REQUIRED"
+        default: return "0x\(String(networkCode, radix: 16))"
+        }
+    }
+}
