@@ -18,24 +18,30 @@ struct StartedExchange: Sendable {
 }
 
 extension HTTPSTransport {
-    /// Leases a connection and runs a bodiless request on it (the common case: a GET), up to its response head.
+    /// The one way to start a request, on either kind of connection: leases a connection, and on its event loop
+    /// opens the request's carrier (the HTTP/1.1 connection itself, or a new stream of the HTTP/2 connection)
+    /// and starts the request on it, through ``HTTPClientConnection``. Returns at the response head.
     ///
-    /// The request is started on the connection's event loop by the lease itself: a new connection sends it as
-    /// soon as its handshake and pin check have passed, without resuming the caller in between, and the caller
-    /// is resumed once, with the response head (or the error).
+    /// A bodiless request (the common case: a GET) is written and flushed whole on the event loop, without resuming
+    /// the caller in between: a new connection sends it as soon as its handshake and pin check have passed, and the
+    /// caller is resumed once, with the response head (or the error). A request with a body has its head written
+    /// there too; the caller's task then writes the body, racing the response (an early answer, a deadline).
     ///
-    /// - Throws: ``NotProcessed`` when the server did not process the request (see ``notProcessed(_:on:)``);
-    ///   pool errors (`HTTPSTransportError.timeout(.request)`, connection errors); transport errors;
-    ///   `CancellationError`.
-    func exchangeBodiless(
-        _ head: HTTPRequestHead, to target: RequestTarget, limits: HTTPRequestStateMachine.Limits
+    /// One cancellation story for both: until the request starts, cancellation abandons the pool's waiter; from
+    /// then on it cancels the request, which closes its connection (or resets its stream).
+    ///
+    /// - Throws: ``NotProcessed`` when the server did not process the request (see ``classify(_:on:)``); pool
+    ///   errors (`HTTPSTransportError.timeout(.request)`, connection errors); transport errors; the caller's body
+    ///   errors as they are; `CancellationError`.
+    func exchange(
+        _ head: HTTPRequestHead, body: HTTPBody?, to target: RequestTarget, limits: HTTPRequestStateMachine.Limits
     ) async throws -> StartedExchange {
         let pool = self.pool
-        // What cancellation reaches: the pool's waiter until the exchange starts, then the exchange.
-        let progress = NIOLockedValueBox(BodilessProgress())
+        // What cancellation reaches: the pool's waiter until the request starts, then the request.
+        let progress = NIOLockedValueBox(RequestProgress())
         do {
             return try await withTaskCancellationHandler {
-                let started = try await withCheckedThrowingContinuation { (waiting: CheckedContinuation<StartedExchange, any Error>) in
+                let begun = try await withCheckedThrowingContinuation { (waiting: CheckedContinuation<Begun, any Error>) in
                     let waiter = pool.lease(target, deadline: limits.deadline) { leased in
                         switch leased {
                         case .failure(let error):
@@ -43,10 +49,10 @@ extension HTTPSTransport {
                         case .success(let lease):
                             let loop = lease.connection.channel.eventLoop
                             if loop.inEventLoop {
-                                Self.startBodiless(head, on: lease, limits: limits, pool: pool, progress: progress, waiting)
+                                Self.begin(head, hasBody: body != nil, on: lease, limits: limits, pool: pool, progress: progress, waiting)
                             } else {
                                 loop.execute {
-                                    Self.startBodiless(head, on: lease, limits: limits, pool: pool, progress: progress, waiting)
+                                    Self.begin(head, hasBody: body != nil, on: lease, limits: limits, pool: pool, progress: progress, waiting)
                                 }
                             }
                         }
@@ -57,6 +63,13 @@ extension HTTPSTransport {
                     }
                     // Cancelled before the waiter was known: the handler below found nothing to abandon.
                     if cancelled, let waiter { pool.abandon(waiter, error: CancellationError()) }
+                }
+                let started: StartedExchange
+                switch begun {
+                case .answered(let answered):
+                    started = answered
+                case .writingBody(let lease, let carrier, let pending):
+                    started = try await Self.writeBody(body!, of: pending, on: carrier, lease: lease)
                 }
                 if Task.isCancelled {
                     started.connection.cancel(started.exchange.id)
@@ -71,7 +84,7 @@ extension HTTPSTransport {
                 if let running {
                     running.connection.cancel(running.id)
                 } else if let waiter {
-                    // Does nothing once the waiter was served: the exchange then sees `cancelled` as it starts.
+                    // Does nothing once the waiter was served: the request then sees `cancelled` as it starts.
                     pool.abandon(waiter, error: CancellationError())
                 }
             }
@@ -86,73 +99,96 @@ extension HTTPSTransport {
         }
     }
 
-    /// On `lease`'s event loop: starts the bodiless exchange and resumes `waiting` with its response head.
-    private static func startBodiless(
-        _ head: HTTPRequestHead, on lease: ConnectionPool.Lease, limits: HTTPRequestStateMachine.Limits,
-        pool: ConnectionPool, progress: NIOLockedValueBox<BodilessProgress>,
-        _ waiting: CheckedContinuation<StartedExchange, any Error>
+    /// How far the event loop took a request before resuming its caller.
+    private enum Begun: Sendable {
+        /// The response head arrived (a bodiless request, written whole on the loop).
+        case answered(StartedExchange)
+        /// The request started and its head is written: the caller writes the body.
+        case writingBody(ConnectionPool.Lease, HTTPClientConnection, HTTPClientConnection.Pending)
+    }
+
+    /// On `lease`'s event loop: opens the request's carrier and starts the request on it, then resumes `waiting`:
+    /// with the response head when the request has no body, else as soon as the body may be written.
+    private static func begin(
+        _ head: HTTPRequestHead, hasBody: Bool, on lease: ConnectionPool.Lease, limits: HTTPRequestStateMachine.Limits,
+        pool: ConnectionPool, progress: NIOLockedValueBox<RequestProgress>, _ waiting: CheckedContinuation<Begun, any Error>
     ) {
         let release: @Sendable (Bool) -> Void = { pool.release(lease, reusable: $0) }
-        let started: @Sendable (HTTPClientConnection, HTTPClientConnection.ExchangeID) -> Bool = { connection, id in
-            progress.withLockedValue {
-                $0.running = (connection, id)
+        lease.connection.openCarrier { opened in
+            let carrier: HTTPClientConnection
+            switch opened {
+            case .success(let opened):
+                carrier = opened
+            case .failure(let error):
+                // No stream could be opened: nothing was sent.
+                release(false)
+                waiting.resume(throwing: LeasedFailure(failure: ExchangeFailure(error: error, noResponseBytes: true), lease: lease))
+                return
+            }
+            let pending = carrier.prepare(head: head, limits: limits, release: release)
+            let exchange = pending.exchange
+            let cancelled = progress.withLockedValue {
+                $0.running = (carrier, exchange.id)
                 return $0.cancelled
             }
-        }
-        let answered: @Sendable (Result<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) -> Void = {
-            switch $0 {
-            case .success(let (connection, exchange)):
-                waiting.resume(returning: StartedExchange(lease: lease, connection: connection, exchange: exchange))
-            case .failure(let failure as ExchangeFailure):
-                waiting.resume(throwing: LeasedFailure(failure: failure, lease: lease))
-            case .failure(let error):
-                waiting.resume(throwing: error)
+            carrier.begin(pending)
+            if hasBody {
+                if cancelled { carrier.cancelOnLoop(exchange.id) }
+                waiting.resume(returning: .writingBody(lease, carrier, pending))
+                return
             }
-        }
-        switch lease.connection {
-        case .http1(let connection):
-            connection.startBodiless(
-                head: head, limits: limits, release: release, started: { started(connection, $0) },
-                answered: { answered($0.map { (connection, $0) }) })
-        case .http2(let connection):
-            connection.startBodiless(head: head, limits: limits, release: release, started: started, answered: answered)
+            carrier.channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: pending.written)
+            if cancelled { carrier.cancelOnLoop(exchange.id) }
+            exchange.head.futureResult.whenComplete { result in
+                switch result {
+                case .success(let responseHead):
+                    let answered = HTTPClientConnection.Exchange(id: exchange.id, head: responseHead, body: exchange.body)
+                    waiting.resume(returning: .answered(StartedExchange(lease: lease, connection: carrier, exchange: answered)))
+                case .failure(let failure as ExchangeFailure):
+                    waiting.resume(throwing: LeasedFailure(failure: failure, lease: lease))
+                case .failure(let error):
+                    waiting.resume(throwing: error)
+                }
+            }
         }
     }
 
-    /// Runs one exchange with a request body on `lease`, up to its response head. The lease goes back to the
-    /// pool exactly once, on the event loop, when the exchange's state machine ends the exchange: this function
-    /// never releases it itself.
-    ///
-    /// - Throws: as ``exchangeBodiless(_:to:limits:)``, and the caller's body errors as they are.
-    func exchange(
-        _ head: HTTPRequestHead, body: HTTPBody, on lease: ConnectionPool.Lease, limits: HTTPRequestStateMachine.Limits
+    /// In the caller's task: writes the body of a started request, racing its response, and waits for the
+    /// response head. The lease goes back to the pool exactly once, on the event loop, when the request's state
+    /// machine ends the request: this function never releases it itself.
+    private static func writeBody(
+        _ body: HTTPBody, of pending: HTTPClientConnection.Pending, on carrier: HTTPClientConnection,
+        lease: ConnectionPool.Lease
     ) async throws -> StartedExchange {
-        let pool = self.pool
-        let release: @Sendable (Bool) -> Void = { pool.release(lease, reusable: $0) }
-        let connection: HTTPClientConnection
+        let exchange = pending.exchange
+        let written = pending.written
+        switch await HTTPClientConnection.writeBody(
+            body, to: carrier.channel, end: written, racing: exchange.head.futureResult, stream: exchange.body)
+        {
+        case .written:
+            break
+        case .bodyFailed(let error):
+            carrier.cancel(exchange.id)
+            written.fail(error)
+            _ = try? await exchange.head.futureResult.get()
+            throw error
+        case .writeFailed(let error):
+            // The connection failed while writing: the handler reports why (or the server answered early).
+            written.fail(error)
+        case .exchangeEnded:
+            // A deadline, a closed connection, cancellation or an early response ended the request, maybe while
+            // the caller's body stream had not finished (it may never): give up on the body. A connection with half
+            // a request on it is closed by the state machine; one whose request end was written just before
+            // (`written` succeeded first, this failure is then ignored) is kept.
+            written.fail(HTTPSTransportError.connectionClosed)
+        }
         do {
-            switch lease.connection {
-            case .http1(let http1):
-                connection = http1
-                let exchange = try await connection.execute(head: head, body: body, limits: limits, release: release)
-                return StartedExchange(lease: lease, connection: connection, exchange: exchange)
-            case .http2(let http2):
-                do {
-                    connection = try await http2.openStream().get()
-                } catch {
-                    release(false)
-                    throw ExchangeFailure(error: error, noResponseBytes: true)
-                }
-                do {
-                    let exchange = try await connection.execute(head: head, body: body, limits: limits, release: release)
-                    return StartedExchange(lease: lease, connection: connection, exchange: exchange)
-                } catch let failure as ExchangeFailure where failure.noResponseBytes {
-                    throw ExchangeFailure(
-                        error: failure.error, noResponseBytes: true, refusedByGoAway: await http2.refused(connection.channel))
-                }
-            }
+            let responseHead = try await exchange.head.futureResult.get()
+            return StartedExchange(
+                lease: lease, connection: carrier,
+                exchange: HTTPClientConnection.Exchange(id: exchange.id, head: responseHead, body: exchange.body))
         } catch let failure as ExchangeFailure {
-            throw Self.classify(failure, on: lease)
+            throw LeasedFailure(failure: failure, lease: lease)
         }
     }
 
@@ -200,11 +236,11 @@ extension HTTPSTransport {
     }
 }
 
-/// A bodiless exchange's progress, for its cancellation.
-struct BodilessProgress: Sendable {
+/// A request's progress, for its cancellation.
+struct RequestProgress: Sendable {
     /// The pool's waiter, while the lease is pending (nil when served at once).
     var waiter: ConnectionPool.WaiterID?
-    /// The exchange, once it started.
+    /// The request, once it started.
     var running: (connection: HTTPClientConnection, id: HTTPClientConnection.ExchangeID)?
     /// The caller's task was cancelled.
     var cancelled = false

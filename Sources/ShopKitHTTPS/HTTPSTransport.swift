@@ -224,13 +224,7 @@ public struct HTTPSTransport: ClientTransport {
         var attempt = 1
         while true {
             do {
-                let started: StartedExchange
-                if let body {
-                    let lease = try await pool.lease(target, deadline: deadline)
-                    started = try await exchange(head, body: body, on: lease, limits: limits)
-                } else {
-                    started = try await exchangeBodiless(head, to: target, limits: limits)
-                }
+                let started = try await exchange(head, body: body, to: target, limits: limits)
                 return try await response(of: started, isHead: request.method == .head)
             } catch let failure as NotProcessed {
                 // Not processed by the server: a kept-alive HTTP/1.1 connection it had closed while idle, or an

@@ -130,18 +130,11 @@ final class HTTP2Connection: Sendable {
         HTTP2Setting(parameter: .maxHeaderListSize, value: 64 * 1024),
     ]
 
-    /// Opens a stream for one exchange: a stream channel whose pipeline speaks HTTP/1-style parts, with an
-    /// exchange handler of its own.
-    func openStream() -> EventLoopFuture<HTTPClientConnection> {
-        let opened = channel.eventLoop.makePromise(of: HTTPClientConnection.self)
-        channel.eventLoop.execute { self.openStreamOnLoop { opened.completeWith($0) } }
-        return opened.futureResult
-    }
-
-    /// ``openStream()`` on the event loop: `opened` gets the stream, or an ``HTTPSTransportError``. One promise
+    /// On the event loop: opens a stream for one request, a stream channel whose pipeline speaks HTTP/1-style
+    /// parts with an ``HTTP2StreamHandler`` of its own; `opened` gets it, or an ``HTTPSTransportError``. One promise
     /// (the stream channel's) per stream, and no future chained on it: each future costs an allocation and
     /// NIO's generic metadata lookups, on every request.
-    private func openStreamOnLoop(_ opened: @escaping @Sendable (Result<HTTPClientConnection, any Error>) -> Void) {
+    func openStream(_ opened: @escaping @Sendable (Result<HTTPClientConnection, any Error>) -> Void) {
         let loop = channel.eventLoop
         let closeReason = self.closeReason
         let handler = NIOLoopBound(
@@ -165,28 +158,6 @@ final class HTTP2Connection: Sendable {
                 opened(.success(HTTPClientConnection(channel: streamChannel, handler: handler.value)))
             case .failure(let error):
                 opened(.failure(error is HTTPSTransportError ? error : HTTPSTransportError.connectionClosed))
-            }
-        }
-    }
-
-    /// On the event loop: opens a stream and starts a bodiless request on it (the common case: a GET), as
-    /// ``HTTPClientConnection/startBodiless(head:limits:release:started:answered:)`` does on an HTTP/1.1
-    /// connection. `started` also gets the stream. When no stream can be opened, `release` runs at once with
-    /// `false` and `answered` gets an ``ExchangeFailure`` with no response bytes.
-    func startBodiless(
-        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
-        started: @escaping @Sendable (HTTPClientConnection, HTTPClientConnection.ExchangeID) -> Bool,
-        answered: @escaping @Sendable (Result<(HTTPClientConnection, HTTPClientConnection.Exchange), any Error>) -> Void
-    ) {
-        openStreamOnLoop { opened in
-            switch opened {
-            case .failure(let error):
-                release(false)
-                answered(.failure(ExchangeFailure(error: error, noResponseBytes: true)))
-            case .success(let stream):
-                stream.startBodiless(
-                    head: head, limits: limits, release: release, started: { started(stream, $0) },
-                    answered: { answered($0.map { (stream, $0) }) })
             }
         }
     }

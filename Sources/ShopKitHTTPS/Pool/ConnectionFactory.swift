@@ -21,6 +21,15 @@ enum PooledConnection: Sendable {
     func close() {
         channel.close(promise: nil)
     }
+
+    /// On the event loop: what the next request runs on, handed to `opened`: an HTTP/1.1 connection itself, at
+    /// once; for HTTP/2, a new stream (or an ``HTTPSTransportError`` when none could be opened).
+    func openCarrier(_ opened: @escaping @Sendable (Result<HTTPClientConnection, any Error>) -> Void) {
+        switch self {
+        case .http1(let connection): opened(.success(connection))
+        case .http2(let connection): connection.openStream(opened)
+        }
+    }
 }
 
 /// How connections are opened: TCP, then the security layer (TLS with its checks and its handshake deadline),

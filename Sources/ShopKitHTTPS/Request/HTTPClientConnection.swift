@@ -36,58 +36,6 @@ final class HTTPClientConnection: Sendable {
         let body: BodyStream
     }
 
-    /// Sends the request head and body, and waits for the response head. (A bodiless request starts on the
-    /// event loop instead, with ``startBodiless(head:limits:release:started:answered:)``.)
-    ///
-    /// `release` runs exactly once per call, on the event loop, when the exchange's state machine ends the
-    /// exchange (response complete and request written, or a failure), with whether the connection may be
-    /// reused; the pool gets the connection back there, before the body stream reports its end.
-    ///
-    /// - Throws: ``ExchangeFailure`` for transport failures; the caller's body errors as they are;
-    ///   `CancellationError` when the task is cancelled (the connection is then closed).
-    func execute(
-        head: HTTPRequestHead, body: HTTPBody, limits: HTTPRequestStateMachine.Limits,
-        release: @escaping @Sendable (Bool) -> Void
-    ) async throws -> Exchange {
-        let loop = channel.eventLoop
-        let handler = self.handler
-        let pending = prepare(head: head, limits: limits, release: release)
-        let id = pending.exchange.id
-        let stream = pending.exchange.body
-        let headPromise = pending.exchange.head
-        let written = pending.written
-        let channel = self.channel
-        return try await withTaskCancellationHandler {
-            loop.execute { self.begin(pending) }
-            switch await Self.writeBody(body, to: channel, end: written, racing: headPromise.futureResult, stream: stream) {
-            case .written:
-                break
-            case .bodyFailed(let error):
-                loop.execute { handler.value.cancel(id) }
-                written.fail(error)
-                _ = try? await headPromise.futureResult.get()
-                throw error
-            case .writeFailed(let error):
-                // The connection failed while writing: the handler reports why (or the server answered early).
-                written.fail(error)
-            case .exchangeEnded:
-                // A deadline, a closed connection, cancellation or an early response ended the exchange,
-                // maybe while the caller's body stream had not finished (it may never): give up on the body.
-                // A connection with half a request on it is closed by the state machine; one whose request end
-                // was written just before (`written` succeeded first, this failure is then ignored) is kept.
-                written.fail(HTTPSTransportError.connectionClosed)
-            }
-            let responseHead = try await headPromise.futureResult.get()
-            if Task.isCancelled {
-                loop.execute { handler.value.cancel(id) }
-                throw CancellationError()
-            }
-            return Exchange(id: id, head: responseHead, body: stream)
-        } onCancel: {
-            loop.execute { handler.value.cancel(id) }
-        }
-    }
-
     /// One exchange made ready to start: its context (id, promises, body stream) and the request head.
     struct Pending: Sendable {
         let exchange: RequestContext
@@ -125,29 +73,6 @@ final class HTTPClientConnection: Sendable {
             }
         }
         channel.write(HTTPClientRequestPart.head(pending.requestHead), promise: nil)
-    }
-
-    /// On the event loop: starts a bodiless exchange (the common case: a GET) and writes and flushes the whole
-    /// request at once, with no trip through the caller's thread.
-    ///
-    /// `started` gets the exchange's id before anything is written and returns whether the caller was cancelled
-    /// meanwhile (the exchange is then abandoned at once). `answered` gets the response head, or the
-    /// ``ExchangeFailure`` that ended the exchange, on the event loop. `release` is as for
-    /// ``execute(head:body:limits:release:)``.
-    func startBodiless(
-        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void,
-        started: (ExchangeID) -> Bool, answered: @escaping @Sendable (Result<Exchange, any Error>) -> Void
-    ) {
-        channel.eventLoop.preconditionInEventLoop()
-        let pending = prepare(head: head, limits: limits, release: release)
-        let exchange = pending.exchange
-        let cancelled = started(exchange.id)
-        begin(pending)
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: pending.written)
-        if cancelled { cancelOnLoop(exchange.id) }
-        exchange.head.futureResult.whenComplete { result in
-            answered(result.map { Exchange(id: exchange.id, head: $0, body: exchange.body) })
-        }
     }
 
     /// On the event loop: abandons exchange `id`, if it is still running.
