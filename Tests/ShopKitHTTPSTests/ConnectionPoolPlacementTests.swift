@@ -1,4 +1,6 @@
 import Foundation
+import Logging
+import NIOEmbedded
 import NIOCore
 import NIOPosix
 import Testing
@@ -33,5 +35,116 @@ import TestSupport
         await transport.shutdown()
         await server.stop()
         try await group.shutdownGracefully()
+    }
+}
+
+/// The pool object with a fake connection opener on embedded event loops: no sockets, and time is the loops'
+/// clock, moved by the test. The pool only carries out its machine's actions; these check that it does.
+@Suite struct ConnectionPoolWithFakeConnectionsTests {
+    /// Opens "connections" that are embedded channels on the loop the pool asks for; counts them.
+    final class FakeOpener: ConnectionOpener, @unchecked Sendable {
+        // @unchecked Sendable: the test runs synchronously on one thread, the embedded loops' own.
+        var opened: [EmbeddedChannel] = []
+        /// When set, the next connect fails with this error.
+        var failNext: (any Error)?
+
+        func connect(
+            to target: RequestTarget, on loop: any EventLoop, events: @escaping @Sendable () -> HTTP2Connection.Events
+        ) -> EventLoopFuture<PooledConnection> {
+            if let error = failNext {
+                failNext = nil
+                return loop.makeFailedFuture(error)
+            }
+            let channel = EmbeddedChannel(loop: loop as! EmbeddedEventLoop)
+            _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 443))
+            opened.append(channel)
+            return loop.makeSucceededFuture(.http1(HTTPClientConnection(channel: channel, handler: HTTP1ConnectionHandler())))
+        }
+    }
+
+    /// What a lease handler received.
+    final class Outcomes: @unchecked Sendable {
+        // @unchecked Sendable: as above, one thread.
+        var results: [Result<ConnectionPool.Lease, any Error>] = []
+        var handler: ConnectionPool.LeaseHandler { { self.results.append($0) } }
+        var leases: [ConnectionPool.Lease] { results.compactMap { try? $0.get() } }
+    }
+
+    let target = try! RequestTarget(baseURL: URL(string: "https://pool.test")!)
+
+    func pool(_ opener: FakeOpener, loops: [EmbeddedEventLoop], maxPerHost: Int = 1) -> ConnectionPool {
+        ConnectionPool(
+            opener: opener, loops: loops, offersHTTP2: false, maxPerHost: maxPerHost, idleTimeout: .seconds(60),
+            logger: Logger(label: "test"))
+    }
+
+    @Test func aWaiterEndsAtItsDeadlineAndTheFreedConnectionIsParkedNotHandedToIt() {
+        let loop = EmbeddedEventLoop()
+        let opener = FakeOpener()
+        let pool = pool(opener, loops: [loop])
+        let first = Outcomes(), second = Outcomes()
+        #expect(pool.lease(target, deadline: loop.now + .seconds(30), handler: first.handler) != nil)
+        loop.run()
+        #expect(first.leases.count == 1 && opener.opened.count == 1)
+        _ = pool.lease(target, deadline: loop.now + .seconds(5), handler: second.handler)
+        loop.advanceTime(by: .seconds(4))
+        #expect(second.results.isEmpty)
+        loop.advanceTime(by: .seconds(1))
+        #expect(second.results.count == 1)
+        if case .failure(let error) = second.results.first {
+            #expect(error as? HTTPSTransportError == .timeout(.request))
+        } else {
+            Issue.record("the waiter must end at its deadline with a request timeout")
+        }
+        pool.release(first.leases[0], reusable: true)
+        #expect(second.results.count == 1)  // resumed once
+        // The parked connection serves the next requester at once.
+        let third = Outcomes()
+        #expect(pool.lease(target, deadline: loop.now + .seconds(5), handler: third.handler) == nil)
+        #expect(third.leases.first?.reused == true && opener.opened.count == 1)
+    }
+
+    @Test func anIdleConnectionClosesAfterTheIdleTimeoutNotBefore() {
+        let loop = EmbeddedEventLoop()
+        let opener = FakeOpener()
+        let pool = pool(opener, loops: [loop])
+        let first = Outcomes()
+        _ = pool.lease(target, deadline: loop.now + .seconds(30), handler: first.handler)
+        loop.run()
+        pool.release(first.leases[0], reusable: true)
+        loop.advanceTime(by: .seconds(59))
+        #expect(opener.opened[0].isActive)
+        loop.advanceTime(by: .seconds(1))
+        #expect(!opener.opened[0].isActive)
+        // The next requester gets a new connection.
+        let second = Outcomes()
+        _ = pool.lease(target, deadline: loop.now + .seconds(30), handler: second.handler)
+        loop.run()
+        #expect(second.leases.first?.reused == false && opener.opened.count == 2)
+    }
+
+    @Test func newConnectionsGoOnTheLoopsTheMachineChose() {
+        let loops = [EmbeddedEventLoop(), EmbeddedEventLoop()]
+        let opener = FakeOpener()
+        let pool = pool(opener, loops: loops, maxPerHost: 2)
+        let outcomes = Outcomes()
+        for _ in 0..<2 { _ = pool.lease(target, deadline: loops[0].now + .seconds(30), handler: outcomes.handler) }
+        for loop in loops { loop.run() }
+        #expect(outcomes.leases.count == 2)
+        #expect(opener.opened.map { ObjectIdentifier($0.eventLoop) } == loops.map { ObjectIdentifier($0) })
+    }
+
+    @Test func aFailedConnectionFailsItsWaiterAndTheNextOneIsOpenedAgain() {
+        let loop = EmbeddedEventLoop()
+        let opener = FakeOpener()
+        opener.failNext = HTTPSTransportError.connectionClosed
+        let pool = pool(opener, loops: [loop])
+        let first = Outcomes(), second = Outcomes()
+        _ = pool.lease(target, deadline: loop.now + .seconds(30), handler: first.handler)
+        loop.run()
+        #expect(first.leases.isEmpty && first.results.count == 1)
+        _ = pool.lease(target, deadline: loop.now + .seconds(30), handler: second.handler)
+        loop.run()
+        #expect(second.leases.count == 1 && opener.opened.count == 1)
     }
 }

@@ -1,3 +1,4 @@
+import NIOCore
 import Testing
 @testable import ShopKitHTTPS
 import ShopKitTLS
@@ -9,139 +10,224 @@ import ShopKitTLS
 
     func w(_ raw: Int) -> W { W(raw: raw) }
     func c(_ raw: Int) -> C { C(raw: raw) }
+    /// Connection `c` opened for `w` on the only loop.
+    func new(_ c: C, _ w: W) -> Machine.NewConnection { .init(id: c, waiter: w, loop: 0) }
+
+    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
+    /// A first park at `t0`: the idle timer is armed for the default 60 s.
+    func parked(_ c: C) -> Machine.Action { .park(c, armIdleTimer: t0 + .seconds(60)) }
+    /// A park while the connection's timer is still pending: nothing to arm.
+    func parkedAgain(_ c: C) -> Machine.Action { .park(c, armIdleTimer: nil) }
 
     @Test func createsUpToTheLimitThenQueues() {
         var machine = Machine(maxPerKey: 2)
-        #expect(machine.lease("a", for: w(1)) == .create(c(1), for: w(1)))
-        #expect(machine.lease("a", for: w(2)) == .create(c(2), for: w(2)))
-        #expect(machine.lease("a", for: w(3)) == .none)
-        #expect(machine.counts("a") == (idle: 0, leased: 2, waiting: 1))
+        #expect(machine.lease(key: "a", for: w(1)) == .create(new(c(1), w(1))))
+        #expect(machine.lease(key: "a", for: w(2)) == .create(new(c(2), w(2))))
+        #expect(machine.lease(key: "a", for: w(3)) == .wait)
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 2, waiting: 1))
     }
 
     @Test func limitIsPerKey() {
         var machine = Machine(maxPerKey: 1)
-        #expect(machine.lease("a", for: w(1)) == .create(c(1), for: w(1)))
-        #expect(machine.lease("b", for: w(2)) == .create(c(2), for: w(2)))
-        #expect(machine.lease("a", for: w(3)) == .none)
+        #expect(machine.lease(key: "a", for: w(1)) == .create(new(c(1), w(1))))
+        #expect(machine.lease(key: "b", for: w(2)) == .create(new(c(2), w(2))))
+        #expect(machine.lease(key: "a", for: w(3)) == .wait)
     }
 
     @Test func reusableReleaseParksThenReusesMostRecentFirst() {
         var machine = Machine(maxPerKey: 4)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
-        #expect(machine.release("a", c(2), reusable: true) == .park(c(2)))
-        #expect(machine.lease("a", for: w(3)) == .use(c(2), for: w(3)))
-        #expect(machine.lease("a", for: w(4)) == .use(c(1), for: w(4)))
-        #expect(machine.counts("a") == (idle: 0, leased: 2, waiting: 0))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == parked(c(1)))
+        #expect(machine.release(key: "a", connection: c(2), reusable: true, now: t0) == parked(c(2)))
+        #expect(machine.lease(key: "a", for: w(3)) == .use(c(2)))
+        #expect(machine.lease(key: "a", for: w(4)) == .use(c(1)))
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 2, waiting: 0))
     }
 
     @Test func leaseIdleTakesAnIdleConnectionWithoutQueueingOrCreating() {
         var machine = Machine(maxPerKey: 1)
-        #expect(machine.leaseIdle("a") == nil)
-        #expect(machine.counts("a") == (idle: 0, leased: 0, waiting: 0))
-        _ = machine.lease("a", for: w(1))
-        #expect(machine.leaseIdle("a") == nil)
-        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
-        #expect(machine.isIdle("a", c(1)))
-        #expect(machine.leaseIdle("a") == c(1))
-        #expect(!machine.isIdle("a", c(1)))
-        #expect(machine.counts("a") == (idle: 0, leased: 1, waiting: 0))
-        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
+        #expect(machine.leaseIdle(key: "a") == nil)
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 0, waiting: 0))
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.leaseIdle(key: "a") == nil)
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == parked(c(1)))
+        #expect(machine.isIdle(key: "a", connection: c(1)))
+        #expect(machine.leaseIdle(key: "a") == c(1))
+        #expect(!machine.isIdle(key: "a", connection: c(1)))
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 1, waiting: 0))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == parkedAgain(c(1)))
         _ = machine.shutDown()
-        #expect(machine.leaseIdle("a") == nil)
+        #expect(machine.leaseIdle(key: "a") == nil)
     }
 
     @Test func reusableReleaseGoesToTheFirstWaiter() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        _ = machine.lease("a", for: w(3))
-        #expect(machine.release("a", c(1), reusable: true) == .handOver(c(1), to: w(2)))
-        #expect(machine.release("a", c(1), reusable: true) == .handOver(c(1), to: w(3)))
-        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        _ = machine.lease(key: "a", for: w(3))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .handOver(c(1), to: w(2)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .handOver(c(1), to: w(3)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == parked(c(1)))
     }
 
     @Test func nonReusableReleaseClosesAndOpensAReplacementForAWaiter() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        #expect(machine.release("a", c(1), reusable: false) == .closeAndCreate(c(1), create: c(2), for: w(2)))
-        #expect(machine.release("a", c(2), reusable: false) == .close(c(2)))
-        #expect(machine.counts("a") == (idle: 0, leased: 0, waiting: 0))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        #expect(machine.release(key: "a", connection: c(1), reusable: false, now: t0) == .closeAndCreate(c(1), create: new(c(2), w(2))))
+        #expect(machine.release(key: "a", connection: c(2), reusable: false, now: t0) == .close(c(2)))
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 0, waiting: 0))
     }
 
     @Test func failedCreationFreesTheSlotForAWaiter() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        #expect(machine.creationFailed("a", c(1)) == .create(c(2), for: w(2)))
-        #expect(machine.creationFailed("a", c(2)) == .none)
-        #expect(machine.lease("a", for: w(3)) == .create(c(3), for: w(3)))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        #expect(machine.creationFailed(key: "a", connection: c(1)) == .create(new(c(2), w(2))))
+        #expect(machine.creationFailed(key: "a", connection: c(2)) == .none)
+        #expect(machine.lease(key: "a", for: w(3)) == .create(new(c(3), w(3))))
     }
 
     @Test func unknownOrDoubleReleaseDoesNothing() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
-        #expect(machine.release("a", c(1), reusable: true) == .none)
-        #expect(machine.release("a", c(9), reusable: false) == .none)
-        #expect(machine.release("zzz", c(1), reusable: false) == .none)
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == parked(c(1)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .none)
+        #expect(machine.release(key: "a", connection: c(9), reusable: false, now: t0) == .none)
+        #expect(machine.release(key: "zzz", connection: c(1), reusable: false, now: t0) == .none)
     }
 
     @Test func idleTimeoutClosesOnlyIdleConnections() {
         var machine = Machine(maxPerKey: 2)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        _ = machine.release("a", c(1), reusable: true)
-        #expect(machine.idleTimeoutFired("a", c(1)) == .close(c(1)))
-        #expect(machine.idleTimeoutFired("a", c(1)) == .none)
-        #expect(machine.idleTimeoutFired("a", c(2)) == .none)  // leased: a late timer must not close it
-        #expect(machine.counts("a") == (idle: 0, leased: 1, waiting: 0))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        _ = machine.release(key: "a", connection: c(1), reusable: true, now: t0)
+        #expect(machine.idleTimerFired(key: "a", connection: c(1), now: t0 + .seconds(60)) == .close(c(1)))
+        #expect(machine.idleTimerFired(key: "a", connection: c(1), now: t0 + .seconds(60)) == .none)
+        #expect(machine.idleTimerFired(key: "a", connection: c(2), now: t0 + .seconds(60)) == .none)  // leased: a late timer must not close it
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 1, waiting: 0))
     }
 
     @Test func serverClosedIdleConnectionLeavesThePool() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.release("a", c(1), reusable: true)
-        #expect(machine.connectionClosed("a", c(1)) == .none)
-        #expect(machine.isUnknown("a", c(1)))
-        #expect(machine.lease("a", for: w(2)) == .create(c(2), for: w(2)))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.release(key: "a", connection: c(1), reusable: true, now: t0)
+        #expect(machine.connectionClosed(key: "a", connection: c(1)) == .none)
+        #expect(machine.isUnknown(key: "a", connection: c(1)))
+        #expect(machine.lease(key: "a", for: w(2)) == .create(new(c(2), w(2))))
     }
 
     @Test func closedLeasedConnectionStaysCountedUntilReleased() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        #expect(machine.connectionClosed("a", c(1)) == .none)
-        #expect(!machine.isUnknown("a", c(1)))
-        #expect(machine.lease("a", for: w(2)) == .none)
-        #expect(machine.release("a", c(1), reusable: false) == .closeAndCreate(c(1), create: c(2), for: w(2)))
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.connectionClosed(key: "a", connection: c(1)) == .none)
+        #expect(!machine.isUnknown(key: "a", connection: c(1)))
+        #expect(machine.lease(key: "a", for: w(2)) == .wait)
+        #expect(machine.release(key: "a", connection: c(1), reusable: false, now: t0) == .closeAndCreate(c(1), create: new(c(2), w(2))))
     }
 
     @Test func removedWaiterIsNotServed() {
         var machine = Machine(maxPerKey: 1)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        let removed = machine.removeWaiter("a", w(2))
-        let removedAgain = machine.removeWaiter("a", w(2))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        let removed = machine.removeWaiter(key: "a", waiter: w(2))
+        let removedAgain = machine.removeWaiter(key: "a", waiter: w(2))
         #expect(removed)
         #expect(!removedAgain)
-        #expect(machine.release("a", c(1), reusable: true) == .park(c(1)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == parked(c(1)))
     }
 
     @Test func shutDownClosesIdleFailsWaitersAndClosesLeasedOnRelease() {
         var machine = Machine(maxPerKey: 2)
-        _ = machine.lease("a", for: w(1))
-        _ = machine.lease("a", for: w(2))
-        _ = machine.lease("a", for: w(3))
-        _ = machine.release("a", c(1), reusable: true)  // handed to w(3)
-        _ = machine.release("a", c(2), reusable: true)  // parked
-        #expect(machine.lease("a", for: w(4)) == .use(c(2), for: w(4)))
-        _ = machine.release("a", c(2), reusable: true)
-        _ = machine.lease("a", for: w(5))  // c(2) again
-        _ = machine.lease("a", for: w(6))  // waits
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.lease(key: "a", for: w(2))
+        _ = machine.lease(key: "a", for: w(3))
+        _ = machine.release(key: "a", connection: c(1), reusable: true, now: t0)  // handed to w(3)
+        _ = machine.release(key: "a", connection: c(2), reusable: true, now: t0)  // parked
+        #expect(machine.lease(key: "a", for: w(4)) == .use(c(2)))
+        _ = machine.release(key: "a", connection: c(2), reusable: true, now: t0)
+        _ = machine.lease(key: "a", for: w(5))  // c(2) again
+        _ = machine.lease(key: "a", for: w(6))  // waits
         #expect(machine.shutDown() == .shutDown(close: [], fail: [w(6)]))
-        #expect(machine.release("a", c(1), reusable: true) == .close(c(1)))
-        #expect(machine.lease("a", for: w(7)) == .failShutDown(w(7)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .close(c(1)))
+        #expect(machine.lease(key: "a", for: w(7)) == .failShutDown)
+    }
+}
+
+/// The decisions the pool object used to make itself: idle timers, event-loop choice, where a deadline runs.
+@Suite struct ConnectionPoolTimerAndLoopDecisionTests {
+    typealias Machine = ConnectionPoolStateMachine<String>
+    typealias C = Machine.ConnectionID
+    typealias W = Machine.WaiterID
+
+    func w(_ raw: Int) -> W { W(raw: raw) }
+    func c(_ raw: Int) -> C { C(raw: raw) }
+    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+    @Test func anIdleTimerClosesOnlyAfterAWholeIdlePeriodSinceTheLastPark() {
+        var machine = Machine(maxPerKey: 1, idleTimeout: .seconds(60))
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .park(c(1), armIdleTimer: t0 + .seconds(60)))
+        // Reused and parked again at +30 s: the pending timer is kept (no timer work per request)...
+        #expect(machine.lease(key: "a", for: w(2)) == .use(c(1)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0 + .seconds(30)) == .park(c(1), armIdleTimer: nil))
+        // ...and when it fires it is armed again for the rest of that period, then closes.
+        #expect(machine.idleTimerFired(key: "a", connection: c(1), now: t0 + .seconds(60)) == .armIdleTimer(c(1), t0 + .seconds(90)))
+        #expect(machine.isIdle(key: "a", connection: c(1)))
+        #expect(machine.idleTimerFired(key: "a", connection: c(1), now: t0 + .seconds(90)) == .close(c(1)))
+        #expect(machine.isUnknown(key: "a", connection: c(1)))
+    }
+
+    @Test func aTimerThatFiresWhileTheConnectionIsInUseStopsUntilTheNextPark() {
+        var machine = Machine(maxPerKey: 1, idleTimeout: .seconds(60))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.release(key: "a", connection: c(1), reusable: true, now: t0)
+        #expect(machine.lease(key: "a", for: w(2)) == .use(c(1)))
+        #expect(machine.idleTimerFired(key: "a", connection: c(1), now: t0 + .seconds(60)) == .none)
+        // The next park arms a new timer.
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0 + .seconds(70)) == .park(c(1), armIdleTimer: t0 + .seconds(130)))
+    }
+
+    @Test func aClosedConnectionsTimerFindsNothing() {
+        var machine = Machine(maxPerKey: 1, idleTimeout: .seconds(60))
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.release(key: "a", connection: c(1), reusable: true, now: t0)
+        #expect(machine.connectionClosed(key: "a", connection: c(1)) == .none)
+        #expect(machine.idleTimerFired(key: "a", connection: c(1), now: t0 + .seconds(60)) == .none)
+    }
+
+    @Test func concurrentConnectionsSpreadOverTheLoopsAndOneAtATimeKeepsToOne() {
+        var machine = Machine(maxPerKey: 4, loops: 3)
+        #expect(machine.lease(key: "a", for: w(1)) == .create(.init(id: c(1), waiter: w(1), loop: 0)))
+        #expect(machine.lease(key: "a", for: w(2)) == .create(.init(id: c(2), waiter: w(2), loop: 1)))
+        #expect(machine.lease(key: "a", for: w(3)) == .create(.init(id: c(3), waiter: w(3), loop: 2)))
+        #expect((0..<3).map { machine.connections(onLoop: $0) } == [1, 1, 1])
+        // Closing frees the loop; one connection at a time then stays on the loop chosen last.
+        for id in 1...3 { #expect(machine.release(key: "a", connection: c(id), reusable: false, now: t0) == .close(c(id))) }
+        #expect((0..<3).map { machine.connections(onLoop: $0) } == [0, 0, 0])
+        for id in 4...6 {
+            #expect(machine.lease(key: "a", for: w(id)) == .create(.init(id: c(id), waiter: w(id), loop: 2)))
+            _ = machine.release(key: "a", connection: c(id), reusable: false, now: t0)
+        }
+    }
+
+    @Test func aFailedConnectionFreesItsLoop() {
+        var machine = Machine(maxPerKey: 2, loops: 2)
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.connections(onLoop: 0) == 1)
+        _ = machine.creationFailed(key: "a", connection: c(1))
+        #expect(machine.connections(onLoop: 0) == 0)
+    }
+
+    /// Where a requester's deadline runs is the machine's call: on the loop of the connection opened for it, or,
+    /// when it waits, anywhere.
+    @Test func aRequesterThatWaitsIsToldSo() {
+        var machine = Machine(maxPerKey: 1)
+        guard case .create = machine.lease(key: "a", for: w(1)) else {
+            Issue.record("the first requester opens a connection")
+            return
+        }
+        #expect(machine.lease(key: "a", for: w(2)) == .wait)
     }
 }

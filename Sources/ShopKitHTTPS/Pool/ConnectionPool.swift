@@ -3,13 +3,26 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// The keep-alive pool of one transport: carries out ``ConnectionPoolStateMachine``'s actions.
+/// How the pool opens a connection: ``ConnectionFactory`` (TCP, TLS, HTTP/2 or HTTP/1.1), or a fake in tests.
+protocol ConnectionOpener: Sendable {
+    /// Opens a verified connection to `target` on `loop`; `events` is what an HTTP/2 connection reports.
+    func connect(
+        to target: RequestTarget, on loop: any EventLoop, events: @escaping @Sendable () -> HTTP2Connection.Events
+    ) -> EventLoopFuture<PooledConnection>
+}
+
+extension ConnectionFactory: ConnectionOpener {}
+
+/// The keep-alive pool of one transport: carries out ``ConnectionPoolStateMachine``'s actions and decides nothing
+/// itself. The machine decides which connection a requester gets, when one is opened and on which loop, where a
+/// waiting requester's deadline runs, and when idle timers are armed and close; this object holds what the
+/// machine cannot (the connections, the requesters' callbacks, the scheduled timers) and does the I/O.
 ///
 /// One pool per ``HTTPSTransport``, so per TLS configuration; keyed inside by host and port.
 ///
 /// Why a lock and not an actor: a request leases and releases a connection once each, and both are short
 /// bookkeeping. Behind a lock, leasing an idle connection never suspends, and a connection is handed back
-/// synchronously on its event loop the moment its exchange ends, with no task or actor hop per request (those
+/// synchronously on its event loop the moment its request ends, with no task or actor hop per request (those
 /// hops were a large share of a keep-alive request's cost). Continuations, timers and connection closes are
 /// only ever touched *outside* the lock, so no callback can re-enter it.
 final class ConnectionPool: Sendable {
@@ -37,20 +50,14 @@ final class ConnectionPool: Sendable {
     private struct Locked {
         var machine: Machine
         var connections: [ConnectionID: PooledConnection] = [:]
-        /// Each pooled connection's idle rule (see ``IdleClock``) and its pending timer, if any. The timer is not
-        /// cancelled when the connection is leased, so a kept-alive request does no timer work.
-        var idleClocks: [ConnectionID: IdleClock] = [:]
+        /// Pending idle timers (the machine decides when they are armed and what their firing means).
         var idleTimers: [ConnectionID: Scheduled<Void>] = [:]
-        /// How long a connection may stay idle.
-        let idleTimeout: TimeAmount
         /// Whether the logger takes debug messages: the pool's log effects (and their metadata) are built only
         /// then.
         let debugLogging: Bool
         var waiters: [WaiterID: Waiter] = [:]
         var waiterTimers: [WaiterID: Scheduled<Void>] = [:]
         var nextWaiter = 0
-        /// Which of ``loops`` each connection (open or being opened) is on.
-        var placement: LoopPlacement<ConnectionID>
     }
 
     /// Side effects decided under the lock and carried out after it is released.
@@ -58,31 +65,42 @@ final class ConnectionPool: Sendable {
         case resume(LeaseHandler, Result<Lease, any Error>)
         case cancelTimer(Scheduled<Void>)
         case close(PooledConnection)
-        /// Opens a connection for a waiter; with a deadline, the waiter's timer is scheduled on the new
-        /// connection's event loop first (the waiter that caused the creation).
-        case create(ConnectionID, WaiterID, RequestTarget, deadline: NIODeadline?)
+        /// Opens a connection; with a deadline, the waiter's timer is scheduled on the new connection's loop first.
+        case create(Machine.NewConnection, RequestTarget, waiterDeadline: NIODeadline?)
         /// Arms connection `id`'s idle timer for this deadline.
         case armIdleTimer(ConnectionID, PooledConnection, RequestTarget, NIODeadline)
         case log(String, Logger.Metadata)
     }
 
     private let locked: NIOLockedValueBox<Locked>
-    private let factory: ConnectionFactory
-    /// The group's event loops, which connections are placed on (see ``LoopPlacement``).
+    private let opener: any ConnectionOpener
+    /// The event loops connections are placed on (the machine picks the index, see ``LoopPlacement``).
     private let loops: [any EventLoop]
     private let logger: Logger
 
-    init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
-        var loops = Array(factory.group.makeIterator())
-        if loops.isEmpty { loops = [factory.group.next()] }
+    /// A pool opening connections through `opener` on `loops`.
+    init(
+        opener: any ConnectionOpener, loops: [any EventLoop], offersHTTP2: Bool, maxPerHost: Int,
+        idleTimeout: TimeAmount, logger: Logger
+    ) {
+        precondition(!loops.isEmpty, "a pool needs an event loop")
         self.loops = loops
         self.locked = NIOLockedValueBox(
             Locked(
-                machine: Machine(maxPerKey: maxPerHost, offersHTTP2: factory.httpVersion != .http1Only),
-                idleTimeout: idleTimeout, debugLogging: logger.logLevel <= .debug,
-                placement: LoopPlacement(loops: loops.count)))
-        self.factory = factory
+                machine: Machine(
+                    maxPerKey: maxPerHost, offersHTTP2: offersHTTP2, loops: loops.count, idleTimeout: idleTimeout),
+                debugLogging: logger.logLevel <= .debug))
+        self.opener = opener
         self.logger = logger
+    }
+
+    /// A pool opening connections through `factory` on its group's loops.
+    convenience init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
+        var loops = Array(factory.group.makeIterator())
+        if loops.isEmpty { loops = [factory.group.next()] }
+        self.init(
+            opener: factory, loops: loops, offersHTTP2: factory.httpVersion != .http1Only, maxPerHost: maxPerHost,
+            idleTimeout: idleTimeout, logger: logger)
     }
 
     private func withLock<T>(_ body: (inout Locked) -> T) -> T {
@@ -118,7 +136,7 @@ final class ConnectionPool: Sendable {
 
     /// Leases a connection to `target` and gives it to `handler`, exactly once:
     /// - an idle connection at once, on this thread, before this returns (then the result is `nil`);
-    /// - a new connection on its event loop, as soon as it is verified and set up, so the first exchange can start
+    /// - a new connection on its event loop, as soon as it is verified and set up, so the first request can start
     ///   there without a trip through the caller's thread; a freed connection on the thread that freed it (its
     ///   event loop);
     /// - an error where the waiter was given up: its `deadline` (`HTTPSTransportError.timeout(.request)`), a
@@ -136,27 +154,25 @@ final class ConnectionPool: Sendable {
     /// ``lease(_:deadline:handler:)`` once no idle connection was found: registers a waiter, which the machine
     /// serves with a connection parked meanwhile, a new one, or the next one freed.
     private func wait(for target: RequestTarget, deadline: NIODeadline, handler: @escaping LeaseHandler) -> WaiterID {
-        var createsOwnConnection = false
-        let (waiter, effects) = withLock { state -> (WaiterID, [Effect]) in
+        let (waiter, effects, waitsAnywhere) = withLock { state -> (WaiterID, [Effect], Bool) in
             state.nextWaiter += 1
             let waiter = WaiterID(raw: state.nextWaiter)
             state.waiters[waiter] = Waiter(target: target, handler: handler)
-            let action = state.machine.lease(target, for: waiter)
-            var effects = Self.plan(action, target, &state).map { effect -> Effect in
-                // The connection opened for this waiter schedules its deadline on its own event loop.
-                guard case .create(let id, waiter, let target, nil) = effect else { return effect }
-                createsOwnConnection = true
-                return .create(id, waiter, target, deadline: deadline)
+            switch state.machine.lease(key: target, for: waiter) {
+            case .use(let id):
+                return (waiter, Self.serve(waiter, with: id, target: target, &state), false)
+            case .create(let new):
+                return (waiter, [.create(new, target, waiterDeadline: deadline)], false)
+            case .wait:
+                let log: [Effect] =
+                    state.debugLogging ? [.log("waiting for a free connection", ["host": "\(target.host)"])] : []
+                return (waiter, log, true)
+            case .failShutDown:
+                return (waiter, Self.fail(waiter, HTTPSTransportError.connectionClosed, &state), false)
             }
-            if case .none = action, state.debugLogging {
-                effects.insert(.log("waiting for a free connection", ["host": "\(target.host)"]), at: 0)
-            }
-            return (waiter, effects)
         }
-        if !createsOwnConnection {
-            // Waiting for a connection to be freed (or served already): the deadline is scheduled here.
-            scheduleTimer(for: waiter, on: factory.group.any(), deadline: deadline)
-        }
+        // Waiting for a connection to be freed or opened: the deadline runs on this thread's loop, if any.
+        if waitsAnywhere { scheduleTimer(for: waiter, on: loops.first { $0.inEventLoop } ?? loops[0], deadline: deadline) }
         perform(effects)
         return waiter
     }
@@ -164,11 +180,11 @@ final class ConnectionPool: Sendable {
     /// An idle connection to `target`, leased, or nil when none is idle.
     private func leaseIdle(_ target: RequestTarget) -> Lease? {
         let (idle, idleEffects) = withLock { state -> (Lease?, [Effect]) in
-            guard let id = state.machine.leaseIdle(target) else { return (nil, []) }
-            state.idleClocks[id]?.leased()
+            guard let id = state.machine.leaseIdle(key: target) else { return (nil, []) }
             guard let connection = state.connections[id] else {
                 // Not registered (cannot happen): give it back as unusable and take the slow path.
-                return (nil, Self.plan(state.machine.release(target, id, reusable: false), target, &state))
+                return (nil, Self.plan(
+                    state.machine.release(key: target, connection: id, reusable: false, now: .distantPast), target, &state))
             }
             var effects: [Effect] = []
             if state.debugLogging {
@@ -195,14 +211,18 @@ final class ConnectionPool: Sendable {
 
     /// Returns a leased connection: reused when `reusable`, else closed. Safe to call from any thread,
     /// including the connection's event loop; runs no user code under the lock. For an HTTP/2 lease the stream
-    /// is given back; the connection stays while it takes new streams (whatever the exchange's outcome).
-    func release(_ lease: Lease, reusable exchangeReusable: Bool) {
+    /// is given back; the connection stays while it takes new streams (whatever the request's outcome).
+    func release(_ lease: Lease, reusable requestReusable: Bool) {
         let reusable: Bool
         switch lease.connection {
-        case .http1(let connection): reusable = exchangeReusable && connection.channel.isActive
+        case .http1(let connection): reusable = requestReusable && connection.channel.isActive
         case .http2(let connection): reusable = connection.isAcceptingStreams
         }
-        perform(withLock { Self.plan($0.machine.release(lease.target, lease.id, reusable: reusable), lease.target, &$0) })
+        // The connection's loop's clock (the one its idle timer runs on), so tests can drive it.
+        let now = lease.connection.channel.eventLoop.now
+        perform(withLock {
+            Self.plan($0.machine.release(key: lease.target, connection: lease.id, reusable: reusable, now: now), lease.target, &$0)
+        })
     }
 
     /// Closes idle connections and refuses waiters; leased connections close when released.
@@ -212,15 +232,7 @@ final class ConnectionPool: Sendable {
 
     /// Gives up on `waiter` if it is still waiting: its handler gets `error`. Does nothing once it was served.
     func abandon(_ waiter: WaiterID, error: any Error) {
-        let effects = withLock { state -> [Effect] in
-            guard let entry = state.waiters.removeValue(forKey: waiter) else { return [] }
-            var effects: [Effect] = []
-            if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
-            _ = state.machine.removeWaiter(entry.target, waiter)
-            effects.append(.resume(entry.handler, .failure(error)))
-            return effects
-        }
-        perform(effects)
+        perform(withLock { Self.fail(waiter, error, &$0) })
     }
 
     /// Turns a machine action into effects, updating the bookkeeping. Runs under the lock.
@@ -228,44 +240,43 @@ final class ConnectionPool: Sendable {
         switch action {
         case .none:
             return []
-        case .use(let id, let waiter), .handOver(let id, let waiter):
-            state.idleClocks[id]?.leased()
-            guard let connection = state.connections[id], let target else { return [] }
-            var effects: [Effect] = []
-            if state.debugLogging {
-                effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
-            }
-            return effects + resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
-        case .create(let id, let waiter):
+        case .handOver(let id, let waiter):
             guard let target else { return [] }
-            return [.create(id, waiter, target, deadline: nil)]
-        case .park(let id):
+            return serve(waiter, with: id, target: target, &state)
+        case .create(let new):
+            guard let target else { return [] }
+            return [.create(new, target, waiterDeadline: nil)]
+        case .park(let id, let deadline):
+            guard let deadline, let connection = state.connections[id], let target else { return [] }
+            return [.armIdleTimer(id, connection, target, deadline)]
+        case .armIdleTimer(let id, let deadline):
             guard let connection = state.connections[id], let target else { return [] }
-            let timeout = state.idleTimeout
-            guard let deadline = state.idleClocks[id, default: IdleClock(timeout: timeout)].parked(now: .now()) else {
-                return []  // its timer is pending: it will see this park when it fires
-            }
             return [.armIdleTimer(id, connection, target, deadline)]
         case .close(let id):
             return close(id, &state)
-        case .closeAndCreate(let id, let replacement, let waiter):
+        case .closeAndCreate(let id, let new):
             let effects = close(id, &state)
             guard let target else { return effects }
-            return effects + [.create(replacement, waiter, target, deadline: nil)]
-        case .failShutDown(let waiter):
-            return fail(waiter, HTTPSTransportError.connectionClosed, &state)
+            return effects + [.create(new, target, waiterDeadline: nil)]
         case .shutDown(let closing, let failing):
             return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.connectionClosed, &state) }
-        case .createEach(let ids, let waiters):
+        case .createEach(let connections):
             guard let target else { return [] }
-            return zip(ids, waiters).map { .create($0, $1, target, deadline: nil) }
+            return connections.map { .create($0, target, waiterDeadline: nil) }
         case .handOverStreams(let id, let waiters):
-            guard let connection = state.connections[id], let target else { return [] }
-            if !waiters.isEmpty { state.idleClocks[id]?.leased() }
-            return waiters.flatMap {
-                resume($0, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
-            }
+            guard let target else { return [] }
+            return waiters.flatMap { serve($0, with: id, target: target, &state) }
         }
+    }
+
+    /// Hands open connection `id` (reused) to `waiter`.
+    private static func serve(_ waiter: WaiterID, with id: ConnectionID, target: RequestTarget, _ state: inout Locked) -> [Effect] {
+        guard let connection = state.connections[id] else { return [] }
+        var effects: [Effect] = []
+        if state.debugLogging {
+            effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
+        }
+        return effects + resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: true), &state)
     }
 
     private static func resume(_ waiter: WaiterID, with lease: Lease, _ state: inout Locked) -> [Effect] {
@@ -273,7 +284,10 @@ final class ConnectionPool: Sendable {
         if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
         guard let entry = state.waiters.removeValue(forKey: waiter) else {
             // The requester gave up meanwhile: the connection goes back to the pool.
-            return effects + plan(state.machine.release(lease.target, lease.id, reusable: true), lease.target, &state)
+            return effects
+                + plan(
+                    state.machine.release(key: lease.target, connection: lease.id, reusable: true, now: lease.connection.channel.eventLoop.now),
+                    lease.target, &state)
         }
         return effects + [.resume(entry.handler, .success(lease))]
     }
@@ -282,16 +296,14 @@ final class ConnectionPool: Sendable {
         guard let entry = state.waiters.removeValue(forKey: waiter) else { return [] }
         var effects: [Effect] = []
         if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
-        _ = state.machine.removeWaiter(entry.target, waiter)
+        _ = state.machine.removeWaiter(key: entry.target, waiter: waiter)
         return effects + [.resume(entry.handler, .failure(error))]
     }
 
     private static func close(_ id: ConnectionID, _ state: inout Locked) -> [Effect] {
         var effects: [Effect] = []
-        state.idleClocks.removeValue(forKey: id)
         if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
         if let connection = state.connections.removeValue(forKey: id) { effects.append(.close(connection)) }
-        state.placement.remove(id)
         return effects
     }
 
@@ -305,44 +317,40 @@ final class ConnectionPool: Sendable {
                 timer.cancel()
             case .close(let connection):
                 connection.close()
-            case .create(let id, let waiter, let target, let deadline):
-                create(id, for: waiter, target: target, deadline: deadline)
+            case .create(let new, let target, let deadline):
+                create(new, target: target, waiterDeadline: deadline)
             case .armIdleTimer(let id, let connection, let target, let deadline):
-                let timer = connection.channel.eventLoop.scheduleTask(deadline: deadline) { [self] in
-                    idleTimerFired(id, target)
+                let loop = connection.channel.eventLoop
+                let timer = loop.scheduleTask(deadline: deadline) { [self] in
+                    idleTimerFired(id, target, now: loop.now)
                 }
-                // The connection may have been closed before the timer was registered.
-                let stale: Scheduled<Void>? = withLock { state in
-                    guard state.idleClocks[id]?.armed == true else { return timer }
-                    state.idleTimers.updateValue(timer, forKey: id)?.cancel()
-                    return nil
-                }
-                stale?.cancel()
+                withLock { $0.idleTimers.updateValue(timer, forKey: id) }?.cancel()
             case .log(let message, let metadata):
                 logger.debug("\(message)", metadata: metadata)
             }
         }
     }
 
-    /// Opens connection `id` for `waiter`. Everything runs on the new connection's event loop, entered once: the
-    /// waiter's deadline (when given), the TCP connect, the handshake, and the hand-over to the waiter.
-    private func create(_ id: ConnectionID, for waiter: WaiterID, target: RequestTarget, deadline: NIODeadline?) {
+    /// Opens connection `new.id` for its waiter on the loop the machine chose. Everything runs on that loop,
+    /// entered once: the waiter's deadline (when given), the connect, the handshake, and the hand-over.
+    private func create(_ new: Machine.NewConnection, target: RequestTarget, waiterDeadline: NIODeadline?) {
+        let id = new.id
         logger.debug("opening connection", metadata: ["host": "\(target.host)", "port": "\(target.port)", "connection": "\(id)"])
         let events = HTTP2Connection.Events(
             capacityChanged: { [self] capacity in
-                perform(withLock { Self.plan($0.machine.streamCapacityChanged(target, id, to: capacity), target, &$0) })
+                perform(withLock { Self.plan($0.machine.streamCapacityChanged(key: target, connection: id, to: capacity), target, &$0) })
             },
             goAway: { [self] in
                 logger.debug("the server sent GOAWAY: no new streams", metadata: ["host": "\(target.host)", "connection": "\(id)"])
-                perform(withLock { Self.plan($0.machine.goAway(target, id), target, &$0) })
+                perform(withLock { Self.plan($0.machine.goAway(key: target, connection: id), target, &$0) })
             })
-        let loop = loops[withLock { $0.placement.place(id) }]
+        let loop = loops[new.loop]
         let open: @Sendable () -> Void = { [self] in
-            if let deadline { scheduleTimer(for: waiter, on: loop, deadline: deadline) }
-            factory.connect(to: target, on: loop, events: { events }).whenComplete { [self] result in
+            if let waiterDeadline { scheduleTimer(for: new.waiter, on: loop, deadline: waiterDeadline) }
+            opener.connect(to: target, on: loop, events: { events }).whenComplete { [self] result in
                 switch result {
-                case .success(let connection): created(id, connection, for: waiter, target: target)
-                case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
+                case .success(let connection): created(id, connection, for: new.waiter, target: target)
+                case .failure(let error): creationFailed(id, error: error, for: new.waiter, target: target)
                 }
             }
         }
@@ -354,8 +362,9 @@ final class ConnectionPool: Sendable {
             state.connections[id] = connection
             let capacity: Int?
             if case .http2(let http2) = connection { capacity = http2.streamCapacity } else { capacity = nil }
-            let established = Self.plan(state.machine.established(target, id, streamCapacity: capacity), target, &state)
-                + Self.plan(state.machine.openForWaiters(target), target, &state)
+            let established = Self.plan(
+                state.machine.established(key: target, connection: id, streamCapacity: capacity), target, &state)
+                + Self.plan(state.machine.openForWaiters(key: target), target, &state)
             return Self.resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: false), &state)
                 + established
         }
@@ -366,34 +375,22 @@ final class ConnectionPool: Sendable {
     private func creationFailed(_ id: ConnectionID, error: any Error, for waiter: WaiterID, target: RequestTarget) {
         logger.debug("connection failed", metadata: ["host": "\(target.host)", "error": "\(error)"])
         let effects = withLock { state -> [Effect] in
-            var effects: [Effect] = []
-            if let entry = state.waiters.removeValue(forKey: waiter) {
-                if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
-                effects.append(.resume(entry.handler, .failure(error)))
-            }
-            state.placement.remove(id)
-            return effects + Self.plan(state.machine.creationFailed(target, id), target, &state)
+            Self.fail(waiter, error, &state)
+                + Self.plan(state.machine.creationFailed(key: target, connection: id), target, &state)
         }
         perform(effects)
     }
 
-    /// Connection `id`'s idle timer fired: closes it if it has been idle for the whole timeout, arms the timer
-    /// again if it was parked again meanwhile (see ``IdleClock``).
-    private func idleTimerFired(_ id: ConnectionID, _ target: RequestTarget) {
+    /// Connection `id`'s idle timer fired: the machine says whether it closes, or is armed again.
+    private func idleTimerFired(_ id: ConnectionID, _ target: RequestTarget, now: NIODeadline) {
         let effects = withLock { state -> [Effect] in
             state.idleTimers.removeValue(forKey: id)
-            guard let outcome = state.idleClocks[id]?.fired(now: .now()) else { return [] }
-            switch outcome {
-            case .stop:
-                return []
-            case .rearm(let deadline):
-                guard let connection = state.connections[id] else { return [] }
-                return [.armIdleTimer(id, connection, target, deadline)]
-            case .close:
-                guard case .close = state.machine.idleTimeoutFired(target, id) else { return [] }
-                return [.log("closing idle connection", ["host": "\(target.host)", "connection": "\(id)"])]
-                    + Self.close(id, &state)
+            let action = state.machine.idleTimerFired(key: target, connection: id, now: now)
+            var effects: [Effect] = []
+            if case .close = action, state.debugLogging {
+                effects.append(.log("closing idle connection", ["host": "\(target.host)", "connection": "\(id)"]))
             }
+            return effects + Self.plan(action, target, &state)
         }
         perform(effects)
     }
@@ -401,14 +398,10 @@ final class ConnectionPool: Sendable {
     private func connectionClosed(_ id: ConnectionID, _ target: RequestTarget) {
         let effects = withLock { state -> [Effect] in
             var effects: [Effect] = []
-            state.idleClocks.removeValue(forKey: id)
             if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
-            effects += Self.plan(state.machine.connectionClosed(target, id), target, &state)
+            effects += Self.plan(state.machine.connectionClosed(key: target, connection: id), target, &state)
             // A leased connection stays registered until its requester releases it.
-            if state.machine.isUnknown(target, id) {
-                state.connections.removeValue(forKey: id)
-                state.placement.remove(id)
-            }
+            if state.machine.isUnknown(key: target, connection: id) { state.connections.removeValue(forKey: id) }
             return effects
         }
         perform(effects)
