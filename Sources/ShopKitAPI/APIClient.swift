@@ -17,19 +17,19 @@ import OpenAPIRuntime
 /// ```
 public struct APIClient: Sendable {
     /// Where every request's path is resolved.
-    public let baseURL: URL
+    package let baseURL: URL
     /// The transport that carries requests once the middlewares have passed them on.
-    public let transport: any ClientTransport
+    package let transport: any ClientTransport
     /// The middlewares every request goes through, outermost first.
-    public let middlewares: [any ClientMiddleware]
+    package let middlewares: [any ClientMiddleware]
     /// `middlewares` over `transport`.
     private let chain: MiddlewareChain
     /// Decodes 2xx bodies.
-    public let decoder: JSONDecoder
+    package let decoder: JSONDecoder
     /// The largest response body read into memory; bigger bodies fail with ``ResponseBodyTooLargeError``.
-    public let maxResponseBodyBytes: Int
+    package let maxResponseBodyBytes: Int
     /// Logs method, path (without query) and status at debug level; never headers or bodies.
-    public let logger: Logger
+    package let logger: Logger
     /// The current time, for turning an HTTP-date `Retry-After` into a delay (injected in tests).
     let now: @Sendable () -> Date
 

@@ -89,14 +89,14 @@ public struct DecodingFailure: Sendable, Equatable, CustomStringConvertible {
     public let reason: String
 
     /// Creates a failure from its parts.
-    public init(typeName: String, codingPath: String, reason: String) {
+    package init(typeName: String, codingPath: String, reason: String) {
         self.typeName = typeName
         self.codingPath = codingPath
         self.reason = reason
     }
 
     /// Describes `error` (normally a `DecodingError`) met while decoding `type`.
-    public init(decoding type: Any.Type, error: any Error) {
+    package init(decoding type: Any.Type, error: any Error) {
         typeName = String(describing: type)
         switch error as? DecodingError {
         case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context):

@@ -56,7 +56,7 @@ extension APIRequest {
 /// The client does not read it as JSON: any 2xx body, empty or not, decodes to `NoContent()`.
 public struct NoContent: Decodable, Sendable, Equatable {
     /// Creates the empty value.
-    public init() {}
+    package init() {}
 }
 
 extension HTTPField.Name {

@@ -38,7 +38,7 @@ import OpenAPIRuntime
 /// - Warning: Tokens are held in memory only while a call needs them, and never logged or put in an error.
 public actor AuthenticationMiddleware: ClientMiddleware {
     /// Which operations need the token; the others pass through untouched.
-    public nonisolated let requirement: AuthenticationRequirement
+    package nonisolated let requirement: AuthenticationRequirement
     private nonisolated let store: any TokenStore
     private nonisolated let refresher: any TokenRefresher
     private nonisolated let observer: (any SignOutObserver)?

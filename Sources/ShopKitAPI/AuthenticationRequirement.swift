@@ -58,7 +58,7 @@ public struct AuthenticationRequirement: Sendable {
     }
 
     /// Whether `request` (of operation `operationID`) must carry the bearer token.
-    public func requiresAuthentication(operationID: String, request: HTTPRequest) -> Bool {
+    package func requiresAuthentication(operationID: String, request: HTTPRequest) -> Bool {
         rule(operationID, request)
     }
 

@@ -40,7 +40,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
 
     /// The largest shared 2xx response body buffered; bigger ones fail every waiter with
     /// ``ResponseBodyTooLargeError``.
-    public nonisolated let maxResponseBodyBytes: Int
+    package nonisolated let maxResponseBodyBytes: Int
 
     /// Header fields that never change a response and so do not separate requests (lowercased).
     public static let ignoredHeaderNames: Set<String> = ["traceparent", "tracestate", "x-request-id", "x-correlation-id"]
@@ -96,7 +96,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
 
     /// Where each decision goes, at `debug` (a request joining an identical one in flight, or leading one):
     /// nothing at the default level. Never a header value, a token or a body.
-    public nonisolated let logger: Logger
+    package nonisolated let logger: Logger
 
     /// Creates the middleware.
     public init(
@@ -250,7 +250,7 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     }
 
     /// The number of requests in flight upstream (for tests and diagnostics).
-    public var inFlightCount: Int { flights.flightCount }
+    package var inFlightCount: Int { flights.flightCount }
 
     /// The number of callers waiting on in-flight requests (for tests).
     var waiterCount: Int { flights.waiterCount }

@@ -10,7 +10,7 @@ public struct ResponseBodyTooLargeError: Error, Sendable, Equatable, CustomStrin
     public let limit: Int
 
     /// Creates the error for `limit`.
-    public init(limit: Int) { self.limit = limit }
+    package init(limit: Int) { self.limit = limit }
 
     /// Says which limit was exceeded and how to raise it.
     public var description: String {

@@ -25,16 +25,16 @@ import ShopKitCore
 /// every sleep. Sits on top of the chain so a retry goes through auth again.
 public struct RetryMiddleware: ClientMiddleware {
     /// When and how long to retry.
-    public let policy: RetryPolicy
+    package let policy: RetryPolicy
     /// Waits between attempts.
-    public let sleeper: any Sleeper
+    package let sleeper: any Sleeper
     /// Draws the jitter factor.
-    public let random: any RandomSource
+    package let random: any RandomSource
     /// The current time, for `Retry-After` HTTP-dates.
-    public let now: @Sendable () -> Date
+    package let now: @Sendable () -> Date
     /// Where each decision goes, at `debug` (a retry, its cause and wait; giving up): nothing at the default
     /// level. Never a header value, a token or a body; an error only by its type.
-    public let logger: Logger
+    package let logger: Logger
 
     /// Creates the middleware.
     public init(

@@ -54,7 +54,7 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The backoff before retry `retry` (1-based) before jitter: `min(maxDelay, baseDelay × 2^(retry−1))`.
     ///
     /// Exact `Duration` arithmetic: doubling stops at the cap, so huge attempt numbers neither overflow nor loop.
-    public func backoff(beforeRetry retry: Int) -> Duration {
+    package func backoff(beforeRetry retry: Int) -> Duration {
         guard baseDelay > .zero else { return .zero }
         var delay = baseDelay
         var doublings = max(0, retry - 1)
@@ -66,7 +66,7 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// The wait before retry `retry` with the jitter factor `factor` applied, capped by ``maxDelay``.
-    public func delay(beforeRetry retry: Int, jitterFactor factor: Double) -> Duration {
+    package func delay(beforeRetry retry: Int, jitterFactor factor: Double) -> Duration {
         let backoff = backoff(beforeRetry: retry)
         guard factor.isFinite, factor > 0 else { return .zero }
         // Multiply in seconds, then cap before converting back, so a large factor cannot overflow Duration.
@@ -76,7 +76,7 @@ public struct RetryPolicy: Sendable, Equatable {
     }
 
     /// `Retry-After`'s delay capped by ``maxDelay``.
-    public func delay(retryAfter: Duration) -> Duration {
+    package func delay(retryAfter: Duration) -> Duration {
         min(maxDelay, max(.zero, retryAfter))
     }
 }

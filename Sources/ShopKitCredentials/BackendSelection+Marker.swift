@@ -86,7 +86,7 @@ extension BackendSelection {
     /// The keyring marker that exists for the token file at `fileURL`, the user's or the one beside the file, if
     /// any (a keyring was used for these tokens), for ``decide(_:probe:unlockPromptAllowed:keyringMarker:)``;
     /// checked off the cooperative pool.
-    public static func existingKeyringMarker(
+    package static func existingKeyringMarker(
         for fileURL: URL, userMarker: URL? = userKeyringMarkerURL()
     ) async -> URL? {
         let markers = [userMarker, keyringMarkerURL(for: fileURL)].compactMap { $0 }

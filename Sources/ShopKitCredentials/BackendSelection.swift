@@ -103,7 +103,7 @@ public enum BackendSelection {
 
     /// The marker that records that a keyring was used for the tokens that would otherwise go to the file at
     /// `fileURL`: `<file>.keyring` beside it (e.g. `~/.local/share/shopkit/tokens.skt.keyring`).
-    public static func keyringMarkerURL(for fileURL: URL) -> URL {
+    package static func keyringMarkerURL(for fileURL: URL) -> URL {
         URL(fileURLWithPath: fileURL.standardizedFileURL.path + ".keyring")
     }
 

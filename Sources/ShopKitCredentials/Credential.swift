@@ -33,7 +33,7 @@ public struct CredentialKey: Hashable, Sendable, CustomStringConvertible {
     public var description: String { kind == .tokens ? "\(service)/\(account)" : "client key \(service)/\(account)" }
 
     /// The same service and account, of `kind`.
-    public func of(_ kind: CredentialKind) -> CredentialKey {
+    package func of(_ kind: CredentialKind) -> CredentialKey {
         CredentialKey(service: service, account: account, kind: kind)
     }
 

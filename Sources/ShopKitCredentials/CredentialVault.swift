@@ -26,7 +26,7 @@ public protocol PresenceVerifier: Sendable {
 ///   and an unattended session, not against malware running as the user.
 public actor CredentialVault {
     /// The backend holding the items.
-    public nonisolated let backend: any CredentialBackend
+    package nonisolated let backend: any CredentialBackend
     private let presenceVerifier: (any PresenceVerifier)?
     /// Ages presence proofs.
     nonisolated let clock: any PresenceClock

@@ -56,7 +56,7 @@ public final class EncryptedFileStore: CredentialBackend {
         /// N=2^17, r=8, p=1 (128 MiB, a fraction of a second on a current CPU).
         public static let `default` = ScryptParameters(logN: 17, r: 8, p: 1)
         /// Why these parameters would be refused (outside the accepted ranges or RFC 7914), or `nil`.
-        public var problem: String? { TokenFile.rangeProblem(self) }
+        package var problem: String? { TokenFile.rangeProblem(self) }
     }
 
     /// `file`.
@@ -64,7 +64,7 @@ public final class EncryptedFileStore: CredentialBackend {
     /// Whether a machine id is known (from the configuration or `/etc/machine-id`).
     public let canBindToDevice: Bool
     /// The store file's location.
-    public let url: URL
+    package let url: URL
 
     private let engine: FileStoreEngine
     private let queue: DispatchQueue
@@ -89,7 +89,7 @@ public final class EncryptedFileStore: CredentialBackend {
     }
 
     /// The contents of `/etc/machine-id` (trimmed), or `nil` when it is missing or empty.
-    public static func machineID(path: String = "/etc/machine-id") -> String? {
+    package static func machineID(path: String = "/etc/machine-id") -> String? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
         return id.isEmpty ? nil : id

@@ -37,9 +37,9 @@ public final class KeyringStore: CredentialBackend {
     public let name = "keyring"
 
     /// How long one libsecret call may take before it is cancelled and reported as unavailable.
-    public let timeout: Duration
+    package let timeout: Duration
     /// Whether a read or write may ask the Secret Service to unlock a locked collection (which may prompt).
-    public let allowUnlockPrompt: Bool
+    package let allowUnlockPrompt: Bool
 
     let worker: LibSecretThread
     let deviceID: String?

@@ -16,12 +16,12 @@ public final class Passphrase: Sendable, CustomStringConvertible {
     }
 
     /// Calls `body` with the passphrase bytes; do not let them escape.
-    public func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    package func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
         try body(UnsafeBufferPointer(storage))
     }
 
     /// The number of bytes.
-    public var count: Int { storage.count }
+    package var count: Int { storage.count }
 
     /// The shortest passphrase a new token file is created with: 8 bytes. Existing files open with any
     /// passphrase they were created with.
@@ -29,11 +29,11 @@ public final class Passphrase: Sendable, CustomStringConvertible {
 
     /// The longest passphrase read from a terminal or a descriptor: 4096 bytes. Longer input is refused
     /// (``CredentialError/passphraseRejected(_:)``), never cut.
-    public static let maximumLength = 4096
+    package static let maximumLength = 4096
 
     /// Throws ``CredentialError/passphraseRejected(_:)`` when this passphrase is too short to create a new
     /// token file with (empty, or under ``minimumNewFileLength`` bytes).
-    public func checkForNewFile() throws(CredentialError) {
+    package func checkForNewFile() throws(CredentialError) {
         guard count >= Self.minimumNewFileLength else {
             throw .passphraseRejected(
                 (count == 0 ? "it is empty" : "it is \(count) bytes")

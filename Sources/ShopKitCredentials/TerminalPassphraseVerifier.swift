@@ -26,11 +26,11 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
     }
 
     /// What the typed passphrase must match.
-    public let check: Check
+    package let check: Check
     /// The terminal device; `/dev/tty` is the controlling terminal.
-    public let terminalPath: String
+    package let terminalPath: String
     /// How many tries before the read is denied.
-    public let attempts: Int
+    package let attempts: Int
 
     /// A verifier reading `terminalPath`, allowing `attempts` tries.
     public init(check: Check, terminalPath: String = "/dev/tty", attempts: Int = 3) {
@@ -43,7 +43,7 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
     public var canVerify: Bool { Self.terminalIsAvailable(terminalPath) }
 
     /// Whether `path` (by default the controlling terminal) can be opened and is a terminal, so a prompt can run.
-    public static func terminalIsAvailable(_ path: String = "/dev/tty") -> Bool {
+    package static func terminalIsAvailable(_ path: String = "/dev/tty") -> Bool {
         let fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return false }
         defer { close(fd) }

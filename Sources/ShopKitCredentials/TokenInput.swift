@@ -5,9 +5,9 @@ import Foundation
 ///
 /// Why bounded: a token larger than the store's format allows could never be stored, so reading more only costs
 /// time and memory (reading byte by byte without a bound took seconds for a 17 MiB input before failing).
-public enum TokenInput {
+package enum TokenInput {
     /// The largest token input: the token file format's limit (16 MiB).
-    public static let maximumSize = TokenFile.maximumSize
+    package static let maximumSize = TokenFile.maximumSize
 
     /// Reads the token from `fd` and passes its bytes to `body`, without one trailing line ending; the bytes are
     /// wiped when `body` returns and must not escape it.
@@ -18,7 +18,7 @@ public enum TokenInput {
     ///
     /// - Throws: ``CredentialError/tooLarge(_:)`` as soon as the input exceeds ``maximumSize`` (nothing is cut),
     ///   `.io` when the descriptor cannot be read.
-    public static func read<T: Sendable>(
+    package static func read<T: Sendable>(
         fromFileDescriptor fd: Int32, prompt: String = "Token: ",
         _ body: @escaping @Sendable (UnsafeRawBufferPointer) -> T
     ) async throws(CredentialError) -> T {

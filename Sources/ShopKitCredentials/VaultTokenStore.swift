@@ -5,11 +5,11 @@ import ShopKitAPI
 /// Sign-out (`clearTokens`) deletes the item.
 public struct VaultTokenStore: TokenStore {
     /// The vault enforcing the policy.
-    public let vault: CredentialVault
+    package let vault: CredentialVault
     /// The item this store reads and writes.
-    public let key: CredentialKey
+    package let key: CredentialKey
     /// The policy new tokens are saved under.
-    public let policy: AccessPolicy
+    package let policy: AccessPolicy
 
     /// A token store for `key` in `vault`, saving under `policy`.
     public init(vault: CredentialVault, key: CredentialKey, policy: AccessPolicy = .afterFirstUnlock) {

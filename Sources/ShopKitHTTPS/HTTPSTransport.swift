@@ -143,7 +143,7 @@ public struct HTTPSTransport: ClientTransport {
     }
 
     /// The configuration the transport was built with.
-    public let configuration: Configuration
+    package let configuration: Configuration
     let pool: ConnectionPool
 
     /// A transport whose connections are secured by OpenSSL with `configuration.tls`.

@@ -10,7 +10,7 @@
 /// is refused with ``HostPatternError/notPunycode(_:)`` rather than guessed at.
 public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     /// What the pattern matches.
-    public enum Kind: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         /// One host name.
         case exact
         /// `*.base`: exactly one label in front of the base.
@@ -24,7 +24,7 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     /// The normalised pattern: lowercased, trailing dot removed, IPv6 without brackets.
     public let pattern: String
     /// What the pattern matches.
-    public let kind: Kind
+    package let kind: Kind
     /// The name after the wildcard (the whole name for exact patterns).
     let base: String
     /// The parsed address of an IP-literal pattern.
@@ -79,7 +79,7 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `host` (a name or an IP literal, any case, with or without a trailing dot) falls under this pattern.
-    public func matches(_ host: String) -> Bool {
+    package func matches(_ host: String) -> Bool {
         if kind == .ipAddress {
             return IPAddress(literal: host.lowercased()) == address
         }
@@ -101,7 +101,7 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Exact names and IP addresses beat `*.` patterns, which beat `**.` patterns; between two patterns of
     /// the same kind, the one with the longer base (more labels) wins.
-    public var specificity: Int {
+    package var specificity: Int {
         let labels = base.split(separator: ".").count
         switch kind {
         case .exact, .ipAddress: return 2_000 + labels

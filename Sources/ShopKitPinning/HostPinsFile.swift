@@ -18,27 +18,27 @@ import Foundation
 /// brackets when a port follows). Lines inside a section are ``PinsFile`` lines (`PIN` or `NAME PIN`, `#`
 /// comments). A section with a port covers only that port; for a host and port, the most specific pattern
 /// among the sections with that port wins, then among those without a port.
-public struct HostPinsFile: Sendable, Hashable {
+package struct HostPinsFile: Sendable, Hashable {
     /// One `[HOST[:PORT]]` section and its pins.
-    public struct Section: Sendable, Hashable {
+    package struct Section: Sendable, Hashable {
         /// The host pattern of the header.
-        public let hostPattern: HostPattern
+        package let hostPattern: HostPattern
         /// The port of the header, nil for any port.
-        public let port: Int?
+        package let port: Int?
         /// The section's pins, in file order, without duplicates.
-        public let pins: [SPKIPin]
+        package let pins: [SPKIPin]
         /// The 1-based line of the header.
-        public let line: Int
+        package let line: Int
     }
 
     /// The sections, in file order.
-    public let sections: [Section]
+    package let sections: [Section]
 
     /// Parses `text`.
     ///
     /// - Throws: ``HostPinsFileError`` for the first bad line: a pin before any section, a malformed header,
     ///   a section without pins, two sections for the same host and port, or a line ``PinsFile`` refuses.
-    public init(parsing text: String) throws(HostPinsFileError) {
+    package init(parsing text: String) throws(HostPinsFileError) {
         var sections: [Section] = []
         var current: (pattern: HostPattern, port: Int?, line: Int, body: [String])?
         func close() throws(HostPinsFileError) {
@@ -77,7 +77,7 @@ public struct HostPinsFile: Sendable, Hashable {
 
     /// The pins for `host` on `port`: the most specific section with that port, else the most specific
     /// section without a port; nil when no section covers the host.
-    public func section(host: String, port: Int) -> Section? {
+    package func section(host: String, port: Int) -> Section? {
         for candidates in [sections.filter { $0.port == port }, sections.filter { $0.port == nil }] {
             var best: Section?
             for section in candidates where section.hostPattern.matches(host) {
@@ -115,7 +115,7 @@ public struct HostPinsFile: Sendable, Hashable {
 }
 
 /// A hosts' pins file that cannot be used; the message names the line.
-public enum HostPinsFileError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum HostPinsFileError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A pin line before the first `[HOST]` header.
     case pinOutsideSection(line: Int)
     /// A header that is not `[HOST]` or `[HOST:PORT]`.
@@ -131,7 +131,7 @@ public enum HostPinsFileError: Error, Sendable, Equatable, CustomStringConvertib
     /// The file has no `[HOST]` section.
     case noSections
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .pinOutsideSection(let line):
             return "line \(line): a pin before the first [HOST] or [HOST:PORT] header; start each host's pins with one"

@@ -33,7 +33,7 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
     public var validatedChainPEM: [String]
 
     /// A report for a check of `chain` against `configuredPins`.
-    public init(
+    package init(
         host: String, chain: VerifiedChain, configuredPins: [SPKIPin], date: Date, hostPattern: HostPattern? = nil,
         expiration: Date? = nil, enforced: Bool = true, port: Int? = nil, validatedChainPEM: [String] = []
     ) {

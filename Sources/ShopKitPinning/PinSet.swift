@@ -64,7 +64,7 @@ public struct PinSet: Sendable, Hashable {
     }
 
     /// Whether the set is past its expiration at `now`.
-    public func isExpired(at now: Date) -> Bool {
+    package func isExpired(at now: Date) -> Bool {
         guard let expiration else { return false }
         return now >= expiration
     }

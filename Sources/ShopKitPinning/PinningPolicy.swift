@@ -38,29 +38,29 @@ public struct PinningPolicy: Sendable {
     }
 
     /// The configured host patterns, in order (what a refusal of an unpinned host lists).
-    public var hostPatterns: [String] { pinSets.map(\.hostPattern.description) }
+    package var hostPatterns: [String] { pinSets.map(\.hostPattern.description) }
 
     /// Whether a connection to `host` at `now` must be refused: the policy is strict and no live set covers the
     /// host (a set past its expiration is not enforced, so it counts as none; ``expiredPinSet(for:at:)`` names it).
-    public func refusesUnpinned(host: String, at now: Date) -> Bool {
+    package func refusesUnpinned(host: String, at now: Date) -> Bool {
         unpinnedHosts == .refuse && pinSet(for: host, at: now)?.isExpired(at: now) ?? true
     }
 
     /// The set applied to `host` at `now`: the most specific live set covering it; when every covering set has
     /// expired, the most specific of those (it is then not enforced); nil when none covers it.
-    public func pinSet(for host: String, at now: Date) -> PinSet? {
+    package func pinSet(for host: String, at now: Date) -> PinSet? {
         mostSpecific(for: host) { !$0.isExpired(at: now) } ?? pinSet(for: host)
     }
 
     /// The most specific expired set covering `host` when no live set covers it: why a strict policy refuses it.
-    public func expiredPinSet(for host: String, at now: Date) -> PinSet? {
+    package func expiredPinSet(for host: String, at now: Date) -> PinSet? {
         guard let set = pinSet(for: host, at: now), set.isExpired(at: now) else { return nil }
         return set
     }
 
     /// The most specific set whose pattern covers `host`, expired or not (see ``pinSet(for:at:)`` for the set
     /// that is applied).
-    public func pinSet(for host: String) -> PinSet? { mostSpecific(for: host) { _ in true } }
+    package func pinSet(for host: String) -> PinSet? { mostSpecific(for: host) { _ in true } }
 
     private func mostSpecific(for host: String, where included: (PinSet) -> Bool) -> PinSet? {
         var best: PinSet?

@@ -9,13 +9,13 @@
 /// number: a line is never guessed at, so a typo cannot silently drop a pin.
 public enum PinsFile {
     /// One pin of the file with its optional name.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The `NAME` of a `NAME PIN` line, nil for a bare pin.
-        public let name: String?
+        package let name: String?
         /// The pin.
-        public let pin: SPKIPin
+        package let pin: SPKIPin
         /// The 1-based line it came from.
-        public let line: Int
+        package let line: Int
     }
 
     /// The pins of `text`, in file order.
@@ -29,7 +29,7 @@ public enum PinsFile {
     /// The entries of `text` (names kept), in file order.
     ///
     /// - Throws: ``PinsFileError`` as ``parse(_:)`` does.
-    public static func entries(_ text: String) throws(PinsFileError) -> [Entry] {
+    package static func entries(_ text: String) throws(PinsFileError) -> [Entry] {
         var entries: [Entry] = []
         // Character-wise: "\r\n" is one Character, and a newline like "\n" alone.
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline)

@@ -21,7 +21,7 @@ public struct CertificateInfo: Sendable, Hashable {
     public let signatureAlgorithm: String
 
     /// Describes one certificate; building a `CertificateInfo` grants no trust: only a `VerifiedChain` is matched.
-    public init(
+    package init(
         spkiPin: SPKIPin, subject: String, issuer: String, subjectAlternativeNames: [String],
         notBefore: Date, notAfter: Date, keyDescription: String, signatureAlgorithm: String
     ) {

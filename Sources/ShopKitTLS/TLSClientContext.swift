@@ -216,7 +216,7 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
     public let kind: Kind
 
     /// An error with an actionable message.
-    public init(message: String, kind: Kind = .invalidInput) {
+    package init(message: String, kind: Kind = .invalidInput) {
         self.message = message
         self.kind = kind
     }

@@ -18,7 +18,7 @@ import ShopKitPinning
 public final class TLSSessionCache: Sendable {
     private let entries: NIOLockedValueBox<BoundedCache<Key, Entry>>
     /// The largest number of (host, port, trust, pins) keys kept.
-    public let capacity: Int
+    package let capacity: Int
 
     /// A cache of at most `capacity` sessions.
     public init(capacity: Int = 128) {
@@ -81,7 +81,7 @@ public final class TLSSessionCache: Sendable {
     }
 
     /// How many sessions are cached.
-    public var count: Int { entries.withLockedValue { $0.count } }
+    package var count: Int { entries.withLockedValue { $0.count } }
 
     /// Drops every cached session (e.g. after the pins changed at run time).
     public func removeAll() {

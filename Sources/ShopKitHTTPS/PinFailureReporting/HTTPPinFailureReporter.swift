@@ -145,7 +145,7 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     public var statistics: Statistics { state.withLockedValue { $0.statistics } }
 
     /// Returns once every report accepted so far has been sent (or failed to be).
-    public func waitUntilIdle() async {
+    package func waitUntilIdle() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let idle = state.withLockedValue { state -> Bool in
                 guard state.pending > 0 else { return true }

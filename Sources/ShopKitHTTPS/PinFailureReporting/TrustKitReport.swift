@@ -35,35 +35,35 @@ public struct PinFailureReportApp: Sendable, Hashable {
 ///      "enforce-pinning": true, "validated-certificate-chain": ["-----BEGIN CERTIFICATE-----\n…"],
 ///      "known-pins": ["pin-sha256=\"AbC…=\""], "validation-result": 1,
 ///      "date-time": "2026-11-24T14:00:00Z", …}
-public struct TrustKitReport: Sendable, Hashable, Codable {
+package struct TrustKitReport: Sendable, Hashable, Codable {
     /// `app-bundle-id` (``PinFailureReportApp/bundleID``).
-    public var appBundleID: String
+    package var appBundleID: String
     /// `app-version`.
-    public var appVersion: String
+    package var appVersion: String
     /// `app-vendor-id`.
-    public var appVendorID: String
+    package var appVendorID: String
     /// `app-platform`.
-    public var appPlatform: String
+    package var appPlatform: String
     /// `app-platform-version`.
-    public var appPlatformVersion: String
+    package var appPlatformVersion: String
     /// The host connected to.
-    public var hostname: String
+    package var hostname: String
     /// The port connected to (443 when unknown).
-    public var port: Int
+    package var port: Int
     /// The pattern of the pin set that was applied (the host itself for an exact pattern).
-    public var notedHostname: String
+    package var notedHostname: String
     /// Whether the pattern covers subdomains (`*.` or `**.`).
-    public var includeSubdomains: Bool
+    package var includeSubdomains: Bool
     /// Whether the set was enforced (false for report-only and expired sets).
-    public var enforcePinning: Bool
+    package var enforcePinning: Bool
     /// The verified chain as PEM, leaf first (empty for a resumed session).
-    public var validatedCertificateChain: [String]
+    package var validatedCertificateChain: [String]
     /// The configured pins as `pin-sha256="BASE64"`.
-    public var knownPins: [String]
+    package var knownPins: [String]
     /// TrustKit's `TSKTrustEvaluationResult`: always 1 (`FailedNoMatchingPin`), the only failure ShopKit reports.
-    public var validationResult: Int
+    package var validationResult: Int
     /// When the check happened.
-    public var dateTime: Date
+    package var dateTime: Date
 
     enum CodingKeys: String, CodingKey {
         case appBundleID = "app-bundle-id", appVersion = "app-version", appVendorID = "app-vendor-id"
@@ -75,10 +75,10 @@ public struct TrustKitReport: Sendable, Hashable, Codable {
     }
 
     /// TrustKit's value for a chain that matched no pin.
-    public static let noMatchingPin = 1
+    package static let noMatchingPin = 1
 
     /// The TrustKit form of `report`, sent by `app`.
-    public init(_ report: PinFailureReport, app: PinFailureReportApp) {
+    package init(_ report: PinFailureReport, app: PinFailureReportApp) {
         appBundleID = app.bundleID
         appVersion = app.version
         appVendorID = app.vendorID
@@ -96,7 +96,7 @@ public struct TrustKitReport: Sendable, Hashable, Codable {
     }
 
     /// The JSON body (sorted keys, ISO 8601 date).
-    public func json() throws -> Data {
+    package func json() throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601

@@ -38,7 +38,7 @@ public struct NoProxyRules: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether `host`:`port` is reached directly.
-    public func matches(host: String, port: Int) -> Bool {
+    package func matches(host: String, port: Int) -> Bool {
         var name = host.lowercased()
         if name.hasPrefix("[") && name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if name.hasSuffix(".") { name.removeLast() }

@@ -80,7 +80,7 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Whether requests to `host`:`port` go through the proxy (false when ``noProxy`` matches).
-    public func applies(toHost host: String, port: Int) -> Bool {
+    package func applies(toHost host: String, port: Int) -> Bool {
         !noProxy.matches(host: host, port: port)
     }
 
