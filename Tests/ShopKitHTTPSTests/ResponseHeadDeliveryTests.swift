@@ -97,4 +97,24 @@ import Testing
         #expect(try await running.body() == Array("abc".utf8))
         try running.finish()
     }
+
+    /// An early response (it ended before the request did) is released when the request's end is written, and
+    /// then only once that event is over: the pool never starts the next request from inside the write's
+    /// completion.
+    @Test func anEarlyResponseIsReleasedAfterTheEventThatWroteTheRequestsEnd() async throws {
+        let embedded = try EmbeddedExchange()
+        let (channel, handler, exchange) = (embedded.channel, embedded.handler, embedded.exchange)
+        handler.start(exchange)
+        channel.pipeline.syncOperations.fireChannelRead(NIOAny(HTTPClientResponsePart.head(Self.head)))
+        channel.pipeline.syncOperations.fireChannelRead(NIOAny(HTTPClientResponsePart.body(ByteBuffer(string: "abc"))))
+        channel.pipeline.syncOperations.fireChannelRead(NIOAny(HTTPClientResponsePart.end(nil)))
+        channel.pipeline.syncOperations.fireChannelReadComplete()
+        #expect(embedded.released.value == [])  // the request is still being written
+        handler.requestSent(exchange.id)
+        #expect(embedded.released.value == [])  // not from inside the event that wrote the end
+        channel.embeddedEventLoop.run()
+        #expect(embedded.released.value == [true])
+        #expect(try await exchange.head.futureResult.get().status == .ok)
+        _ = try channel.finish(acceptAlreadyClosed: true)
+    }
 }

@@ -62,9 +62,17 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         case .none:
             break
         case .release(let reusable):
+            // An early response's request end was just written, from inside a write's completion: hand the
+            // connection back once this event is over, never from inside it (no re-entrant hand-over).
             cancelTimer()
-            release(reusable: reusable)
+            guard let request = current else { return }
+            current = nil
             if !reusable { context?.close(promise: nil) }
+            if let loop = context?.eventLoop {
+                loop.assumeIsolated().execute { request.release(reusable) }
+            } else {
+                request.release(reusable)
+            }
         }
     }
 
