@@ -78,22 +78,22 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
-        let (report, writes) = machine.channelInactive()
-        fail(writes, TLSError.connectionClosed)
-        switch report {
-        case .handshakeInterrupted:
+        switch machine.channelInactive() {
+        case .handshakeInterrupted(let writes):
+            fail(writes, TLSError.connectionClosed)
             context.fireErrorCaught(
                 TLSError.handshakeFailed(reason: "the peer closed the connection during the TLS handshake"))
-        case .uncleanShutdown:
+        case .uncleanShutdown(let writes):
+            fail(writes, TLSError.connectionClosed)
             context.fireUserInboundEventTriggered(TLSUncleanShutdown())
-        case .none:
-            break
+        case .closed(let writes):
+            fail(writes, TLSError.connectionClosed)
         }
         context.fireChannelInactive()
     }
 
     private func start(context: ChannelHandlerContext) {
-        guard machine.start() else { return }
+        guard case .startHandshake = machine.start() else { return }
         do {
             switch role {
             case .client(let client, let name, _, _, let key):
@@ -205,7 +205,10 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     public func flush(context: ChannelHandlerContext) {
-        if machine.flush() { context.flush() }
+        switch machine.flush() {
+        case .flush: context.flush()
+        case .deferUntilActive: break
+        }
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
@@ -218,12 +221,16 @@ public final class TLSHandler: ChannelDuplexHandler {
             context.close(mode: mode, promise: promise)
             return
         }
-        let (sendCloseNotify, writes) = machine.close(all: mode == .all)
-        if sendCloseNotify, let connection {
-            _ = connection.shutdown()
-            sendCiphertext(context: context)
+        switch machine.close(all: mode == .all) {
+        case .sendCloseNotifyAndClose(let writes):
+            if let connection {
+                _ = connection.shutdown()
+                sendCiphertext(context: context)
+            }
+            fail(writes, TLSError.connectionClosed)
+        case .close(let writes):
+            fail(writes, TLSError.connectionClosed)
         }
-        fail(writes, TLSError.connectionClosed)
         context.close(mode: mode, promise: promise)
     }
 
@@ -263,16 +270,22 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     /// After a successful handshake and checks: send the buffered writes.
     func becomeActive(context: ChannelHandlerContext) {
-        let (writes, flush) = machine.handshakeSucceeded()
-        for write in writes { encrypt(context: context, write.buffer, promise: write.promise) }
-        if flush { context.flush() }
+        switch machine.handshakeSucceeded() {
+        case .none:
+            break
+        case .encrypt(let writes):
+            for write in writes { encrypt(context: context, write.buffer, promise: write.promise) }
+        case .encryptAndFlush(let writes):
+            for write in writes { encrypt(context: context, write.buffer, promise: write.promise) }
+            context.flush()
+        }
     }
 
     /// Fails the connection once: fails buffered writes, fires `TLSHandshakeFailureDetails` (client role, during
     /// the handshake), then `error`, and closes the channel.
     func fail(context: ChannelHandlerContext, _ error: TLSError) {
         let handshaking = machine.isHandshaking
-        guard let writes = machine.fail() else { return }
+        guard case .fail(let writes) = machine.fail() else { return }
         fail(writes, error)
         if handshaking, case .server(let server) = role, connection?.peerSentCertificate == true {
             server.statistics.recordClientCertificate()

@@ -1,5 +1,6 @@
 /// The TLS handler's connection lifecycle as a pure state machine: `TLSHandler` reports each event and
-/// carries out the action returned. No I/O, no OpenSSL: generic over the buffered write so it is tested alone.
+/// carries out the action returned, one action enum per event (so only legal combinations can be written, and the
+/// handler's `switch`es are exhaustive). No I/O, no OpenSSL: generic over the buffered write so it is tested alone.
 ///
 ///     idle ──start──▶ handshaking ──handshakeSucceeded──▶ active ──close──▶ closing
 ///       │                  │ fail / close / inactive          │ fail / inactive      │ inactive
@@ -12,11 +13,17 @@ struct TLSHandlerStateMachine<PendingWrite> {
     private var flushRequested = false
     private var receivedCloseNotify = false
 
-    /// The channel is active: returns whether to start the handshake now (only once).
-    mutating func start() -> Bool {
-        guard state == .idle else { return false }
+    enum StartAction: Equatable {
+        case startHandshake
+        /// Started already.
+        case none
+    }
+
+    /// The channel is active: the handshake starts (only once).
+    mutating func start() -> StartAction {
+        guard state == .idle else { return .none }
         state = .handshaking
-        return true
+        return .startHandshake
     }
 
     /// Whether ciphertext from the network should be fed to OpenSSL.
@@ -45,66 +52,97 @@ struct TLSHandlerStateMachine<PendingWrite> {
         }
     }
 
-    /// Returns whether to flush now; before the handshake the flush is remembered for activation.
-    mutating func flush() -> Bool {
-        if carriesData { return true }
-        flushRequested = true
-        return false
+    enum FlushAction: Equatable {
+        case flush
+        /// Before the handshake: remembered, and done at activation.
+        case deferUntilActive
     }
 
-    /// The handshake and the checks passed: the buffered writes to encrypt, and whether to flush them.
-    mutating func handshakeSucceeded() -> (writes: [PendingWrite], flush: Bool) {
-        guard state == .handshaking else { return ([], false) }
+    mutating func flush() -> FlushAction {
+        if carriesData { return .flush }
+        flushRequested = true
+        return .deferUntilActive
+    }
+
+    enum ActivationAction {
+        /// Not handshaking: nothing to do.
+        case none
+        /// Encrypt the writes buffered during the handshake, in order.
+        case encrypt([PendingWrite])
+        /// Encrypt them and flush: a flush was asked for meanwhile.
+        case encryptAndFlush([PendingWrite])
+    }
+
+    /// The handshake and the checks passed.
+    mutating func handshakeSucceeded() -> ActivationAction {
+        guard state == .handshaking else { return .none }
         state = .active
         defer {
             buffered = []
             flushRequested = false
         }
-        return (buffered, flushRequested)
+        return flushRequested ? .encryptAndFlush(buffered) : .encrypt(buffered)
     }
 
-    /// A failure: the writes to fail, or nil if the connection already failed or closed (report nothing).
-    mutating func fail() -> [PendingWrite]? {
-        guard state != .failed, state != .closed else { return nil }
+    enum FailAction {
+        /// The connection already failed or closed: report nothing.
+        case none
+        /// Fail these buffered writes, report the failure and close.
+        case fail(writes: [PendingWrite])
+    }
+
+    /// A failure.
+    mutating func fail() -> FailAction {
+        guard state != .failed, state != .closed else { return .none }
         state = .failed
-        return takeBuffered()
+        return .fail(writes: takeBuffered())
     }
 
     /// The peer sent close_notify.
     mutating func closeNotifyReceived() { receivedCloseNotify = true }
 
-    /// A close request: whether to send close_notify first, and the writes to fail.
-    mutating func close(all: Bool) -> (sendCloseNotify: Bool, writesToFail: [PendingWrite]) {
+    enum CloseAction {
+        /// Fail these writes and close.
+        case close(failing: [PendingWrite])
+        /// Send close_notify first (the handshake completed), then fail these writes and close.
+        case sendCloseNotifyAndClose(failing: [PendingWrite])
+    }
+
+    /// A close request (`all`: both directions).
+    mutating func close(all: Bool) -> CloseAction {
         var notify = false
         if state == .active {
             state = .closing
             notify = true
         }
-        guard all else { return (notify, []) }
-        // Closing ourselves before the handshake finished is not the peer's failure: report nothing later.
-        if state == .idle || state == .handshaking { state = .closed }
-        return (notify, takeBuffered())
+        var failing: [PendingWrite] = []
+        if all {
+            // Closing ourselves before the handshake finished is not the peer's failure: report nothing later.
+            if state == .idle || state == .handshaking { state = .closed }
+            failing = takeBuffered()
+        }
+        return notify ? .sendCloseNotifyAndClose(failing: failing) : .close(failing: failing)
     }
 
-    enum InactiveReport: Equatable {
-        case none
-        /// The peer hung up during the handshake.
-        case handshakeInterrupted
-        /// The peer hung up after the handshake without close_notify.
-        case uncleanShutdown
+    enum InactiveAction {
+        /// Fail these writes; nothing else to report.
+        case closed(failing: [PendingWrite])
+        /// The peer hung up during the handshake: report it, and fail these writes.
+        case handshakeInterrupted(failing: [PendingWrite])
+        /// The peer hung up after the handshake without close_notify: report it, and fail these writes.
+        case uncleanShutdown(failing: [PendingWrite])
     }
 
-    /// The TCP connection is gone: what to report, and the writes to fail.
-    mutating func channelInactive() -> (report: InactiveReport, writesToFail: [PendingWrite]) {
+    /// The TCP connection is gone.
+    mutating func channelInactive() -> InactiveAction {
         let previous = state
         state = .closed
-        let report: InactiveReport
+        let failing = takeBuffered()
         switch previous {
-        case .handshaking: report = .handshakeInterrupted
-        case .active where !receivedCloseNotify: report = .uncleanShutdown
-        default: report = .none
+        case .handshaking: return .handshakeInterrupted(failing: failing)
+        case .active where !receivedCloseNotify: return .uncleanShutdown(failing: failing)
+        default: return .closed(failing: failing)
         }
-        return (report, takeBuffered())
     }
 
     private mutating func takeBuffered() -> [PendingWrite] {
@@ -112,3 +150,8 @@ struct TLSHandlerStateMachine<PendingWrite> {
         return buffered
     }
 }
+
+extension TLSHandlerStateMachine.ActivationAction: Equatable where PendingWrite: Equatable {}
+extension TLSHandlerStateMachine.FailAction: Equatable where PendingWrite: Equatable {}
+extension TLSHandlerStateMachine.CloseAction: Equatable where PendingWrite: Equatable {}
+extension TLSHandlerStateMachine.InactiveAction: Equatable where PendingWrite: Equatable {}
