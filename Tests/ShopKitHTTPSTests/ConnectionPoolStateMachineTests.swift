@@ -231,3 +231,53 @@ import ShopKitTLS
         #expect(machine.lease(key: "a", for: w(2)) == .wait)
     }
 }
+
+/// Pins replaced while connections are open: a connection the new pins refuse is never handed out again, and a
+/// request running on it finishes there.
+@Suite struct ConnectionPoolDistrustTests {
+    typealias Machine = ConnectionPoolStateMachine<String>
+    typealias C = Machine.ConnectionID
+    typealias W = Machine.WaiterID
+
+    func w(_ raw: Int) -> W { W(raw: raw) }
+    func c(_ raw: Int) -> C { C(raw: raw) }
+    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
+
+    @Test func anIdleConnectionClosesAndAWaiterGetsANewOne() {
+        var machine = Machine(maxPerKey: 1)
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.release(key: "a", connection: c(1), reusable: true, now: t0)
+        #expect(machine.distrust(key: "a", connection: c(1)) == .close(c(1)))
+        #expect(machine.lease(key: "a", for: w(2)) == .create(.init(id: c(2), waiter: w(2), loop: 0)))
+    }
+
+    @Test func aLeasedConnectionFinishesItsRequestThenClosesInsteadOfServingTheNext() {
+        var machine = Machine(maxPerKey: 1)
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.lease(key: "a", for: w(2)) == .wait)
+        #expect(machine.distrust(key: "a", connection: c(1)) == .none)  // its request runs on
+        // Released as reusable by its request: closed all the same, and the waiter gets a new connection.
+        #expect(
+            machine.release(key: "a", connection: c(1), reusable: true, now: t0)
+                == .closeAndCreate(c(1), create: .init(id: c(2), waiter: w(2), loop: 0)))
+        // The replacement is trusted: it parks as usual.
+        #expect(machine.release(key: "a", connection: c(2), reusable: true, now: t0) == .park(c(2), armIdleTimer: t0 + .seconds(60)))
+    }
+
+    @Test func anHTTP2ConnectionTakesNoNewStreamsAndClosesAfterItsLast() {
+        var machine = Machine(maxPerKey: 4, offersHTTP2: true)
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.established(key: "a", connection: c(1), streamCapacity: 100)
+        #expect(machine.lease(key: "a", for: w(2)) == .use(c(1)))
+        #expect(machine.distrust(key: "a", connection: c(1)) == .none)
+        // A new requester does not get a stream on it.
+        #expect(machine.lease(key: "a", for: w(3)) == .create(.init(id: c(2), waiter: w(3), loop: 0)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .none)
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .close(c(1)))
+    }
+
+    @Test func anUnknownConnectionIsIgnored() {
+        var machine = Machine(maxPerKey: 1)
+        #expect(machine.distrust(key: "a", connection: c(9)) == .none)
+    }
+}

@@ -90,6 +90,8 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         var multiplexed: [ConnectionID: Multiplexed] = [:]
         /// Leased connections still being opened.
         var connecting: Set<ConnectionID> = []
+        /// Leased HTTP/1.1 connections the current pins no longer trust: closed when released, never reused.
+        var distrusted: Set<ConnectionID> = []
         /// Whether connections to this key negotiate HTTP/2 (nil: not known yet).
         var speaksHTTP2: Bool?
         var total: Int { idle.count + leased.count + multiplexed.count }
@@ -284,6 +286,7 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         }
         guard state.leased.remove(connection) != nil else { return .none }
         state.connecting.remove(connection)
+        let reusable = reusable && state.distrusted.remove(connection) == nil
         if isShutDown {
             forget(connection)
             return alreadyClosed ? .none : .close(connection)
@@ -369,6 +372,27 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         state.idle.remove(at: index)
         keys[key] = state
         forget(connection)
+        return .none
+    }
+
+    /// The pins changed and `connection`'s verified chain no longer satisfies them: it is never handed out again.
+    /// An idle connection closes (a waiting requester gets a new one); an HTTP/2 connection takes no new streams
+    /// and closes after its last, as after a GOAWAY; a leased HTTP/1.1 connection closes when it is released, so
+    /// the request running on it finishes there.
+    mutating func distrust(key: Key, connection: ConnectionID) -> Action {
+        guard var state = keys.removeValue(forKey: key) else { return .none }
+        defer { keys[key] = state }
+        if let streams = state.multiplexed[connection] {
+            state.multiplexed[connection]!.draining = true
+            guard streams.inUse == 0 else { return .none }
+            state.multiplexed[connection] = nil
+            return closeAndServeWaiter(connection, &state, alreadyClosed: false)
+        }
+        if let index = state.idle.firstIndex(of: connection) {
+            state.idle.remove(at: index)
+            return closeAndServeWaiter(connection, &state, alreadyClosed: false)
+        }
+        if state.leased.contains(connection) { state.distrusted.insert(connection) }
         return .none
     }
 
