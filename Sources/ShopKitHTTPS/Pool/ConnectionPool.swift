@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ShopKitTLS
 
 /// The keep-alive pool of one transport: carries out ``ConnectionPoolStateMachine``'s actions.
 ///
@@ -51,6 +52,10 @@ final class ConnectionPool: Sendable {
         var nextWaiter = 0
         /// Which of ``loops`` each connection (open or being opened) is on.
         var placement: LoopPlacement<ConnectionID>
+        /// Each open connection's target and trust re-check (``pinningChanged()`` asks it).
+        var trustChecks: [ConnectionID: (target: RequestTarget, stillTrusted: @Sendable () -> Bool)] = [:]
+        /// Leased HTTP/1.1 connections that replaced pins no longer trust: closed when released, never reused.
+        var distrusted: Set<ConnectionID> = []
     }
 
     /// Side effects decided under the lock and carried out after it is released.
@@ -202,7 +207,32 @@ final class ConnectionPool: Sendable {
         case .http1(let connection): reusable = exchangeReusable && connection.channel.isActive
         case .http2(let connection): reusable = connection.isAcceptingStreams
         }
-        perform(withLock { Self.plan($0.machine.release(lease.target, lease.id, reusable: reusable), lease.target, &$0) })
+        perform(withLock { state in
+            let trusted = !state.distrusted.contains(lease.id)
+            return Self.plan(state.machine.release(lease.target, lease.id, reusable: reusable && trusted), lease.target, &state)
+        })
+    }
+
+    /// The pins were replaced (``HTTPSTransport/replacePinning(_:)``): every open connection whose verified chain
+    /// the new pins refuse stops being handed out, before this returns. An idle one is closed; an HTTP/2 one takes
+    /// no new streams and closes after its last; a leased HTTP/1.1 one closes when its exchange ends. Exchanges
+    /// already running finish on their connection.
+    func pinningChanged() {
+        perform(withLock { state in
+            var effects: [Effect] = []
+            for (id, entry) in state.trustChecks where !entry.stillTrusted() {
+                state.trustChecks[id] = nil
+                effects.append(.log("closing a connection the new pins refuse", ["host": "\(entry.target.host)", "connection": "\(id)"]))
+                if case .http2? = state.connections[id] {
+                    effects += Self.plan(state.machine.goAway(entry.target, id), entry.target, &state)
+                } else if state.machine.isIdle(entry.target, id) {
+                    effects += Self.plan(state.machine.idleTimeoutFired(entry.target, id), entry.target, &state)
+                } else {
+                    state.distrusted.insert(id)
+                }
+            }
+            return effects
+        })
     }
 
     /// Closes idle connections and refuses waiters; leased connections close when released.
@@ -288,6 +318,8 @@ final class ConnectionPool: Sendable {
 
     private static func close(_ id: ConnectionID, _ state: inout Locked) -> [Effect] {
         var effects: [Effect] = []
+        state.trustChecks.removeValue(forKey: id)
+        state.distrusted.remove(id)
         state.idleClocks.removeValue(forKey: id)
         if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
         if let connection = state.connections.removeValue(forKey: id) { effects.append(.close(connection)) }
@@ -341,7 +373,8 @@ final class ConnectionPool: Sendable {
             if let deadline { scheduleTimer(for: waiter, on: loop, deadline: deadline) }
             factory.connect(to: target, on: loop, events: { events }).whenComplete { [self] result in
                 switch result {
-                case .success(let connection): created(id, connection, for: waiter, target: target)
+                case .success((let connection, let stillTrusted)):
+                    created(id, connection, stillTrusted: stillTrusted, for: waiter, target: target)
                 case .failure(let error): creationFailed(id, error: error, for: waiter, target: target)
                 }
             }
@@ -349,7 +382,23 @@ final class ConnectionPool: Sendable {
         if loop.inEventLoop { open() } else { loop.execute(open) }
     }
 
-    private func created(_ id: ConnectionID, _ connection: PooledConnection, for waiter: WaiterID, target: RequestTarget) {
+    private func created(
+        _ id: ConnectionID, _ connection: PooledConnection, stillTrusted: @escaping @Sendable () -> Bool,
+        for waiter: WaiterID, target: RequestTarget
+    ) {
+        let replaced = withLock { state -> Bool in
+            // Asked under the lock, so that ``pinningChanged()`` either sees this connection or ran before the ask.
+            guard stillTrusted() else { return true }
+            state.trustChecks[id] = (target, stillTrusted)
+            return false
+        }
+        if replaced {
+            // Verified under pins replaced during its handshake: never used. Retryable, so the request can run again
+            // on a connection checked against the new pins.
+            connection.close()
+            let error = TLSError.handshakeFailed(reason: "the pins were replaced during the handshake; try again")
+            return creationFailed(id, error: error, for: waiter, target: target)
+        }
         let effects = withLock { state -> [Effect] in
             state.connections[id] = connection
             let capacity: Int?
@@ -402,10 +451,12 @@ final class ConnectionPool: Sendable {
         let effects = withLock { state -> [Effect] in
             var effects: [Effect] = []
             state.idleClocks.removeValue(forKey: id)
+            state.trustChecks.removeValue(forKey: id)
             if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
             effects += Self.plan(state.machine.connectionClosed(target, id), target, &state)
             // A leased connection stays registered until its requester releases it.
             if state.machine.isUnknown(target, id) {
+                state.distrusted.remove(id)
                 state.connections.removeValue(forKey: id)
                 state.placement.remove(id)
             }
