@@ -15,7 +15,7 @@ public struct PinSetVerifier: Sendable {
     private let keys: [String: OpenSSLKey]
 
     /// A verifier trusting `publicKeys`: key id (the JWS `kid`) → Ed25519 public key as PEM `PUBLIC KEY`
-    /// (`openssl pkey -pubout`, or what `pin-check sign-pins --new-key` prints).
+    /// (`openssl pkey -in KEY -pubout`).
     ///
     /// - Throws: ``PinSetDocumentError/signingKeys(_:)`` for fewer than two distinct keys, a key that does not
     ///   parse or is not Ed25519.
