@@ -23,6 +23,7 @@ struct PinCheck: ParsableCommand {
             code of all hosts.
 
             New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
+            Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
 
             Exit status:
               0   trusted, hostname ok, and no pins given or one matches
