@@ -126,11 +126,22 @@ public final class PinUpdates: Sendable {
         do { document = try verifier.signedDocument(String(decoding: bytes, as: UTF8.self)) } catch {
             return onEvent(.storedDocumentUnusable(error))
         }
-        let event = state.withLock { state -> Event in
+        let event = state.withLock { state -> Event? in
+            let current = max(state.floor, transport.pinning.version)
             // Signed by the app's key and stored by it: no older document is applied again, even once it expired.
             state.floor = max(state.floor, document.version)
+            if document.version == transport.pinning.version {
+                // Already in force (applied through this transport before): track its expiry, or end it.
+                guard now() >= document.expiresAt else {
+                    state.inForce = (document.version, document.expiresAt)
+                    return nil
+                }
+                transport.replacePinning(baseline)
+                state.inForce = nil
+                return .expired(version: document.version)
+            }
             do throws(PinSetDocumentError) {
-                try document.check(baseline: baseline, currentVersion: baseline.version, now: now())
+                try document.check(baseline: baseline, currentVersion: current, now: now())
             } catch .expired {
                 return .expired(version: document.version)
             } catch {
@@ -139,7 +150,7 @@ public final class PinUpdates: Sendable {
             apply(document, &state)
             return .applied(version: document.version)
         }
-        onEvent(event)
+        if let event { onEvent(event) }
     }
 
     /// Fetches the document now and applies it if the verifier accepts it; returns the version in force.

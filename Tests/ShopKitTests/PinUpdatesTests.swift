@@ -147,6 +147,19 @@ import Testing
         await server.stop()
     }
 
+    @Test func anOlderStoredDocumentNeverRollsBackTheOneInForce() async throws {
+        let server = try await startServer()
+        served.withLock { $0 = try! document(3) }
+        let transport = try transport(Self.baseline(Self.matching))
+        try await updates(transport, port: server.port).update()
+        try TokenFileIO.atomicReplace(storePath, with: Array(try document(2).utf8))
+        await updates(transport, port: server.port).start()
+        #expect(transport.pinning.version == 3)
+        #expect(reported.last?.contains("not above the version in force (3)") == true)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func aCorruptOrTamperedStoredDocumentFallsBackToTheBaselineWithAReport() async throws {
         let valid = try document(3)
         let parts = valid.split(separator: ".")
