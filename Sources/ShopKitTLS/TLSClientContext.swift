@@ -75,7 +75,7 @@ public final class TLSClientContext: Sendable {
 
     /// The pinning policy new connections are checked against: the configuration's, until
     /// ``replacePinning(_:)`` replaces it.
-    public var pinning: PinningPolicy { livePinning.withLockedValue { $0.policy } }
+    package var pinning: PinningPolicy { livePinning.withLockedValue { $0.policy } }
 
     /// Replaces the pinning policy while connections run: every handshake that starts after this returns is
     /// checked against `policy`, and offers only sessions cached under the pin set `policy` gives its host.
@@ -84,7 +84,7 @@ public final class TLSClientContext: Sendable {
     ///
     /// - Warning: This replaces the pins outright. Apply only a policy from a trusted source: code, or a signed
     ///   document checked by ``PinSetVerifier``.
-    public func replacePinning(_ policy: PinningPolicy) {
+    package func replacePinning(_ policy: PinningPolicy) {
         livePinning.withLockedValue {
             $0.policy = policy
             $0.generation += 1
