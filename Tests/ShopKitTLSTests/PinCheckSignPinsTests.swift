@@ -78,4 +78,18 @@ struct PinCheckSignPinsTests {
         #expect(oneKey.status == 64)
         #expect(oneKey.stderr.contains("give the current signing key and a backup"))
     }
+
+    @Test func pinsDocumentRefusesAHostItCannotVerify() async throws {
+        let dir = try await Self.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let closed = try BoundClosedPort()
+        defer { closed.release() }
+        try "127.0.0.1:\(closed.port)\n".write(toFile: "\(dir)/hosts.txt", atomically: true, encoding: .utf8)
+        let outcome = try await PinCheckBinary.run([
+            "pins-document", "--hosts-file", "\(dir)/hosts.txt", "--version", "1", "--out", "\(dir)/out.json",
+        ])
+        #expect(outcome.status == 65)
+        #expect(outcome.stderr.contains("127.0.0.1:\(closed.port) is connect-failed"))
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/out.json"))
+    }
 }
