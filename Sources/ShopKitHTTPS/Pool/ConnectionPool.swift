@@ -386,20 +386,11 @@ final class ConnectionPool: Sendable {
         _ id: ConnectionID, _ connection: PooledConnection, stillTrusted: @escaping @Sendable () -> Bool,
         for waiter: WaiterID, target: RequestTarget
     ) {
-        let replaced = withLock { state -> Bool in
-            // Asked under the lock, so that ``pinningChanged()`` either sees this connection or ran before the ask.
-            guard stillTrusted() else { return true }
+        let effects = withLock { state -> [Effect]? in
+            // Asked under the lock, with the registration: ``pinningChanged()`` either sees this connection
+            // registered (and re-checks it) or ran before the ask (which then sees its new pins).
+            guard stillTrusted() else { return nil }
             state.trustChecks[id] = (target, stillTrusted)
-            return false
-        }
-        if replaced {
-            // Verified under pins replaced during its handshake: never used. Retryable, so the request can run again
-            // on a connection checked against the new pins.
-            connection.close()
-            let error = TLSError.handshakeFailed(reason: "the pins were replaced during the handshake; try again")
-            return creationFailed(id, error: error, for: waiter, target: target)
-        }
-        let effects = withLock { state -> [Effect] in
             state.connections[id] = connection
             let capacity: Int?
             if case .http2(let http2) = connection { capacity = http2.streamCapacity } else { capacity = nil }
@@ -407,6 +398,13 @@ final class ConnectionPool: Sendable {
                 + Self.plan(state.machine.openForWaiters(target), target, &state)
             return Self.resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: false), &state)
                 + established
+        }
+        guard let effects else {
+            // Verified under pins replaced during its handshake: never used. Retryable, so the request can run again
+            // on a connection checked against the new pins.
+            connection.close()
+            let error = TLSError.handshakeFailed(reason: "the pins were replaced during the handshake; try again")
+            return creationFailed(id, error: error, for: waiter, target: target)
         }
         connection.channel.closeFuture.whenComplete { [self] _ in connectionClosed(id, target) }
         perform(effects)
