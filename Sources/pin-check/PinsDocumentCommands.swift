@@ -94,18 +94,7 @@ struct VerifyPinsCommand: ParsableCommand {
     var document: String
 
     func execute() throws(Failure) -> Int32 {
-        var keys: [String: String] = [:]
-        for given in publicKeys {
-            let (id, path): (String, String)
-            if let equals = given.firstIndex(of: "=") {
-                (id, path) = (String(given[..<equals]), String(given[given.index(after: equals)...]))
-            } else {
-                (id, path) = (((given as NSString).lastPathComponent as NSString).deletingPathExtension, given)
-            }
-            keys[id] = try readText(path, option: "--pubkey")
-        }
-        let verifier: PinSetVerifier
-        do { verifier = try PinSetVerifier(publicKeys: keys) } catch { throw Failure(.usage, error.description) }
+        let verifier = try trustedKeys(publicKeys)
         let text = try readText(document, option: "document")
         let verified: PinSetDocument
         do {
@@ -230,6 +219,40 @@ struct PinsDocumentCommand: AsyncParsableCommand {
             throw Failure(.usage, "--backup-dir: \(path) is not an unencrypted PEM private key (\(error))")
         }
     }
+}
+
+extension PinCheck {
+    /// `--pins-document`: the pins the signed document gives `host` (its signature checked with `--pubkey`; its
+    /// version and dates are not, so a document about to be published can be tried).
+    func documentPins(_ path: String, host: String) throws(Failure) -> [SPKIPin] {
+        let verifier = try trustedKeys(publicKeys)
+        let document: PinSetDocument
+        do { document = try verifier.signedDocument(try readText(path, option: "--pins-document")) } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(.refused, "--pins-document \(path): \(error)")
+        }
+        let name = (try? ServerName(host).text) ?? host
+        guard let set = document.policy.pinSet(for: name, at: Date()) else {
+            throw Failure(.usage, "--pins-document \(path): no pin set covers \(name) (the document pins \(document.policy.hostPatterns))")
+        }
+        return set.pins
+    }
+}
+
+/// A verifier for `--pubkey` values, `KID=FILE` or `FILE` (the key id is then the file's name without extension).
+func trustedKeys(_ values: [String]) throws(Failure) -> PinSetVerifier {
+    var keys: [String: String] = [:]
+    for given in values {
+        let (id, path): (String, String)
+        if let equals = given.firstIndex(of: "=") {
+            (id, path) = (String(given[..<equals]), String(given[given.index(after: equals)...]))
+        } else {
+            (id, path) = (((given as NSString).lastPathComponent as NSString).deletingPathExtension, given)
+        }
+        keys[id] = try readText(path, option: "--pubkey")
+    }
+    do { return try PinSetVerifier(publicKeys: keys) } catch { throw Failure(.usage, error.description) }
 }
 
 /// The text of the file at `path`, or a usage failure naming `option`.

@@ -1,5 +1,6 @@
 import Foundation
 import ShopKitPinning
+import ShopKitTLS
 import TestSupport
 import Testing
 
@@ -91,5 +92,35 @@ struct PinCheckSignPinsTests {
         #expect(outcome.status == 65)
         #expect(outcome.stderr.contains("127.0.0.1:\(closed.port) is connect-failed"))
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/out.json"))
+    }
+
+    @Test func aServerIsCheckedAgainstTheHostsPinsInASignedDocument() async throws {
+        let dir = try await Self.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let context = try TLSServerContext(
+            certificateChainPEM: TestCertificates.standardChain(), privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
+        let server = try await LoopbackTLSServer.start(tlsContext: context)
+        try TestCertificates.certificate("root").write(toFile: "\(dir)/root.pem", atomically: true, encoding: .utf8)
+        let now = Date()
+        for (name, pins) in [("matching", ["leaf-localhost-ecdsa", "backup-intermediate"]), ("other", ["other-root", "other-intermediate"])] {
+            let json = """
+                {"version": 2, "issuedAt": "\(PinSetDocument.timestamp(now - 60))", "expiresAt": "\(PinSetDocument.timestamp(now + 3600))",
+                 "pinSets": [{"host": "localhost", "pins": [\(pins.map { "\"\(TestCertificates.pin($0))\"" }.joined(separator: ","))]}]}
+                """
+            try json.write(toFile: "\(dir)/\(name).json", atomically: true, encoding: .utf8)
+            let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/\(name).json", "--out", "\(dir)/\(name).jws"])
+            #expect(signed.status == 0)
+        }
+        func check(_ name: String) async throws -> PinCheckBinary.Outcome {
+            try await PinCheckBinary.run([
+                "127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", "\(dir)/root.pem",
+                "--pins-document", "\(dir)/\(name).jws", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub",
+            ])
+        }
+        let matching = try await check("matching")
+        #expect(matching.status == 0, "\(matching.stderr)")
+        #expect(matching.stdout.contains(TestCertificates.pin("leaf-localhost-ecdsa").description))
+        #expect(try await check("other").status == 1)
+        try await server.shutdown()
     }
 }
