@@ -122,7 +122,10 @@ let package = Package(
         // Umbrella and composition root.
         .target(
             name: "ShopKit",
-            dependencies: ["ShopKitCore", "ShopKitPinning", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitCredentials"]),
+            dependencies: [
+                "ShopKitCore", "ShopKitPinning", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitCredentials",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ]),
 
         .executableTarget(
             name: "pin-check",

@@ -4,12 +4,12 @@ import Foundation
 /// `EncryptedFileStore+Checks.swift`).
 ///
 /// Everything here blocks; it runs only on the store's serial dispatch queue, never on the cooperative pool.
-enum TokenFileIO {
+package enum TokenFileIO {
     /// Creates `directory` (and missing parents) with mode 0700, then checks it.
     ///
     /// Each directory it creates is made durable: `syncParent` (an `fsync` of the parent directory; injectable for
     /// tests) runs after its `mkdir`, so a crash cannot lose the new directory and with it the file renamed into it.
-    static func ensureDirectory(
+    package static func ensureDirectory(
         _ directory: String,
         syncParent: (String) throws(CredentialError) -> Void = { (path) throws(CredentialError) in
             try syncDirectory(path)
@@ -35,7 +35,7 @@ enum TokenFileIO {
 
     /// Reads the store file, or `nil` when there is none. Refuses symlinks, special files (a FIFO must not hang
     /// the store), hard-linked files, other owners and modes beyond 0600.
-    static func read(_ path: String) throws(CredentialError) -> [UInt8]? {
+    package static func read(_ path: String) throws(CredentialError) -> [UInt8]? {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the type check runs.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
@@ -69,7 +69,7 @@ enum TokenFileIO {
     ///
     /// `flock` locks belong to the open file description, so two stores in one process exclude each other too;
     /// the kernel releases the lock when a holder dies, so a killed writer never wedges the store.
-    static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws(CredentialError) -> T)
+    package static func withExclusiveLock<T>(_ lockPath: String, _ body: () throws(CredentialError) -> T)
         throws(CredentialError) -> T
     {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0o600)
@@ -91,7 +91,7 @@ enum TokenFileIO {
     /// Replaces `path` atomically: write a 0600 temp file in the same directory, fsync it, rename it over `path`,
     /// fsync the directory. A crash at any point leaves either the old or the new file (plus maybe a stale temp
     /// file, removed by the next write).
-    static func atomicReplace(_ path: String, with bytes: [UInt8]) throws(CredentialError) {
+    package static func atomicReplace(_ path: String, with bytes: [UInt8]) throws(CredentialError) {
         let directory = (path as NSString).deletingLastPathComponent
         let temp = path + tempMarker + String((0..<tempSuffixLength).map { _ in tempAlphabet.randomElement()! })
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)

@@ -25,12 +25,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case httpResponse = "http-response"
     /// Server bytes facing several exchanges on one HTTP/1.1 connection, handed over as the pool does.
     case http1Connection = "http1-connection"
+    /// A signed pin-set document (compact JWS), or a document's JSON signed by the target before verification.
+    case pinSetDocument = "pin-set-document"
 
     /// The largest input worth trying (`-max_len`): bigger inputs only make each run slower.
     package var maxLength: Int {
         switch self {
         case .spkiPin, .hostPattern, .retryAfter: return 512
-        case .pinsFile, .keyringItem: return 4_096
+        case .pinsFile, .keyringItem, .pinSetDocument: return 4_096
         case .pem, .der, .httpResponse, .http1Connection: return 16_384
         case .tokenFile: return 1_024
         }
@@ -49,6 +51,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .retryAfter: APITargets.retryAfter(bytes)
         case .httpResponse: HTTPResponseTarget.run(bytes)
         case .http1Connection: HTTPConnectionTarget.run(bytes)
+        case .pinSetDocument: PinSetDocumentTarget.run(bytes)
         }
     }
 }

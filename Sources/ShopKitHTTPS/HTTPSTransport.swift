@@ -142,18 +142,37 @@ public struct HTTPSTransport: ClientTransport {
         }
     }
 
-    /// The configuration the transport was built with.
+    /// The configuration the transport was built with (`tls.pinning` is the policy it started with).
     package let configuration: Configuration
     let pool: ConnectionPool
+    /// The TLS context whose pins ``replacePinning(_:)`` replaces (nil for a transport with a security of its own).
+    let tlsContext: TLSClientContext?
 
     /// A transport whose connections are secured by OpenSSL with `configuration.tls`.
     ///
     /// - Throws: when the TLS context cannot be built from the configuration (bad PEM anchors, for example).
     public init(configuration: Configuration) throws(TLSContextError) {
+        let context = try Self.makeContext(for: configuration.tls, httpVersion: configuration.httpVersion)
         try self.init(
-            configuration: configuration,
-            security: Self.makeSecurity(for: configuration.tls, httpVersion: configuration.httpVersion),
-            proxySecurity: configuration.proxy.flatMap(Self.makeProxySecurity))
+            configuration: configuration, security: context.makeSecurity(),
+            proxySecurity: configuration.proxy.flatMap(Self.makeProxySecurity), tlsContext: context)
+    }
+
+    /// The pinning policy new connections are checked against: `configuration.tls.pinning` until
+    /// ``replacePinning(_:)`` replaces it.
+    public var pinning: PinningPolicy { tlsContext?.pinning ?? configuration.tls.pinning }
+
+    /// Replaces the pins while requests run. When this returns, every new connection is checked against `policy`
+    /// (and resumes only sessions cached under the pin set it gives the host); no pooled connection whose verified
+    /// chain `policy` refuses is handed out again (idle ones are closed, busy ones close when their exchange ends);
+    /// requests already running finish on their connection.
+    ///
+    /// - Warning: This replaces the pins outright. Apply only a policy from a trusted source: code, or a signed
+    ///   document checked by `PinSetVerifier` (`PinUpdates` does both).
+    public func replacePinning(_ policy: PinningPolicy) {
+        guard let tlsContext else { return }
+        tlsContext.replacePinning(policy)
+        pool.pinningChanged()
     }
 
     /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
@@ -164,16 +183,25 @@ public struct HTTPSTransport: ClientTransport {
     static func makeSecurity(
         for configuration: TLSClientConfiguration, httpVersion: HTTPVersionPolicy = .automatic
     ) throws(TLSContextError) -> any ConnectionSecurity {
+        try makeContext(for: configuration, httpVersion: httpVersion).makeSecurity()
+    }
+
+    /// The OpenSSL client context for `configuration`, offering in ALPN what `httpVersion` allows.
+    static func makeContext(
+        for configuration: TLSClientConfiguration, httpVersion: HTTPVersionPolicy
+    ) throws(TLSContextError) -> TLSClientContext {
         var tls = configuration
         tls.applicationProtocols = httpVersion.applicationProtocols
-        return try TLSClientContext(configuration: tls).makeSecurity()
+        return try TLSClientContext(configuration: tls)
     }
 
     /// A transport with an explicit security layer (the seam the OpenSSL handler plugs into, and tests).
     package init(
-        configuration: Configuration, security: any ConnectionSecurity, proxySecurity: (any ConnectionSecurity)? = nil
+        configuration: Configuration, security: any ConnectionSecurity, proxySecurity: (any ConnectionSecurity)? = nil,
+        tlsContext: TLSClientContext? = nil
     ) {
         self.configuration = configuration
+        self.tlsContext = tlsContext
         let group = configuration.eventLoopGroup ?? MultiThreadedEventLoopGroup.singleton
         let factory = ConnectionFactory(
             group: group, security: security, connectTimeout: TimeAmount(configuration.timeouts.connect),

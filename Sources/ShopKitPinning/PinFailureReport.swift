@@ -28,6 +28,9 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
     public let enforced: Bool
     /// The port connected to, when the TLS layer knows it.
     public var port: Int?
+    /// The version of the pinning policy that was applied (0 for a baseline built in code; a signed pin-set
+    /// document's version otherwise).
+    public var policyVersion: Int
     /// The verified chain as PEM, leaf first, when the TLS layer had it (a resumed session carries none).
     /// TrustKit's `validated-certificate-chain`; certificates are public.
     public var validatedChainPEM: [String]
@@ -35,8 +38,10 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
     /// A report for a check of `chain` against `configuredPins`.
     package init(
         host: String, chain: VerifiedChain, configuredPins: [SPKIPin], date: Date, hostPattern: HostPattern? = nil,
-        expiration: Date? = nil, enforced: Bool = true, port: Int? = nil, validatedChainPEM: [String] = []
+        expiration: Date? = nil, enforced: Bool = true, port: Int? = nil, validatedChainPEM: [String] = [],
+        policyVersion: Int = 0
     ) {
+        self.policyVersion = policyVersion
         self.host = host
         self.chainPins = chain.certificates.map { ($0.spkiPin, $0.subject) }
         self.configuredPins = configuredPins
@@ -54,12 +59,13 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
             && lhs.chainPins.map(\.pin) == rhs.chainPins.map(\.pin)
             && lhs.chainPins.map(\.subject) == rhs.chainPins.map(\.subject)
             && lhs.hostPattern == rhs.hostPattern && lhs.expiration == rhs.expiration
-            && lhs.enforced == rhs.enforced && lhs.port == rhs.port && lhs.validatedChainPEM == rhs.validatedChainPEM
+            && lhs.enforced == rhs.enforced && lhs.policyVersion == rhs.policyVersion && lhs.port == rhs.port && lhs.validatedChainPEM == rhs.validatedChainPEM
     }
 
     /// OkHttp-style message: the verified chain's pins beside the configured ones, ready to paste.
     public var description: String {
-        var lines = ["Certificate pinning failure for \(host)!", "  Peer certificate chain (verified):"]
+        let policy = policyVersion > 0 ? " (pin policy version \(policyVersion))" : ""
+        var lines = ["Certificate pinning failure for \(host)\(policy)!", "  Peer certificate chain (verified):"]
         lines += chainPins.map { "    \($0.pin): \($0.subject)" }
         let pattern = hostPattern.map { $0.pattern == host ? "" : " (pattern \($0))" } ?? ""
         lines.append("  Pinned certificates for \(host)\(pattern):")

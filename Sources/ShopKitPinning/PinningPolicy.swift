@@ -27,14 +27,20 @@ public struct PinningPolicy: Sendable {
     public var pinSets: [PinSet]
     /// What happens on a connection to a host no set covers (default ``UnpinnedHosts/allow``).
     public var unpinnedHosts: UnpinnedHosts
+    /// Which policy this is: 0 for one built in code (the app's baseline), a signed ``PinSetDocument``'s version
+    /// for one it describes. Failure reports carry it, so a refusal names the policy that refused.
+    public var version: Int
 
     /// A policy applying `pinSets`; an empty policy pins nothing.
     ///
-    /// - Parameter unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict
-    ///   hosts"); the default `.allow` connects them with chain and hostname verification only.
-    public init(pinSets: [PinSet] = [], unpinnedHosts: UnpinnedHosts = .allow) {
+    /// - Parameters:
+    ///   - unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict hosts"); the
+    ///     default `.allow` connects them with chain and hostname verification only.
+    ///   - version: the policy's version (0, the default, for a baseline built in code).
+    public init(pinSets: [PinSet] = [], unpinnedHosts: UnpinnedHosts = .allow, version: Int = 0) {
         self.pinSets = pinSets
         self.unpinnedHosts = unpinnedHosts
+        self.version = version
     }
 
     /// The configured host patterns, in order (what a refusal of an unpinned host lists).
@@ -84,7 +90,7 @@ public struct PinningPolicy: Sendable {
         }
         let report = PinFailureReport(
             host: host, chain: chain, configuredPins: set.pins, date: now, hostPattern: set.hostPattern,
-            expiration: set.expiration, enforced: !set.isExpired(at: now) && !set.reportOnly)
+            expiration: set.expiration, enforced: !set.isExpired(at: now) && !set.reportOnly, policyVersion: version)
         if set.isExpired(at: now) { return .expired(report) }
         return set.reportOnly ? .reportOnlyMismatch(report) : .mismatch(report)
     }

@@ -13,9 +13,24 @@ package protocol ConnectionSecurity: Sendable {
     /// Adds the security handlers to `channel` (connected, on its event loop's terms) for `host`:`port`.
     ///
     /// - Returns: a future that succeeds when the connection is verified and ready for application data, with
-    ///   the negotiated ALPN protocol.
+    ///   the negotiated ALPN protocol and the connection's trust re-check.
     func addHandlers(to channel: any Channel, host: String, port: Int, handshakeTimeout: TimeAmount)
-        -> EventLoopFuture<String?>
+        -> EventLoopFuture<SecuredConnection>
+}
+
+/// What securing a connection established: the ALPN protocol, and whether the connection may still be used once
+/// the pins were replaced.
+package struct SecuredConnection: Sendable {
+    /// The ALPN protocol the server chose, if any.
+    package var alpn: String?
+    /// Whether the connection's verified chain still satisfies the pinning policy in force (true until the
+    /// policy is replaced; then the new policy decides). A pool asks before handing a connection out again.
+    package var stillTrusted: @Sendable () -> Bool
+
+    package init(alpn: String?, stillTrusted: @escaping @Sendable () -> Bool = { true }) {
+        self.alpn = alpn
+        self.stillTrusted = stillTrusted
+    }
 }
 
 /// No security at all: for the HTTP client's tests against a plain-HTTP loopback server only.
@@ -27,9 +42,9 @@ package struct PlaintextTestingSecurity: ConnectionSecurity {
 
     /// Adds nothing and succeeds at once, with no ALPN protocol (so HTTP/1.1).
     package func addHandlers(to channel: any Channel, host: String, port: Int, handshakeTimeout: TimeAmount)
-        -> EventLoopFuture<String?>
+        -> EventLoopFuture<SecuredConnection>
     {
-        channel.eventLoop.makeSucceededFuture(nil)
+        channel.eventLoop.makeSucceededFuture(SecuredConnection(alpn: nil))
     }
 }
 
@@ -40,7 +55,12 @@ extension TLSClientContext {
         HandlerSecurity(
             makeHandler: { host, port in self.makeHandler(host: host, port: port) },
             isVerified: { $0 is TLSHandshakeCompleted },
-            negotiatedProtocol: { ($0 as? TLSHandshakeCompleted)?.info.alpnProtocol })
+            negotiatedProtocol: { ($0 as? TLSHandshakeCompleted)?.info.alpnProtocol },
+            trustCheck: { event in
+                guard let completed = event as? TLSHandshakeCompleted else { return { true } }
+                let (host, chain, generation) = (completed.info.host, completed.info.verifiedChain, completed.pinningGeneration)
+                return { self.stillTrusts(host: host, chain: chain, verifiedUnder: generation) }
+            })
     }
 }
 
@@ -60,34 +80,40 @@ package struct HandlerSecurity: ConnectionSecurity {
     let isVerified: @Sendable (Any) -> Bool
     /// The ALPN protocol a "verified" event carries.
     let negotiatedProtocol: @Sendable (Any) -> String?
+    /// The trust re-check of the connection a "verified" event announces.
+    let trustCheck: @Sendable (Any) -> @Sendable () -> Bool
 
     /// A security from a handler factory and its "verified" event.
     package init(
         makeHandler: @escaping @Sendable (_ host: String, _ port: Int) throws -> any ChannelHandler,
         isVerified: @escaping @Sendable (Any) -> Bool,
-        negotiatedProtocol: @escaping @Sendable (Any) -> String? = { _ in nil }
+        negotiatedProtocol: @escaping @Sendable (Any) -> String? = { _ in nil },
+        trustCheck: @escaping @Sendable (Any) -> @Sendable () -> Bool = { _ in { true } }
     ) {
         self.makeHandler = makeHandler
         self.isVerified = isVerified
         self.negotiatedProtocol = negotiatedProtocol
+        self.trustCheck = trustCheck
     }
 
     package func addHandlers(to channel: any Channel, host: String, port: Int, handshakeTimeout: TimeAmount)
-        -> EventLoopFuture<String?>
+        -> EventLoopFuture<SecuredConnection>
     {
         let loop = channel.eventLoop
         let makeHandler = self.makeHandler
         let isVerified = self.isVerified
         let negotiatedProtocol = self.negotiatedProtocol
+        let trustCheck = self.trustCheck
         return loop.flatSubmit {
-            let verified = loop.makePromise(of: String?.self)
+            let verified = loop.makePromise(of: SecuredConnection.self)
             do {
                 let pipeline = channel.pipeline.syncOperations
                 // At the end: behind an https proxy's TLS handler when the channel is a CONNECT tunnel (TLS in
                 // TLS); a direct connection's pipeline is empty here. The gate goes first, so it is in place
                 // before the TLS handler starts the handshake.
                 let gate = VerificationGate(
-                    promise: verified, isVerified: isVerified, negotiatedProtocol: negotiatedProtocol,
+                    promise: verified, isVerified: isVerified,
+                    secured: { SecuredConnection(alpn: negotiatedProtocol($0), stillTrusted: trustCheck($0)) },
                     timeout: handshakeTimeout)
                 try pipeline.addHandler(gate)
                 try pipeline.addHandler(makeHandler(host, port), position: .before(gate))
@@ -106,19 +132,19 @@ final class VerificationGate: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    private var promise: EventLoopPromise<String?>?
+    private var promise: EventLoopPromise<SecuredConnection>?
     private let isVerified: @Sendable (Any) -> Bool
-    private let negotiatedProtocol: @Sendable (Any) -> String?
+    private let secured: @Sendable (Any) -> SecuredConnection
     private let timeout: TimeAmount
     private var timer: Scheduled<Void>?
 
     init(
-        promise: EventLoopPromise<String?>, isVerified: @escaping @Sendable (Any) -> Bool,
-        negotiatedProtocol: @escaping @Sendable (Any) -> String?, timeout: TimeAmount
+        promise: EventLoopPromise<SecuredConnection>, isVerified: @escaping @Sendable (Any) -> Bool,
+        secured: @escaping @Sendable (Any) -> SecuredConnection, timeout: TimeAmount
     ) {
         self.promise = promise
         self.isVerified = isVerified
-        self.negotiatedProtocol = negotiatedProtocol
+        self.secured = secured
         self.timeout = timeout
     }
 
@@ -137,7 +163,7 @@ final class VerificationGate: ChannelInboundHandler, RemovableChannelHandler {
             self.promise = nil
             cancelTimer()
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
-            promise.succeed(negotiatedProtocol(event))
+            promise.succeed(secured(event))
         }
         context.fireUserInboundEventTriggered(event)
     }

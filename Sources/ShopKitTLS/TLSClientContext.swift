@@ -11,7 +11,8 @@ import ShopKitPinning
 /// Build one per configuration and keep it (the HTTPS transport holds one); building it loads the CA store,
 /// which is expensive in OpenSSL 3. Then call `makeHandler(host:port:)` for each new channel.
 public final class TLSClientContext: Sendable {
-    /// The configuration this context was built from.
+    /// The configuration this context was built from (its `pinning` is the policy it started with; see
+    /// ``pinning`` for the one in force).
     public let configuration: TLSClientConfiguration
     /// The cached sessions (shared with other contexts if one was passed in).
     public let sessionCache: TLSSessionCache
@@ -21,6 +22,8 @@ public final class TLSClientContext: Sendable {
     let backupWarnings = OncePerHost()
     /// Hosts whose "not pinned" notice was logged already.
     let unpinnedNotices = OncePerHost()
+    /// The pinning policy in force, and how many times it was replaced.
+    private let livePinning: NIOLockedValueBox<PinningSnapshot>
 
     /// Builds the OpenSSL context for `configuration`.
     ///
@@ -38,6 +41,7 @@ public final class TLSClientContext: Sendable {
         self.configuration = configuration
         self.sessionCache = sessionCache
         self.now = now
+        self.livePinning = NIOLockedValueBox(PinningSnapshot(policy: configuration.pinning, generation: 0))
         let trust: OpenSSLContext.Trust
         switch configuration.trustRoots {
         case .system: trust = .system
@@ -69,13 +73,52 @@ public final class TLSClientContext: Sendable {
         TLSHandler(client: self, host: host, port: port)
     }
 
-    func sessionKey(host: String, port: Int) -> TLSSessionCache.Key {
+    /// The pinning policy new connections are checked against: the configuration's, until
+    /// ``replacePinning(_:)`` replaces it.
+    package var pinning: PinningPolicy { livePinning.withLockedValue { $0.policy } }
+
+    /// Replaces the pinning policy while connections run: every handshake that starts after this returns is
+    /// checked against `policy`, and offers only sessions cached under the pin set `policy` gives its host.
+    /// Established connections keep running; a pool asks ``stillTrusts(host:chain:verifiedUnder:)``
+    /// before reusing one.
+    ///
+    /// - Warning: This replaces the pins outright. Apply only a policy from a trusted source: code, or a signed
+    ///   document checked by ``PinSetVerifier``.
+    package func replacePinning(_ policy: PinningPolicy) {
+        livePinning.withLockedValue {
+            $0.policy = policy
+            $0.generation += 1
+        }
+    }
+
+    /// The policy in force and its generation, read together.
+    var pinningSnapshot: PinningSnapshot { livePinning.withLockedValue { $0 } }
+
+    /// Whether a connection to `host` whose handshake verified `chain` under policy generation `generation` may
+    /// still be used under the policy in force: always when the policy was not replaced since; otherwise when
+    /// the new policy would let that chain connect (a match, report-only or expired set, or no set, unless
+    /// hosts without one are refused).
+    package func stillTrusts(host: String, chain: VerifiedChain, verifiedUnder generation: Int) -> Bool {
+        let current = pinningSnapshot
+        guard current.generation != generation else { return true }
+        let now = now()
+        if current.policy.refusesUnpinned(host: host, at: now) { return false }
+        return current.policy.evaluate(host: host, chain: chain, now: now).allowsConnection
+    }
+
+    func sessionKey(host: String, port: Int, pinning: PinningPolicy) -> TLSSessionCache.Key {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
-            minimumVersion: configuration.minimumVersion, pinSet: configuration.pinning.pinSet(for: host, at: now()),
+            minimumVersion: configuration.minimumVersion, pinSet: pinning.pinSet(for: host, at: now()),
             clientIdentity: configuration.clientIdentity?.fingerprint,
             allowsStaticRSA: configuration.allowsStaticRSAKeyExchange)
     }
+}
+
+/// A pinning policy and the number of times a context's policy had been replaced when it was read.
+struct PinningSnapshot: Sendable {
+    var policy: PinningPolicy
+    var generation: Int
 }
 
 /// Remembers hosts (case-insensitively), so that something is done once per host: `firstTime` is true only

@@ -36,6 +36,9 @@ public struct TLSConnectionInfo: Sendable {
 public struct TLSHandshakeCompleted: Sendable {
     /// What was negotiated and verified.
     public let info: TLSConnectionInfo
+    /// The generation of the context's pinning policy the connection was checked under (see
+    /// `TLSClientContext.stillTrusts(host:chain:verifiedUnder:)`).
+    let pinningGeneration: Int
 }
 
 /// User inbound event fired by a server `TLSHandler` after its handshake.

@@ -21,7 +21,7 @@ extension TLSHandler {
                     alpnProtocol: connection.alpnProtocol))
         case .client(let client, _, let host, let port, let key):
             guard let (chain, resumed) = establishedChain(context: context, host: host) else { return }
-            let policy = client.configuration.pinning
+            let policy = pinning.policy
             if policy.refusesUnpinned(host: host, at: client.now()) {
                 // Strict hosts: refused like a pin mismatch, on the verified connection, before any byte is sent.
                 fail(context: context, unpinnedError(client: client, host: host))
@@ -43,7 +43,7 @@ extension TLSHandler {
                 presentedChain: resumed ? nil : (try? connection.presentedChain()) ?? nil, pinVerdict: verdict,
                 resumed: resumed, clientCertificateRequest: connection.clientCertificateRequest)
             becomeActive(context: context)
-            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(info: info))
+            context.fireUserInboundEventTriggered(TLSHandshakeCompleted(info: info, pinningGeneration: pinning.generation))
         }
     }
 
@@ -78,7 +78,7 @@ extension TLSHandler {
     /// anything is signed with its key. The refusal is logged, reported and thrown by ``handshakeError(_:)``.
     func checkDuringVerification(_ chain: VerifiedChain) -> Bool {
         guard case .client(let client, _, let host, _, _) = role else { return true }
-        let policy = client.configuration.pinning
+        let policy = pinning.policy
         if policy.refusesUnpinned(host: host, at: client.now()) {
             refusedDuringVerification = .hostNotPinned
             return false
@@ -91,7 +91,7 @@ extension TLSHandler {
 
     /// Why a strict policy refuses `host`: every set covering it expired, or none does.
     private func unpinnedError(client: TLSClientContext, host: String) -> TLSError {
-        let policy = client.configuration.pinning
+        let policy = pinning.policy
         if let expired = policy.expiredPinSet(for: host, at: client.now()), let expiration = expired.expiration {
             return .pinSetExpired(host: host, pattern: expired.hostPattern.description, expiration: expiration)
         }
@@ -141,7 +141,7 @@ extension TLSHandler {
             if client.unpinnedNotices.firstTime(host) {
                 logger.notice(
                     "host is not pinned: no pin set covers it; chain and hostname verified by OpenSSL only",
-                    metadata: ["tls.pinSets": "\(configuration.pinning.hostPatterns)"])
+                    metadata: ["tls.pinSets": "\(pinning.policy.hostPatterns)"])
             } else {
                 logger.debug("no pin set for this host; chain and hostname verified by OpenSSL")
             }
@@ -169,7 +169,7 @@ extension TLSHandler {
     /// Logs the pin set's no-backup warning (every pin is on the current chain) after a full handshake, once per
     /// host and client context: a warning per connection would drown the log.
     private func warnIfNoBackup(client: TLSClientContext, host: String, chain: VerifiedChain) {
-        guard let warning = client.configuration.pinning.backupWarning(host: host, chain: chain, at: client.now()),
+        guard let warning = pinning.policy.backupWarning(host: host, chain: chain, at: client.now()),
             client.backupWarnings.firstTime(host)
         else { return }
         logger.notice("\(warning.description)", metadata: ["tls.pinSet": "\(warning.hostPattern)"])

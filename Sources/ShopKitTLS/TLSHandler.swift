@@ -32,6 +32,9 @@ public final class TLSHandler: ChannelDuplexHandler {
     typealias PendingWrite = (buffer: ByteBuffer, promise: EventLoopPromise<Void>?)
 
     let role: Role
+    /// The pinning policy this connection is checked against (client role): the context's policy in force when
+    /// the handler was made, for the whole handshake, whatever replaces it meanwhile.
+    let pinning: PinningSnapshot
     var machine = TLSHandlerStateMachine<PendingWrite>()
     var connection: OpenSSLConnection?
     /// The cached session offered to the server, with its verified chain (client role).
@@ -49,11 +52,16 @@ public final class TLSHandler: ChannelDuplexHandler {
     init(client: TLSClientContext, host: String, port: Int) {
         let name = Result { () throws(ServerNameError) in try ServerName(host) }
         let canonical = (try? name.get())?.text ?? host
-        role = .client(client, name: name, host: canonical, port: port, key: client.sessionKey(host: canonical, port: port))
+        let pinning = client.pinningSnapshot
+        self.pinning = pinning
+        role = .client(
+            client, name: name, host: canonical, port: port,
+            key: client.sessionKey(host: canonical, port: port, pinning: pinning.policy))
     }
 
     init(server: TLSServerContext) {
         role = .server(server)
+        pinning = PinningSnapshot(policy: PinningPolicy(), generation: 0)
     }
 
     var logger: Logger {

@@ -45,6 +45,8 @@ package final class LoopbackHTTPServer: Sendable {
         case closeWithoutResponse
         /// Never answer and keep the connection open (for timeouts).
         case neverRespond
+        /// Answer `200 OK`, kept alive, only when ``LoopbackHTTPServer/releaseHeld(body:)`` is called.
+        case hold
 
         /// `200 OK` with `body`, kept alive.
         package static func ok(_ body: [UInt8] = Array("ok".utf8)) -> Behaviour {
@@ -60,6 +62,8 @@ package final class LoopbackHTTPServer: Sendable {
         package var requests = 0
         /// Connections closed (by either side).
         package var closed = 0
+        /// Requests held (``Behaviour/hold``) and not released yet.
+        package var held = 0
     }
 
     /// The script: what to do for each request.
@@ -71,6 +75,7 @@ package final class LoopbackHTTPServer: Sendable {
         var counts = Counts()
         var children: [Int: (channel: any Channel, busy: Bool)] = [:]
         var requests: [Request] = []
+        var held: [@Sendable ([UInt8]) -> Void] = []
     }
 
     private let channel: any Channel
@@ -134,6 +139,18 @@ package final class LoopbackHTTPServer: Sendable {
         for channel in idle { try? await channel.close() }
     }
 
+    /// Answers every held request with `200 OK` and `body`.
+    package func releaseHeld(body: [UInt8] = Array("released".utf8)) {
+        let held = state.withLockedValue { state -> [@Sendable ([UInt8]) -> Void] in
+            defer {
+                state.held = []
+                state.counts.held = 0
+            }
+            return state.held
+        }
+        for respond in held { respond(body) }
+    }
+
     /// Stops listening and closes every connection.
     package func stop() async {
         try? await channel.close()
@@ -189,6 +206,7 @@ package final class LoopbackHTTPServer: Sendable {
                 let behaviour = script(request)
                 var busy = false
                 if case .neverRespond = behaviour { busy = true }
+                if case .hold = behaviour { busy = true }
                 LoopbackHTTPServer.record(request, busy: busy, state: state)
                 perform(behaviour, context: context)
             }
@@ -233,6 +251,18 @@ package final class LoopbackHTTPServer: Sendable {
                 context.close(promise: nil)
             case .neverRespond:
                 silent = true
+            case .hold:
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                let loop = context.eventLoop
+                state.withLockedValue {
+                    $0.held.append({ body in
+                        loop.execute {
+                            let (handler, context) = bound.value
+                            handler.perform(.ok(body), context: context)
+                        }
+                    })
+                    $0.counts.held += 1
+                }
             }
         }
 

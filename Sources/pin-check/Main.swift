@@ -19,6 +19,16 @@ enum Main {
         ProcessHardening.disableBacktracer()
         let arguments = Array(CommandLine.arguments.dropFirst())
         if arguments.first == "backup-key" { runBackupKey(Array(arguments.dropFirst())) }
+        switch arguments.first {
+        case "sign-pins": run(SignPinsCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
+        case "verify-pins": run(VerifyPinsCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
+        case "pins-document":
+            let command = parse(PinsDocumentCommand.self, arguments)
+            do throws(Failure) { Foundation.exit(try await command.execute()) } catch {
+                fail(error.status, "pins-document: " + error.message)
+            }
+        default: break
+        }
         let command: PinCheck
         do {
             var parsed = try PinCheck.parseAsRoot()
@@ -62,6 +72,29 @@ enum Main {
         }
     }
 
+    /// Parses `arguments` (the subcommand's name first) as `Command`: its own help and usage errors (exit 64).
+    private static func parse<Command: ParsableCommand>(_ type: Command.Type, _ arguments: [String]) -> Command {
+        let name = arguments[0]
+        do { return try Command.parse(Array(arguments.dropFirst())) } catch {
+            if Command.exitCode(for: error) == .success {
+                print(Command.fullMessage(for: error))
+                Foundation.exit(0)
+            }
+            let message = Command.message(for: error).split(whereSeparator: \.isNewline).joined(separator: "; ")
+            fail(.usage, "\(name): \(message.isEmpty ? "invalid usage" : message) (see pin-check \(name) --help)")
+        }
+    }
+
+    /// Runs a synchronous subcommand: its exit status, or its failure's.
+    private static func run<Command: ParsableCommand>(
+        _ type: Command.Type, _ arguments: [String], _ execute: (Command) throws(Failure) -> Int32
+    ) -> Never {
+        let command = parse(type, arguments)
+        do throws(Failure) { Foundation.exit(try execute(command)) } catch {
+            fail(error.status, "\(arguments[0]): " + error.message)
+        }
+    }
+
     private static func fail(_ status: ExitStatus, _ message: String) -> Never {
         let line = message.split(whereSeparator: \.isNewline).joined(separator: " ")
         FileHandle.standardError.write(Data("pin-check: \(line)\n".utf8))
@@ -73,6 +106,8 @@ enum Main {
 enum ExitStatus: Int32 {
     /// A usage error: malformed HOST:PORT or pin, an unreadable or malformed file, options that do not go together.
     case usage = 64
+    /// `sign-pins`, `verify-pins`, `pins-document`: the document (or a host it is made from) is refused.
+    case refused = 65
     /// The check cannot run on this machine: OpenSSL or the system trust store cannot be set up, or `--demo`
     /// cannot find the source tree's `TestCerts/`.
     case unavailable = 69

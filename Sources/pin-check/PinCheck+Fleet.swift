@@ -11,7 +11,7 @@ extension PinCheck {
     func validateFleet() throws {
         for (given, option) in [
             (!pins.isEmpty, "--pin"), (serverName != nil, "--servername"), (printConfig != nil, "--print-config"),
-            (allowStaticRSA, "--allow-static-rsa"),
+            (allowStaticRSA, "--allow-static-rsa"), (pinsDocument != nil, "--pins-document"),
         ] where given {
             throw ValidationError("\(option) does not apply to --hosts-file (put each host's pins in --pins-file)")
         }

@@ -23,6 +23,7 @@ struct PinCheck: ParsableCommand {
             code of all hosts.
 
             New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
+            Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
 
             Exit status:
               0   trusted, hostname ok, and no pins given or one matches
@@ -46,6 +47,14 @@ struct PinCheck: ParsableCommand {
 
     @Option(name: .customLong("pins-file"), help: "A file of pins: PIN or NAME PIN per line, '#' comments.")
     var pinsFile: String?
+
+    @Option(
+        name: .customLong("pins-document"),
+        help: "Check against the host's pins in a signed pin-set document (JWS), as apps will after the update; needs --pubkey.")
+    var pinsDocument: String?
+
+    @Option(name: .customLong("pubkey"), help: "With --pins-document: a trusted Ed25519 public key, KID=FILE or FILE. Repeatable.")
+    var publicKeys: [String] = []
 
     @Option(name: .customLong("ca-file"), help: "PEM trust anchors replacing the system roots (like curl --cacert).")
     var caFile: String?
@@ -98,7 +107,8 @@ struct PinCheck: ParsableCommand {
     /// The server-check options given, by their flag names.
     private var serverOptionsGiven: [String] {
         [
-            (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (caFile != nil, "--ca-file"),
+            (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (pinsDocument != nil, "--pins-document"),
+            (!publicKeys.isEmpty, "--pubkey"), (caFile != nil, "--ca-file"),
             (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
             (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"), (certFile != nil, "--cert"),
             (keyFile != nil, "--key"), (proxyURL != nil, "--proxy"), (proxyFromEnvironment, "--proxy-from-env"),
@@ -129,6 +139,9 @@ struct PinCheck: ParsableCommand {
         }
         if let serverName, serverName.isEmpty { throw ValidationError("--servername must not be empty") }
         if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both") }
+        if (pinsDocument == nil) != publicKeys.isEmpty {
+            throw ValidationError("--pins-document and --pubkey go together: give the document and the app's public keys")
+        }
         if proxyURL != nil, proxyFromEnvironment { throw ValidationError("--proxy and --proxy-from-env exclude each other") }
         _ = try proxy()
     }
@@ -186,6 +199,7 @@ struct PinCheck: ParsableCommand {
                 throw Failure(.usage, "--pins-file \(pinsFile): \(error)")
             }
         }
+        if let pinsDocument { parsed += try documentPins(pinsDocument, host: serverName ?? address.host) }
         var inspector = ServerInspector(
             address: address, serverName: serverName, pins: parsed,
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },

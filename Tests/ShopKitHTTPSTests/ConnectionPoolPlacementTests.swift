@@ -50,7 +50,7 @@ import TestSupport
 
         func connect(
             to target: RequestTarget, on loop: any EventLoop, events: @escaping @Sendable () -> HTTP2Connection.Events
-        ) -> EventLoopFuture<PooledConnection> {
+        ) -> EventLoopFuture<(PooledConnection, stillTrusted: @Sendable () -> Bool)> {
             if let error = failNext {
                 failNext = nil
                 return loop.makeFailedFuture(error)
@@ -58,7 +58,8 @@ import TestSupport
             let channel = EmbeddedChannel(loop: loop as! EmbeddedEventLoop)
             _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 443))
             opened.append(channel)
-            return loop.makeSucceededFuture(.http1(HTTPClientConnection(channel: channel, handler: HTTP1ConnectionHandler())))
+            let connection = PooledConnection.http1(HTTPClientConnection(channel: channel, handler: HTTP1ConnectionHandler()))
+            return loop.makeSucceededFuture((connection, stillTrusted: { true }))
         }
     }
 

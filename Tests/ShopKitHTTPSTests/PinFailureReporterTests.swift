@@ -22,7 +22,7 @@ import ShopKitTLS
             host: host, chain: VerifiedChain(verifiedCertificates: [leaf]),
             configuredPins: [try! SPKIPin(sha256: [UInt8](repeating: 7, count: 32)), try! SPKIPin(sha256: [UInt8](repeating: 8, count: 32))],
             date: date, hostPattern: try! HostPattern("*.example.com"), enforced: true, port: port,
-            validatedChainPEM: ["-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"])
+            validatedChainPEM: ["-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"], policyVersion: 4)
     }
 
     static func reporter(
@@ -59,6 +59,7 @@ import ShopKitTLS
         #expect(json["enforce-pinning"] as? Bool == true)
         #expect(json["validation-result"] as? Int == 1)
         #expect(json["date-time"] as? String == "2027-01-15T08:00:00Z")
+        #expect(json["policy-version"] as? Int == 4)
         #expect((json["validated-certificate-chain"] as? [String])?.first?.hasPrefix("-----BEGIN CERTIFICATE-----") == true)
         #expect(
             json["known-pins"] as? [String] == [

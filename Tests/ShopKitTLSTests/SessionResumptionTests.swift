@@ -95,3 +95,44 @@ import Testing
         #expect(server.resumptions == 1)
     }
 }
+
+/// Replacing a context's pins: sessions cached under the old pin set are not resumed.
+@Suite struct ReplacedPinsSessionTests {
+    @Test func sessionsCachedUnderTheOldPinSetAreNotResumed() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["intermediate-1", "backup-intermediate"]))
+        _ = try await Probe.get(context: context, port: server.port)
+        #expect(try await Probe.get(context: context, port: server.port).info.resumed)
+        #expect(context.sessionCache.count == 1)
+
+        // A new set that the chain still matches: the cached session (keyed by the old set) is not offered.
+        let newSet = try PinSet(
+            hostPattern: HostPattern("localhost"), pins: ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin))
+        context.replacePinning(PinningPolicy(pinSets: [newSet], version: 2))
+        let afterSwap = try await Probe.get(context: context, port: server.port)
+        #expect(!afterSwap.info.resumed)
+        #expect(afterSwap.info.pinVerdict == .matched(pin: TestCertificates.pin("leaf-localhost-ecdsa"), certificateIndex: 0))
+        #expect(server.fullHandshakes == 2)
+        #expect(server.resumptions == 1)
+
+        // Sessions made under the new set resume under it.
+        #expect(try await Probe.get(context: context, port: server.port).info.resumed)
+        #expect(server.resumptions == 2)
+    }
+
+    @Test func aHandshakeUsesThePolicyInForceWhenItsHandlerWasMade() async throws {
+        let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
+        defer { Task { try? await server.shutdown() } }
+        let context = try TLSClientContext(configuration: Probe.configuration(pins: ["intermediate-1", "backup-intermediate"]))
+        let refusing = try PinSet(hostPattern: HostPattern("localhost"), pins: ["other-root", "other-intermediate"].map(TestCertificates.pin))
+        context.replacePinning(PinningPolicy(pinSets: [refusing], version: 9))
+        #expect(context.pinning.version == 9)
+        await #expect {
+            _ = try await Probe.get(context: context, port: server.port)
+        } throws: { error in
+            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            return report.policyVersion == 9
+        }
+    }
+}

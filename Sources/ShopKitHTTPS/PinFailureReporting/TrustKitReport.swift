@@ -34,7 +34,7 @@ public struct PinFailureReportApp: Sendable, Hashable {
 ///      "port": 443, "noted-hostname": "*.example.com", "include-subdomains": true,
 ///      "enforce-pinning": true, "validated-certificate-chain": ["-----BEGIN CERTIFICATE-----\n…"],
 ///      "known-pins": ["pin-sha256=\"AbC…=\""], "validation-result": 1,
-///      "date-time": "2026-11-24T14:00:00Z", …}
+///      "date-time": "2026-11-24T14:00:00Z", "policy-version": 4, …}
 package struct TrustKitReport: Sendable, Hashable, Codable {
     /// `app-bundle-id` (``PinFailureReportApp/bundleID``).
     package var appBundleID: String
@@ -64,6 +64,9 @@ package struct TrustKitReport: Sendable, Hashable, Codable {
     package var validationResult: Int
     /// When the check happened.
     package var dateTime: Date
+    /// `policy-version` (a ShopKit addition; TrustKit collectors keep unknown keys): the version of the pinning
+    /// policy that refused the chain (0 for the app's baseline, else the signed pin-set document's version).
+    package var policyVersion: Int
 
     enum CodingKeys: String, CodingKey {
         case appBundleID = "app-bundle-id", appVersion = "app-version", appVendorID = "app-vendor-id"
@@ -72,6 +75,7 @@ package struct TrustKitReport: Sendable, Hashable, Codable {
         case notedHostname = "noted-hostname", includeSubdomains = "include-subdomains"
         case enforcePinning = "enforce-pinning", validatedCertificateChain = "validated-certificate-chain"
         case knownPins = "known-pins", validationResult = "validation-result", dateTime = "date-time"
+        case policyVersion = "policy-version"
     }
 
     /// TrustKit's value for a chain that matched no pin.
@@ -93,6 +97,7 @@ package struct TrustKitReport: Sendable, Hashable, Codable {
         knownPins = report.configuredPins.map { "pin-sha256=\"\($0.description.dropFirst("sha256/".count))\"" }
         validationResult = Self.noMatchingPin
         dateTime = report.date
+        policyVersion = report.policyVersion
     }
 
     /// The JSON body (sorted keys, ISO 8601 date).

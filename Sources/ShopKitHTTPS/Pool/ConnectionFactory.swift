@@ -63,12 +63,15 @@ struct ConnectionFactory: Sendable {
     /// ``tunnel(to:through:on:)``), whose failures are the proxy's own errors; TLS to the origin then runs inside
     /// the tunnel exactly as on a direct connection.
     ///
+    /// The future's second value tells whether the connection's verified chain still satisfies the pins in force
+    /// (``ConnectionPool/pinningChanged()`` asks it after the pins were replaced).
+    ///
     /// - Parameters:
     ///   - loop: the connection's event loop (one of ``group``'s); called there, nothing hops to another thread.
     ///   - events: what an HTTP/2 connection reports to the pool (asked once it is set up).
     func connect(
         to target: RequestTarget, on loop: any EventLoop, events: @escaping @Sendable () -> HTTP2Connection.Events
-    ) -> EventLoopFuture<PooledConnection> {
+    ) -> EventLoopFuture<(PooledConnection, stillTrusted: @Sendable () -> Bool)> {
         let opened: EventLoopFuture<any Channel>
         switch target.route {
         case .direct:
@@ -88,14 +91,18 @@ struct ConnectionFactory: Sendable {
         return opened.flatMap { channel in
             security.addHandlers(
                 to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
-            ).hop(to: channel.eventLoop).flatMap { alpn -> EventLoopFuture<PooledConnection> in
+            ).hop(to: channel.eventLoop).flatMap { secured -> EventLoopFuture<(PooledConnection, stillTrusted: @Sendable () -> Bool)> in
+                let alpn = secured.alpn
                 if alpn == "h2" && httpVersion != .http1Only {
-                    return HTTP2Connection.start(on: channel, keepalive: keepalive, logger: logger, events: events).map { .http2($0) }
+                    return HTTP2Connection.start(on: channel, keepalive: keepalive, logger: logger, events: events)
+                        .map { (.http2($0), secured.stillTrusted) }
                 }
                 if httpVersion == .http2Only {
                     return channel.eventLoop.makeFailedFuture(HTTPSTransportError.http2NotNegotiated(alpn: alpn))
                 }
-                return channel.eventLoop.makeCompletedFuture { try .http1(Self.http1(on: channel, logger: logger)) }
+                return channel.eventLoop.makeCompletedFuture {
+                    (try .http1(Self.http1(on: channel, logger: logger)), secured.stillTrusted)
+                }
             }.flatMapErrorThrowing { error in
                 channel.close(promise: nil)
                 throw error

@@ -2,13 +2,15 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import ShopKitTLS
 
 /// How the pool opens a connection: ``ConnectionFactory`` (TCP, TLS, HTTP/2 or HTTP/1.1), or a fake in tests.
 protocol ConnectionOpener: Sendable {
     /// Opens a verified connection to `target` on `loop`; `events` is what an HTTP/2 connection reports.
+    /// `stillTrusted` says whether the connection's verified chain satisfies the pins in force now.
     func connect(
         to target: RequestTarget, on loop: any EventLoop, events: @escaping @Sendable () -> HTTP2Connection.Events
-    ) -> EventLoopFuture<PooledConnection>
+    ) -> EventLoopFuture<(PooledConnection, stillTrusted: @Sendable () -> Bool)>
 }
 
 extension ConnectionFactory: ConnectionOpener {}
@@ -58,6 +60,8 @@ final class ConnectionPool: Sendable {
         var waiters: [WaiterID: Waiter] = [:]
         var waiterTimers: [WaiterID: Scheduled<Void>] = [:]
         var nextWaiter = 0
+        /// Each open connection's target and trust re-check (``pinningChanged()`` asks it).
+        var trustChecks: [ConnectionID: (target: RequestTarget, stillTrusted: @Sendable () -> Bool)] = [:]
     }
 
     /// Side effects decided under the lock and carried out after it is released.
@@ -225,6 +229,23 @@ final class ConnectionPool: Sendable {
         })
     }
 
+    /// The pins were replaced (``HTTPSTransport/replacePinning(_:)``): every open connection whose verified chain
+    /// the new pins refuse stops being handed out, before this returns; the machine decides what happens to each
+    /// (``ConnectionPoolStateMachine/distrust(key:connection:)``). Requests already running finish on their
+    /// connection.
+    func pinningChanged() {
+        perform(withLock { state in
+            var effects: [Effect] = []
+            for (id, entry) in state.trustChecks where !entry.stillTrusted() {
+                state.trustChecks[id] = nil
+                effects.append(
+                    .log("closing a connection the new pins refuse", ["host": "\(entry.target.host)", "connection": "\(id)"]))
+                effects += Self.plan(state.machine.distrust(key: entry.target, connection: id), entry.target, &state)
+            }
+            return effects
+        })
+    }
+
     /// Closes idle connections and refuses waiters; leased connections close when released.
     func shutDown() {
         perform(withLock { Self.plan($0.machine.shutDown(), nil, &$0) })
@@ -302,6 +323,7 @@ final class ConnectionPool: Sendable {
 
     private static func close(_ id: ConnectionID, _ state: inout Locked) -> [Effect] {
         var effects: [Effect] = []
+        state.trustChecks.removeValue(forKey: id)
         if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
         if let connection = state.connections.removeValue(forKey: id) { effects.append(.close(connection)) }
         return effects
@@ -349,16 +371,25 @@ final class ConnectionPool: Sendable {
             if let waiterDeadline { scheduleTimer(for: new.waiter, on: loop, deadline: waiterDeadline) }
             opener.connect(to: target, on: loop, events: { events }).whenComplete { [self] result in
                 switch result {
-                case .success(let connection): created(id, connection, for: new.waiter, target: target)
-                case .failure(let error): creationFailed(id, error: error, for: new.waiter, target: target)
+                case .success((let connection, let stillTrusted)):
+                    created(id, connection, stillTrusted: stillTrusted, for: new.waiter, target: target)
+                case .failure(let error):
+                    creationFailed(id, error: error, for: new.waiter, target: target)
                 }
             }
         }
         if loop.inEventLoop { open() } else { loop.execute(open) }
     }
 
-    private func created(_ id: ConnectionID, _ connection: PooledConnection, for waiter: WaiterID, target: RequestTarget) {
-        let effects = withLock { state -> [Effect] in
+    private func created(
+        _ id: ConnectionID, _ connection: PooledConnection, stillTrusted: @escaping @Sendable () -> Bool,
+        for waiter: WaiterID, target: RequestTarget
+    ) {
+        let effects = withLock { state -> [Effect]? in
+            // Asked under the lock, with the registration: ``pinningChanged()`` either sees this connection
+            // registered (and re-checks it) or ran before the ask (which then sees its new pins).
+            guard stillTrusted() else { return nil }
+            state.trustChecks[id] = (target, stillTrusted)
             state.connections[id] = connection
             let capacity: Int?
             if case .http2(let http2) = connection { capacity = http2.streamCapacity } else { capacity = nil }
@@ -367,6 +398,13 @@ final class ConnectionPool: Sendable {
                 + Self.plan(state.machine.openForWaiters(key: target), target, &state)
             return Self.resume(waiter, with: Lease(id: id, target: target, connection: connection, reused: false), &state)
                 + established
+        }
+        guard let effects else {
+            // Verified under pins replaced during its handshake: never used. Retryable, so the request can run again
+            // on a connection checked against the new pins.
+            connection.close()
+            let error = TLSError.handshakeFailed(reason: "the pins were replaced during the handshake; try again")
+            return creationFailed(id, error: error, for: waiter, target: target)
         }
         connection.channel.closeFuture.whenComplete { [self] _ in connectionClosed(id, target) }
         perform(effects)
@@ -398,6 +436,7 @@ final class ConnectionPool: Sendable {
     private func connectionClosed(_ id: ConnectionID, _ target: RequestTarget) {
         let effects = withLock { state -> [Effect] in
             var effects: [Effect] = []
+            state.trustChecks.removeValue(forKey: id)
             if let timer = state.idleTimers.removeValue(forKey: id) { effects.append(.cancelTimer(timer)) }
             effects += Self.plan(state.machine.connectionClosed(key: target, connection: id), target, &state)
             // A leased connection stays registered until its requester releases it.

@@ -1,0 +1,212 @@
+import Foundation
+
+/// A pin-set document: the pins an app applies in place of its compiled-in baseline, published signed (a JWS
+/// with `EdDSA`; ShopKitTLS's `PinSetVerifier` checks it) so pins can rotate without a release.
+///
+/// The payload is JSON with the fields of a pins file and a policy, plus a version and a validity window:
+///
+///     {
+///       "version": 4,
+///       "issuedAt": "2026-11-26T09:00:00Z",
+///       "expiresAt": "2027-02-24T09:00:00Z",
+///       "strictHosts": true,
+///       "pinSets": [
+///         {"host": "api.example.com", "pins": ["sha256/…current…", "sha256/…backup…"]},
+///         {"host": "*.cdn.example.com", "pins": ["sha256/…", "sha256/…"], "reportOnly": true,
+///          "expiration": "2027-01-01T00:00:00Z"}
+///       ],
+///       "unpinnedBaselineHosts": ["legacy.example.com"]
+///     }
+///
+/// `version` is an integer above 0 that every new document raises; times are UTC in ISO 8601
+/// (`YYYY-MM-DDTHH:MM:SSZ`); each set needs two distinct pins (the current key and a backup); `strictHosts`
+/// (default false) refuses hosts no set covers; `unpinnedBaselineHosts` lists the baseline's host patterns the
+/// document stops pinning on purpose (without it, dropping one is refused). Unknown fields are refused, so a typo
+/// cannot silently drop a setting.
+public struct PinSetDocument: Sendable {
+    /// The document's version: a document is applied only above the version in force.
+    public let version: Int
+    /// When the document was issued.
+    public let issuedAt: Date
+    /// When the document stops being applied (the app then falls back to its baseline, never to no pins).
+    public let expiresAt: Date
+    /// The policy the document describes; its `version` is the document's.
+    public let policy: PinningPolicy
+    /// Baseline host patterns the document unpins deliberately.
+    let unpinnedBaselineHosts: [HostPattern]
+
+    /// How far in the future `issuedAt` may be (clock skew between publisher and app).
+    package static let clockSkew: TimeInterval = 5 * 60
+
+    /// Parses a document's JSON.
+    ///
+    /// - Throws: ``PinSetDocumentError/malformedDocument(_:)`` naming the field at fault.
+    package init(json: [UInt8]) throws(PinSetDocumentError) {
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: Data(json))
+        } catch let error as PinSetDocumentError {
+            throw error
+        } catch let error as DecodingError {
+            throw .malformedDocument(Self.describe(error))
+        } catch {
+            throw .malformedDocument("not JSON")
+        }
+        guard wire.version > 0 else { throw .malformedDocument("version must be an integer above 0") }
+        let issuedAt = try Self.date(wire.issuedAt, field: "issuedAt")
+        let expiresAt = try Self.date(wire.expiresAt, field: "expiresAt")
+        guard issuedAt < expiresAt else { throw .malformedDocument("expiresAt must be after issuedAt") }
+        var sets: [PinSet] = []
+        for (index, set) in wire.pinSets.enumerated() {
+            let expiration = try set.expiration.map { text throws(PinSetDocumentError) in
+                try Self.date(text, field: "pinSets[\(index)].expiration")
+            }
+            let pinSet: PinSet
+            do {
+                pinSet = try PinSet(host: set.host, pins: set.pins, expiration: expiration, reportOnly: set.reportOnly)
+            } catch {
+                throw .malformedDocument("pinSets[\(index)] (\(set.host)): \(error)")
+            }
+            guard !sets.contains(where: { $0.hostPattern == pinSet.hostPattern }) else {
+                throw .malformedDocument("pinSets[\(index)]: a second set for \(pinSet.hostPattern); merge their pins")
+            }
+            sets.append(pinSet)
+        }
+        guard !sets.isEmpty else { throw .malformedDocument("pinSets is empty: a document pins at least one host") }
+        var unpinned: [HostPattern] = []
+        for text in wire.unpinnedBaselineHosts {
+            do { unpinned.append(try HostPattern(text)) } catch {
+                throw .malformedDocument("unpinnedBaselineHosts: \(error)")
+            }
+        }
+        version = wire.version
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        policy = PinningPolicy(pinSets: sets, unpinnedHosts: wire.strictHosts ? .refuse : .allow, version: wire.version)
+        unpinnedBaselineHosts = unpinned
+    }
+
+    /// Checks that the document may replace the policy in force (`currentVersion`) over `baseline` at `now`: its
+    /// version is above, it is valid at `now` (with ``clockSkew`` for `issuedAt`), and it keeps a set for every
+    /// host pattern the baseline pins, unless it lists the pattern in `unpinnedBaselineHosts`.
+    package func check(baseline: PinningPolicy, currentVersion: Int, now: Date) throws(PinSetDocumentError) {
+        guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
+        guard now < expiresAt else { throw .expired(expiresAt: expiresAt) }
+        guard issuedAt <= now.addingTimeInterval(Self.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
+        for set in baseline.pinSets
+        where !policy.pinSets.contains(where: { $0.hostPattern == set.hostPattern })
+            && !unpinnedBaselineHosts.contains(set.hostPattern)
+        {
+            throw .dropsBaselineHost(set.hostPattern.description)
+        }
+    }
+
+    /// The JSON of a document (sorted keys; what `pin-check` emits for signing).
+    package static func json(
+        version: Int, issuedAt: Date, expiresAt: Date, policy: PinningPolicy, unpinnedBaselineHosts: [String] = []
+    ) -> String {
+        var object: [String: Any] = [
+            "version": version, "issuedAt": timestamp(issuedAt), "expiresAt": timestamp(expiresAt),
+            "strictHosts": policy.unpinnedHosts == .refuse,
+            "pinSets": policy.pinSets.map { set -> [String: Any] in
+                var entry: [String: Any] = ["host": set.hostPattern.pattern, "pins": set.pins.map(\.description)]
+                if set.reportOnly { entry["reportOnly"] = true }
+                if let expiration = set.expiration { entry["expiration"] = timestamp(expiration) }
+                return entry
+            },
+        ]
+        if !unpinnedBaselineHosts.isEmpty { object["unpinnedBaselineHosts"] = unpinnedBaselineHosts }
+        let data = (try? JSONSerialization.data(
+            withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data()
+        return String(decoding: data, as: UTF8.self) + "\n"
+    }
+
+    /// `date` as the document writes times: ISO 8601 in UTC, whole seconds.
+    package static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: date)
+    }
+
+    private static func date(_ text: String, field: String) throws(PinSetDocumentError) -> Date {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        guard let date = formatter.date(from: text) else {
+            throw .malformedDocument("\(field) \(String(reflecting: text)) is not an ISO 8601 time such as 2027-01-01T00:00:00Z")
+        }
+        return date
+    }
+
+    private static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            let parent = path(context.codingPath)
+            return "missing field \(parent.isEmpty ? "" : parent + ".")\(key.stringValue)"
+        case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
+            return "field \(path(context.codingPath)) must be \(type == Int.self ? "an integer" : type == Bool.self ? "true or false" : type == String.self ? "a string" : "\(type)")"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not JSON" : "field \(path(context.codingPath)): \(context.debugDescription)"
+        @unknown default:
+            return "not a pin-set document"
+        }
+    }
+}
+
+/// The document's JSON, decoded strictly: unknown fields and wrong types are refused.
+private struct Wire: Decodable {
+    let version: Int
+    let issuedAt: String
+    let expiresAt: String
+    let strictHosts: Bool
+    let pinSets: [WireSet]
+    let unpinnedBaselineHosts: [String]
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: FieldKey.self)
+        try container.refuseUnknown(["version", "issuedAt", "expiresAt", "strictHosts", "pinSets", "unpinnedBaselineHosts"])
+        version = try container.decode(Int.self, forKey: "version")
+        issuedAt = try container.decode(String.self, forKey: "issuedAt")
+        expiresAt = try container.decode(String.self, forKey: "expiresAt")
+        strictHosts = try container.decodeIfPresent(Bool.self, forKey: "strictHosts") ?? false
+        pinSets = try container.decode([WireSet].self, forKey: "pinSets")
+        unpinnedBaselineHosts = try container.decodeIfPresent([String].self, forKey: "unpinnedBaselineHosts") ?? []
+    }
+}
+
+private struct WireSet: Decodable {
+    let host: String
+    let pins: [String]
+    let reportOnly: Bool
+    let expiration: String?
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: FieldKey.self)
+        try container.refuseUnknown(["host", "pins", "reportOnly", "expiration"])
+        host = try container.decode(String.self, forKey: "host")
+        pins = try container.decode([String].self, forKey: "pins")
+        reportOnly = try container.decodeIfPresent(Bool.self, forKey: "reportOnly") ?? false
+        expiration = try container.decodeIfPresent(String.self, forKey: "expiration")
+    }
+}
+
+private struct FieldKey: CodingKey, ExpressibleByStringLiteral {
+    let stringValue: String
+    var intValue: Int? { nil }
+    init(stringValue: String) { self.stringValue = stringValue }
+    init?(intValue: Int) { nil }
+    init(stringLiteral value: String) { stringValue = value }
+}
+
+extension KeyedDecodingContainer where Key == FieldKey {
+    fileprivate func refuseUnknown(_ known: Set<String>) throws {
+        if let unknown = allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
+            let at = codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            throw PinSetDocumentError.malformedDocument(
+                "unknown field \(String(reflecting: unknown))\(at.isEmpty ? "" : " in " + at.drop { $0 == "." }); "
+                    + "known fields: \(known.sorted().joined(separator: ", "))")
+        }
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// Why a signed pin-set document was refused. A refused document never changes the policy in force.
+///
+/// Each message says whose input is at fault: the publisher's document or signature, or the app's own
+/// configuration (its signing keys).
+public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The text is not a JWS in compact form (three base64url parts, no padding), or is too large.
+    case malformedJWS(String)
+    /// The JWS header is not a JSON object with string `alg` and `kid`.
+    case malformedHeader(String)
+    /// The header's `alg` is not `EdDSA` (this refuses `none`, `HS256` and every other algorithm).
+    case algorithmNotAllowed(String)
+    /// The header lists `crit` extensions, which ShopKit does not implement (RFC 7515 §4.1.11).
+    case unsupportedCritical([String])
+    /// The header names no key (`kid`).
+    case missingKeyID
+    /// The header's `kid` is none of the app's signing keys.
+    case unknownKey(String)
+    /// The signature does not verify under the key the header names (bad, missing or truncated).
+    case badSignature(keyID: String)
+    /// The signed payload is not a valid pin-set document; the message names the field.
+    case malformedDocument(String)
+    /// The document's version is not above the version of the policy in force (a replay or a rollback).
+    case notNewer(version: Int, current: Int)
+    /// The document's `expiresAt` has passed.
+    case expired(expiresAt: Date)
+    /// The document's `issuedAt` is in the future (beyond the allowed clock skew).
+    case notYetValid(issuedAt: Date)
+    /// The document pins no longer a host pattern the app's baseline pins, and does not list it in
+    /// `unpinnedBaselineHosts`.
+    case dropsBaselineHost(String)
+    /// The app's signing keys are unusable: fewer than two, not Ed25519, or a repeated key id.
+    case signingKeys(String)
+
+    public var description: String {
+        switch self {
+        case .malformedJWS(let problem):
+            return "the pin-set document is not a compact JWS (publisher): \(problem)"
+        case .malformedHeader(let problem):
+            return "the pin-set document's JWS header is invalid (publisher): \(problem)"
+        case .algorithmNotAllowed(let alg):
+            return "the pin-set document is signed with alg \(String(reflecting: alg)) (publisher): only EdDSA "
+                + "(Ed25519) is accepted; sign it with pin-check sign-pins"
+        case .unsupportedCritical(let names):
+            return "the pin-set document's header marks \(names) critical (publisher): no JWS extension is supported"
+        case .missingKeyID:
+            return "the pin-set document's header has no kid (publisher): name the signing key that signed it"
+        case .unknownKey(let kid):
+            return "the pin-set document is signed with key \(String(reflecting: kid)), which the app does not know "
+                + "(publisher, or an app without that key): sign with one of the app's signing keys"
+        case .badSignature(let kid):
+            return "the pin-set document's signature does not verify under key \(String(reflecting: kid)) "
+                + "(publisher, or a document altered in transit)"
+        case .malformedDocument(let problem):
+            return "the pin-set document is invalid (publisher): \(problem)"
+        case .notNewer(let version, let current):
+            return "the pin-set document has version \(version), not above the version in force (\(current)): "
+                + "a replayed or rolled-back document; publish a higher version"
+        case .expired(let expiresAt):
+            return "the pin-set document expired at \(PinSetDocument.timestamp(expiresAt)) (publisher): publish a fresh one"
+        case .notYetValid(let issuedAt):
+            return "the pin-set document is issued at \(PinSetDocument.timestamp(issuedAt)), in the future "
+                + "(publisher's or this machine's clock is wrong)"
+        case .dropsBaselineHost(let pattern):
+            return "the pin-set document has no pin set for \(pattern), which the app's baseline pins (publisher): "
+                + "add one, or list \(pattern) in unpinnedBaselineHosts to unpin it deliberately"
+        case .signingKeys(let problem):
+            return "the app's pin-set signing keys are unusable (app configuration): \(problem)"
+        }
+    }
+}

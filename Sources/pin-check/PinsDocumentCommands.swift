@@ -1,0 +1,264 @@
+import ArgumentParser
+import Foundation
+import ShopKitInspector
+import ShopKitOpenSSL
+import ShopKitPinning
+import ShopKitTLS
+
+/// `pin-check sign-pins`: signs a pin-set document (JSON) as a compact JWS with an Ed25519 key. Thin: the document
+/// is checked by ShopKitPinning's parser before anything is signed.
+struct SignPinsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin-check sign-pins",
+        abstract: "Sign a pin-set document (JSON) with an Ed25519 key, as a JWS an app's PinUpdates accepts.",
+        discussion: """
+            Checks the document first (the fields of a pins file plus version, issuedAt, expiresAt) and signs it
+            only if an app would parse it. The JWS header names the key with --kid (default: the key file's name
+            without its extension), which must be one of the key ids the app's PinSetVerifier trusts. Make a
+            signing key with: openssl genpkey -algorithm ed25519 -out KEY (keep it offline).
+
+            Exit status:
+              0   signed
+              64  usage error (unreadable file, a key that is not an unencrypted Ed25519 PEM key)
+              65  the document is not a valid pin-set document (the message names the field)
+              73  the output cannot be written
+            """)
+
+    @Option(help: "The Ed25519 private key (PEM, unencrypted). Read into wiped memory, never printed.")
+    var key: String
+
+    @Option(help: "The key id for the JWS header (default: the key file's name without extension).")
+    var kid: String?
+
+    @Option(name: .customLong("in"), help: "The pin-set document (JSON).")
+    var input: String
+
+    @Option(help: "Where to write the JWS.")
+    var out: String
+
+    func execute() throws(Failure) -> Int32 {
+        let json = try readText(input, option: "--in")
+        let document: PinSetDocument
+        do { document = try PinSetDocument(json: Array(json.utf8)) } catch {
+            throw Failure(.refused, "--in \(input): \(error)")
+        }
+        guard let secret = SecureBytes.contentsOfFile(key, limit: 64 * 1024) else {
+            throw Failure(.usage, "--key \(key): cannot read the file (check the path and permissions)")
+        }
+        let signingKey: OpenSSLKey
+        do { signingKey = try OpenSSLKey.privateKey(pem: secret) } catch {
+            throw Failure(.usage, "--key \(key): not an unencrypted PEM private key (\(error))")
+        }
+        guard signingKey.isEd25519 else {
+            throw Failure(.usage, "--key \(key): a \(signingKey.keyDescription) key; sign with an Ed25519 key")
+        }
+        let keyID = kid ?? ((key as NSString).lastPathComponent as NSString).deletingPathExtension
+        let jws: String
+        do {
+            jws = try CompactJWS.serialize(payload: Array(json.utf8), keyID: keyID) { try signingKey.signEd25519($0) }
+        } catch {
+            throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
+        }
+        do { try Data((jws + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
+            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
+        }
+        print(
+            "signed \(input) (version \(document.version), \(document.policy.pinSets.count) hosts, expires "
+                + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(out)")
+        return 0
+    }
+}
+
+/// `pin-check verify-pins`: checks a signed pin-set document as an app would, with the app's public keys.
+struct VerifyPinsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin-check verify-pins",
+        abstract: "Check a signed pin-set document as an app would: signature, algorithm, version, dates.",
+        discussion: """
+            Give the public keys the app trusts (at least two, as the app needs) as KID=FILE, or FILE for a key id
+            equal to the file's name without extension. Prints the document's version, dates and pins.
+
+            Exit status:
+              0   the document is valid now
+              64  usage error (unreadable file, unusable public keys)
+              65  the document is refused (the message says why and whose input is at fault)
+            """)
+
+    @Option(name: .customLong("pubkey"), help: "A trusted Ed25519 public key, KID=FILE or FILE (PEM). Repeatable.")
+    var publicKeys: [String] = []
+
+    @Option(name: .customLong("current-version"), help: "Refuse a document not above this version (default 0).")
+    var currentVersion: Int = 0
+
+    @Argument(help: "The signed document (compact JWS).")
+    var document: String
+
+    func execute() throws(Failure) -> Int32 {
+        let verifier = try trustedKeys(publicKeys)
+        let text = try readText(document, option: "document")
+        let verified: PinSetDocument
+        do {
+            verified = try verifier.verify(text, baseline: PinningPolicy(), currentVersion: currentVersion, now: Date())
+        } catch {
+            throw Failure(.refused, "\(document): \(error)")
+        }
+        let kid = (try? CompactJWS(parsing: text).keyID) ?? "?"
+        var lines = [
+            "\(document): valid, version \(verified.version), signed by \(String(reflecting: kid)), issued "
+                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt))"
+                + (verified.policy.unpinnedHosts == .refuse ? ", strict hosts" : "")
+        ]
+        for set in verified.policy.pinSets {
+            lines.append("  [\(set.hostPattern)]\(set.reportOnly ? " report-only" : "")")
+            lines += set.pins.map { "    \($0)" }
+        }
+        print(lines.joined(separator: "\n"))
+        return 0
+    }
+}
+
+/// `pin-check pins-document`: a pin-set document for the hosts of a hosts file, with the pins their servers use
+/// now and the backup keys `backup-key` made, ready to check and sign.
+struct PinsDocumentCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin-check pins-document",
+        abstract: "Write a pin-set document for every host of a hosts file: current pins plus backup keys.",
+        discussion: """
+            Connects to each HOST[:PORT] (chain and hostname verified, no pins) and pins its leaf key and its
+            issuing CA's key; with --backup-dir, adds the pin of DIR/HOST.key made by pin-check backup-key (read
+            into wiped memory; only its public half is used). Review the output, then sign it with sign-pins.
+
+            Exit status:
+              0   written
+              64  usage error
+              65  a host could not be verified (the message names it)
+              69  OpenSSL or the trust store cannot be set up
+            """)
+
+    @Option(name: .customLong("hosts-file"), help: "The servers, one HOST[:PORT] per line ('#' comments).")
+    var hostsFile: String
+
+    @Option(name: .customLong("backup-dir"), help: "Where backup-key wrote HOST.key files.")
+    var backupDirectory: String?
+
+    @Option(name: .customLong("ca-file"), help: "PEM trust anchors replacing the system roots.")
+    var caFile: String?
+
+    @Option(help: "The document's version: above the version apps have now.")
+    var version: Int
+
+    @Option(name: .customLong("valid-days"), help: "Days until the document expires (default 90).")
+    var validDays: Int = 90
+
+    @Flag(name: .customLong("strict-hosts"), help: "Apps refuse hosts the document does not pin.")
+    var strictHosts = false
+
+    @Option(help: "Where to write the JSON (default: standard output).")
+    var out: String?
+
+    func execute() async throws(Failure) -> Int32 {
+        guard version > 0, (1...3650).contains(validDays) else {
+            throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to 3650")
+        }
+        let addresses: [ServerAddress]
+        do { addresses = try HostsFile.parse(try readText(hostsFile, option: "--hosts-file")) } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(.usage, "--hosts-file \(hostsFile): \(error)")
+        }
+        let anchors = try caFile.map { path throws(Failure) in try readText(path, option: "--ca-file") }
+        var reports: [ServerReport?] = Array(repeating: nil, count: addresses.count)
+        do {
+            try await FleetInspector(addresses: addresses, trustAnchorsPEM: anchors).run { index, report in
+                reports[index] = report
+            }
+        } catch {
+            throw Failure(error.kind == .system ? .unavailable : .usage, error.description)
+        }
+        var pinsByHost: [(host: String, pins: [SPKIPin])] = []
+        for report in reports.compactMap({ $0 }) {
+            guard report.verdict == .ok, !report.verifiedChain.isEmpty else {
+                throw Failure(.refused, "\(report.host):\(report.port) is \(report.verdict.rawValue): \(report.reason ?? "")")
+            }
+            var pins = report.verifiedChain.prefix(2).compactMap { try? SPKIPin($0.pin) }
+            if let backupDirectory { pins += try backupPin(for: report.host, in: backupDirectory) }
+            if let index = pinsByHost.firstIndex(where: { $0.host == report.host }) {
+                pinsByHost[index].pins += pins
+            } else {
+                pinsByHost.append((report.host, pins))
+            }
+        }
+        var sets: [PinSet] = []
+        for entry in pinsByHost {
+            do { sets.append(try PinSet(host: entry.host, pins: entry.pins.map(\.description))) } catch {
+                throw Failure(.refused, "\(entry.host): \(error)")
+            }
+        }
+        let now = Date()
+        let json = PinSetDocument.json(
+            version: version, issuedAt: now, expiresAt: now + Double(validDays) * 86_400,
+            policy: PinningPolicy(pinSets: sets, unpinnedHosts: strictHosts ? .refuse : .allow))
+        guard let out else {
+            print(json, terminator: "")
+            return 0
+        }
+        do { try Data(json.utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
+            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
+        }
+        return 0
+    }
+
+    /// The pin of `DIR/HOST.key`, if backup-key made one for `host`.
+    private func backupPin(for host: String, in directory: String) throws(Failure) -> [SPKIPin] {
+        let path = (directory as NSString).appendingPathComponent(host.replacingOccurrences(of: "*", with: "wildcard") + ".key")
+        guard FileManager.default.fileExists(atPath: path) else { return [] }
+        guard let secret = SecureBytes.contentsOfFile(path, limit: 64 * 1024) else {
+            throw Failure(.usage, "--backup-dir: cannot read \(path)")
+        }
+        do { return [try OpenSSLKey.privateKey(pem: secret).spkiPin] } catch {
+            throw Failure(.usage, "--backup-dir: \(path) is not an unencrypted PEM private key (\(error))")
+        }
+    }
+}
+
+extension PinCheck {
+    /// `--pins-document`: the pins the signed document gives `host` (its signature checked with `--pubkey`; its
+    /// version and dates are not, so a document about to be published can be tried).
+    func documentPins(_ path: String, host: String) throws(Failure) -> [SPKIPin] {
+        let verifier = try trustedKeys(publicKeys)
+        let document: PinSetDocument
+        do { document = try verifier.signedDocument(try readText(path, option: "--pins-document")) } catch let error as Failure {
+            throw error
+        } catch {
+            throw Failure(.refused, "--pins-document \(path): \(error)")
+        }
+        let name = (try? ServerName(host).text) ?? host
+        guard let set = document.policy.pinSet(for: name, at: Date()) else {
+            throw Failure(.usage, "--pins-document \(path): no pin set covers \(name) (the document pins \(document.policy.hostPatterns))")
+        }
+        return set.pins
+    }
+}
+
+/// A verifier for `--pubkey` values, `KID=FILE` or `FILE` (the key id is then the file's name without extension).
+func trustedKeys(_ values: [String]) throws(Failure) -> PinSetVerifier {
+    var keys: [String: String] = [:]
+    for given in values {
+        let (id, path): (String, String)
+        if let equals = given.firstIndex(of: "=") {
+            (id, path) = (String(given[..<equals]), String(given[given.index(after: equals)...]))
+        } else {
+            (id, path) = (((given as NSString).lastPathComponent as NSString).deletingPathExtension, given)
+        }
+        keys[id] = try readText(path, option: "--pubkey")
+    }
+    do { return try PinSetVerifier(publicKeys: keys) } catch { throw Failure(.usage, error.description) }
+}
+
+/// The text of the file at `path`, or a usage failure naming `option`.
+func readText(_ path: String, option: String) throws(Failure) -> String {
+    guard let data = FileManager.default.contents(atPath: path) else {
+        throw Failure(.usage, "\(option) \(path): cannot read the file (check the path and permissions)")
+    }
+    return String(decoding: data, as: UTF8.self)
+}
