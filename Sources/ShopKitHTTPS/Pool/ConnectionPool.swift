@@ -68,8 +68,9 @@ final class ConnectionPool: Sendable {
 
     private let locked: NIOLockedValueBox<Locked>
     private let factory: ConnectionFactory
-    /// The group's event loops, which connections are placed on (see ``LoopPlacement``).
-    private let loops: [any EventLoop]
+    /// The group's event loops, which connections are placed on (see ``LoopPlacement``: the first connection goes
+    /// on the first loop).
+    let loops: [any EventLoop]
     private let logger: Logger
 
     init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
