@@ -48,6 +48,8 @@ struct ReportTablesTests {
         #expect(ReportTables.ahcBaseline(for: "keepalive-32") == "keepalive-32")
         #expect(ReportTables.reference(for: "newconn-ecdsa") == "openssl-s_time")
         #expect(ReportTables.reference(for: "body-1mib") == "wrk")
+        #expect(ReportTables.reference(for: "h2-keepalive-32") == "h2load")
+        #expect(ReportTables.reference(for: "h2-body-1mib") == "h2load")
     }
 
     @Test func parsesTheScriptsPartialLinesAndSkipsNoise() {
@@ -126,6 +128,25 @@ struct ReportTablesTests {
         shopkit.connectionsOpened = 2
         let twice = ReportTables(results: [shopkit, ahc]).markdown()
         #expect(twice.contains("AHC over h2, with one TLS handshake | 1.50×, 2 handshake(s) | **no** |"))
+    }
+
+    @Test func http2IsComparedWithH2load() {
+        let markdown = ReportTables(results: [
+            result("shopkit-pinned", "h2-keepalive-32", rate: 3000), result("h2load", "h2-keepalive-32", rate: 10000),
+            result("shopkit-pinned", "h2-body-1mib", rate: 900), result("h2load", "h2-body-1mib", rate: 1000),
+        ]).markdown()
+        #expect(markdown.contains("| h2-keepalive-32 | shopkit-pinned | 3000 | 3000–3000 (n=1) |"))
+        #expect(markdown.contains("| h2-keepalive-32 | h2load | 10000 |"))
+        #expect(markdown.contains("ShopKit (pinned) ≥ 0.35× h2load (1 connection, 32 streams) | 0.30× | **no** |"))
+        #expect(markdown.contains("| HTTP/2, 1 MiB: ShopKit (pinned) ≥ 0.85× h2load (1 stream) | 0.90× | yes |"))
+    }
+
+    @Test func theCallerOnTheLoopRowIsComparedWithWrk() {
+        let markdown = ReportTables(results: [
+            result("shopkit-pinned-on-loop", "keepalive-1", rate: 3000), result("wrk", "keepalive-1", rate: 4000),
+        ]).markdown()
+        #expect(markdown.contains("| keepalive-1 | shopkit-pinned-on-loop | 3000 |"))
+        #expect(markdown.contains("the caller on the transport's loop: ShopKit (pinned) ≥ 0.75× wrk | 0.75× | yes |"))
     }
 
     @Test func noHTTP2SectionWithoutHTTP2Rows() {
