@@ -6,6 +6,25 @@ import Testing
 import TestSupport
 @testable import ShopKitHTTPS
 
+// README-BEGIN (the README's caller-on-the-loop example, verbatim; a test checks they match)
+/// Fetches `paths` one after another, the caller running on the transport's event loop.
+func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTransport) async throws -> [HTTPResponse] {
+    try await withTaskExecutorPreference(transport.executor) {
+        var responses: [HTTPResponse] = []
+        for path in paths {
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
+            let (response, body) = try await transport.send(request, body: nil, baseURL: baseURL, operationID: "get")
+            if let body {
+                // Runs on the event loop: never block here.
+                _ = try await [UInt8](collecting: body, upTo: 1 << 20)
+            }
+            responses.append(response)
+        }
+        return responses
+    }
+}
+// README-END
+
 /// A caller that prefers `transport.executor` runs on the connection's event loop: the request starts there and
 /// the caller resumes there, with the response head and with every body chunk.
 @Suite struct CallerOnLoopTests {
@@ -45,6 +64,18 @@ import TestSupport
         await transport.shutdown()
         await server.stop()
         try await group.shutdownGracefully()
+    }
+
+    @Test func theReadmeExampleRunsAndIsShownVerbatim() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
+        let transport = HTTPSTransport(configuration: .init(), security: realSecurity())
+        let responses = try await fetchAll(["/a", "/b"], from: server.baseURL, with: transport)
+        #expect(responses.map(\.status) == [.ok, .ok])
+        #expect(server.counts.accepted == 1)
+        await transport.shutdown()
+        await server.stop()
+        let example = try #require(try READMESnippets.example(inFile: #filePath))
+        #expect(try READMESnippets.readmeShows(example), "README.md's caller-on-the-loop example differs from this file")
     }
 
     @Test func withoutThePreferenceTheCallerStaysOffTheLoop() async throws {
