@@ -74,8 +74,33 @@ public struct ReportTables: Sendable {
                 out += "| \(result.workload) | \(result.client) | \(result.status == "ok" ? fmt(result.reqPerSec) : "") | \(result.p50Micros.map(fmt) ?? "") | \(result.p99Micros.map(fmt) ?? "") | \(result.status) |\n"
             }
         }
+        out += idleSection()
         out += http2Section()
         out += "\n### The bar (issue 13; the HTTP/2 line is issue 12's)\n\n" + bar()
+        return out
+    }
+
+    /// Resident memory with 1 000 idle pooled HTTP/1.1 connections (idle-1000), beside AsyncHTTPClient's.
+    public func idleSection() -> String {
+        let workload = Workload.idle1000.rawValue
+        let clients = Self.clientOrder.filter { !rows($0, workload).isEmpty }
+        guard !clients.isEmpty else { return "" }
+        var out = "\n### Memory with 1 000 idle HTTP/1.1 connections (idle-1000)\n\n"
+        out += "| client | RSS with the connections idle MiB (median) | min–max | growth per connection KiB | × AHC |\n"
+        out += "|---|---:|---:|---:|---:|\n"
+        let ahc = median("ahc", workload) { $0.rssAfterKiB.map(Double.init) }
+        /// What the connections added: RSS with them idle minus RSS before the first one, per connection.
+        func growth(_ result: BenchResult) -> Double? {
+            guard let after = result.rssAfterKiB, let before = result.rssBeforeKiB else { return nil }
+            return Double(after - before) / 1_000
+        }
+        for client in clients {
+            let values = rows(client, workload).compactMap(\.rssAfterKiB).map(Double.init)
+            let rss = median(client, workload) { $0.rssAfterKiB.map(Double.init) }
+            let perConnection = median(client, workload, growth).map { String(format: "%.0f", $0) } ?? ""
+            let spread = "\(values.min().map { mib(Int($0)) } ?? "")–\(values.max().map { mib(Int($0)) } ?? "")"
+            out += "| \(client) | \(rss.map { mib(Int($0)) } ?? "") | \(spread) | \(perConnection) | \(ratio(rss, ahc)) |\n"
+        }
         return out
     }
 

@@ -141,6 +141,19 @@ struct ReportTablesTests {
         #expect(markdown.contains("| HTTP/2, 1 MiB: ShopKit (pinned) ≥ 0.85× h2load (1 stream) | 0.90× | yes |"))
     }
 
+    @Test func idleMemoryIsShownPerConnectionBesideAHC() {
+        var shopkit = result("shopkit-pinned", "idle-1000", rate: 100)
+        (shopkit.rssBeforeKiB, shopkit.rssAfterKiB) = (10_000, 30_000)
+        var ahc = result("ahc", "idle-1000", rate: 100)
+        (ahc.rssBeforeKiB, ahc.rssAfterKiB) = (20_000, 60_000)
+        let markdown = ReportTables(results: [shopkit, ahc]).markdown()
+        #expect(markdown.contains("### Memory with 1 000 idle HTTP/1.1 connections (idle-1000)"))
+        #expect(markdown.contains("| shopkit-pinned | 29.3 | 29.3–29.3 | 20 | 0.50 |"))
+        #expect(markdown.contains("| ahc | 58.6 | 58.6–58.6 | 40 | 1.00 |"))
+        #expect(ReportTables(results: [shopkit]).idleSection().contains("| shopkit-pinned | 29.3 |"))
+        #expect(ReportTables(results: [result("ahc", "keepalive-1", rate: 1)]).idleSection().isEmpty)
+    }
+
     @Test func theCallerOnTheLoopRowIsComparedWithWrk() {
         let markdown = ReportTables(results: [
             result("shopkit-pinned-on-loop", "keepalive-1", rate: 3000), result("wrk", "keepalive-1", rate: 4000),
