@@ -92,13 +92,7 @@ static inline long shopkit_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);
 }
 
-// TLS over memory BIOs (ShopKitOpenSSL's connection and context wrappers).
-
-static inline long shopkit_BIO_set_mem_eof_return(BIO *bio, long value) {
-    return BIO_set_mem_eof_return(bio, value);
-}
-
-// The inbound ciphertext BIO (ShopKitOpenSSL's InboundCiphertext): retry flags are macros.
+// The ciphertext BIOs (ShopKitOpenSSL's InboundCiphertext and OutboundCiphertext): retry flags are macros.
 
 static inline void shopkit_BIO_set_retry_read(BIO *bio) {
     BIO_set_retry_read(bio);

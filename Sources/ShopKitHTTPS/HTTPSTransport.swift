@@ -148,6 +148,18 @@ public struct HTTPSTransport: ClientTransport {
     /// The TLS context whose pins ``replacePinning(_:)`` replaces (nil for a transport with a security of its own).
     let tlsContext: TLSClientContext?
 
+    /// A task executor on the event loop the transport opens its first connections on: a request loop run under
+    /// `withTaskExecutorPreference(transport.executor) { … }` crosses no threads per request (the exchange
+    /// starts and resumes the caller on that loop).
+    ///
+    /// All connections share that loop when the transport's ``Configuration/eventLoopGroup`` has one loop, and
+    /// when connections are opened one at a time; concurrent connections are spread over the group's loops,
+    /// and a request on another loop than this one crosses threads as usual.
+    ///
+    /// - Warning: Work done under this preference runs on the event loop: never block there (locks held for
+    ///   long, synchronous I/O, heavy computation), or every connection of that loop stalls.
+    public let executor: any TaskExecutor
+
     /// A transport whose connections are secured by OpenSSL with `configuration.tls`.
     ///
     /// - Throws: when the TLS context cannot be built from the configuration (bad PEM anchors, for example).
@@ -217,6 +229,7 @@ public struct HTTPSTransport: ClientTransport {
         self.pool = ConnectionPool(
             factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,
             idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.httpLogger)
+        self.executor = EventLoopTaskExecutor(loop: pool.loops[0])
     }
 
     /// Sends `request` to `baseURL` and returns the response head with its streamed body.

@@ -2,7 +2,7 @@ import COpenSSL
 import Foundation
 import ShopKitPinning
 
-/// The outcome of one TLS step over in-memory BIOs: OpenSSL's tri-state results, translated.
+/// The outcome of one TLS step over the connection's BIOs: OpenSSL's tri-state results, translated.
 package enum TLSStepResult: Sendable, Equatable {
     /// The step finished (handshake done, plaintext written, close_notify exchanged).
     case complete
@@ -16,20 +16,23 @@ package enum TLSStepResult: Sendable, Equatable {
     case failed(OpenSSLError)
 }
 
-/// One TLS connection over in-memory BIOs (ciphertext in: lent or copied buffers; out: a memory BIO): no sockets,
-/// the caller moves the bytes.
+/// One TLS connection over custom BIOs (ciphertext in: lent or copied buffers; out: the caller's sink, or kept):
+/// no sockets, the caller moves the bytes.
 ///
 /// BIO order for every step: first hand over whatever arrived from the network (`withCiphertext`, which lends
 /// the caller's buffer to OpenSSL while the steps run, or `feedCiphertext`, which copies), then run the step
-/// (`handshake`, `readPlaintext`, `writePlaintext`, `shutdown`), then send whatever `takeCiphertext` returns.
+/// (`handshake`, `readPlaintext`, `writePlaintext`, `shutdown`), then send what the step wrote: what the
+/// ``setCiphertextSink(_:)`` received during the step, or, without a sink, whatever `takeCiphertext` returns.
 /// Not thread-safe: one connection belongs to one event loop.
 package final class OpenSSLConnection {
     private let ssl: OpaquePointer
     /// Read side: ciphertext from the peer, lent or fed by the caller, read by OpenSSL through a custom BIO
     /// (owned by `ssl`) that points at it unretained; `deinit` frees `ssl` before this is released.
     private let inbound = InboundCiphertext()
-    /// Write side: ciphertext for the peer, written by OpenSSL, read by `takeCiphertext`. Owned by `ssl`.
-    private let networkOut: OpaquePointer
+    /// Write side: ciphertext for the peer, written by OpenSSL through a custom BIO (owned by `ssl`) that points
+    /// at it unretained, to ``setCiphertextSink(_:)`` or kept for `takeCiphertext`; `deinit` frees `ssl` before this
+    /// is released.
+    private let outbound = OutboundCiphertext()
     /// Keeps the SSL_CTX alive as long as the SSL uses it.
     package let context: OpenSSLContext
     /// Called (on this connection's thread, inside a step) with each session OpenSSL hands out, e.g. a TLS 1.3
@@ -55,16 +58,13 @@ package final class OpenSSLConnection {
             SSL_free(ssl)
             throw OpenSSLError.drain("BIO_new")
         }
-        guard let output = BIO_new(BIO_s_mem()) else {
+        guard let output = outbound.makeBIO() else {
             BIO_free(input)
             SSL_free(ssl)
             throw OpenSSLError.drain("BIO_new")
         }
-        // An empty output BIO means "retry later", never EOF (the input BIO always says so).
-        _ = shopkit_BIO_set_mem_eof_return(output, -1)
         SSL_set_bio(ssl, input, output)  // the SSL now owns both BIOs
         self.ssl = ssl
-        self.networkOut = output
         self.context = context
         SSL_set_ex_data(ssl, connectionIndex, Unmanaged.passUnretained(self).toOpaque())
     }
@@ -153,7 +153,17 @@ package final class OpenSSLConnection {
         bytes.withUnsafeBytes { feedCiphertext($0) }
     }
 
-    /// Ciphertext OpenSSL produced for the peer (reads the output BIO empty), or nil if there is none.
+    /// Where the ciphertext OpenSSL writes for the peer goes, record by record, straight from OpenSSL's record
+    /// buffer (called on this connection's thread, inside a step); nil (the default) keeps it for
+    /// `takeCiphertext`. Ciphertext kept before a sink is set goes to it first, so the order holds.
+    ///
+    /// - Warning: the buffer passed to the sink is valid only during the call: copy it there (into the
+    ///   `ByteBuffer` bound for the socket). The sink must not run a step of this connection.
+    package func setCiphertextSink(_ sink: ((UnsafeRawBufferPointer) -> Void)?) {
+        outbound.setSink(sink)
+    }
+
+    /// Ciphertext OpenSSL produced for the peer and kept (no ``setCiphertextSink(_:)``), or nil if there is none.
     package func takeCiphertext() -> [UInt8]? {
         let pending = pendingCiphertextCount
         guard pending > 0 else { return nil }
@@ -164,8 +174,9 @@ package final class OpenSSLConnection {
         return bytes.isEmpty ? nil : bytes
     }
 
-    /// How many ciphertext bytes OpenSSL has written for the peer and not yet taken (the output BIO's size).
-    package var pendingCiphertextCount: Int { Int(BIO_ctrl_pending(networkOut)) }
+    /// How many ciphertext bytes OpenSSL has written for the peer and kept, not yet taken (zero while a
+    /// ``setCiphertextSink(_:)`` is set: the sink got them).
+    package var pendingCiphertextCount: Int { outbound.count }
 
     /// How many fed or lent ciphertext bytes OpenSSL has not consumed yet. The plaintext they decrypt to is
     /// never larger, so a read buffer of this size (plus what OpenSSL already buffered) fits it.
@@ -175,8 +186,7 @@ package final class OpenSSLConnection {
     /// Lets the caller read straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.
     package func takeCiphertext(into destination: UnsafeMutableRawBufferPointer) -> Int {
         guard let base = destination.baseAddress, destination.count > 0 else { return 0 }
-        let read = BIO_read(networkOut, base, Int32(clamping: destination.count))
-        return read > 0 ? Int(read) : 0
+        return outbound.take(into: base, capacity: destination.count)
     }
 
     // MARK: Steps
@@ -214,7 +224,7 @@ package final class OpenSSLConnection {
         return result == 1 ? (read, .complete) : (0, translate(result, "SSL_read_ex"))
     }
 
-    /// Encrypts `plaintext` entirely (the output memory BIO never pushes back). Order: `writePlaintext`, take ciphertext.
+    /// Encrypts `plaintext` entirely (the output BIO never pushes back). Order: `writePlaintext`, take ciphertext.
     package func writePlaintext(_ plaintext: UnsafeRawBufferPointer) -> TLSStepResult {
         var offset = 0
         while offset < plaintext.count {

@@ -4,7 +4,9 @@ import NIOCore
 import ShopKitOpenSSL
 import ShopKitPinning
 
-/// A NIO channel handler running one OpenSSL connection over in-memory BIOs, in client or server role.
+/// A NIO channel handler running one OpenSSL connection over custom BIOs, in client or server role: OpenSSL reads
+/// the peer's ciphertext straight from NIO's inbound buffer and writes its records straight into the outbound
+/// `ByteBuffer`, with no memory BIO (and its copy) in between.
 ///
 /// Client role: runs the handshake (OpenSSL checks the chain and the hostname, then the pin policy runs on the
 /// verified chain inside OpenSSL's verification, before the client's certificate can be sent; a resumed session's
@@ -48,6 +50,11 @@ public final class TLSHandler: ChannelDuplexHandler {
     var refusedDuringVerification: VerificationRefusal?
     /// The storage of the last plaintext read, kept for the next one (see `readPlaintext`).
     var plaintextBuffer: ByteBuffer?
+    /// Ciphertext OpenSSL wrote for the peer and not yet passed on: its sink appends each record here, in the
+    /// order written; `takeCiphertext` hands the buffer to the next handler.
+    var outboundCiphertext: ByteBuffer?
+    /// The channel's allocator, for `outboundCiphertext`.
+    var allocator = ByteBufferAllocator()
 
     init(client: TLSClientContext, host: String, port: Int) {
         let name = Result { () throws(ServerNameError) in try ServerName(host) }
@@ -102,6 +109,7 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     private func start(context: ChannelHandlerContext) {
         guard case .startHandshake = machine.start() else { return }
+        allocator = context.channel.allocator
         do {
             switch role {
             case .client(let client, let name, _, _, let key):
@@ -120,6 +128,7 @@ public final class TLSHandler: ChannelDuplexHandler {
             case .server(let server):
                 connection = try OpenSSLConnection.server(context: server.openSSL)
             }
+            connection?.setCiphertextSink { [unowned self] record in self.appendCiphertext(record) }
         } catch {
             fail(context: context, TLSError.handshakeFailed(reason: "\(error)"))
             return
@@ -245,6 +254,8 @@ public final class TLSHandler: ChannelDuplexHandler {
     /// Write step: encrypt, then hand the ciphertext on with the caller's promise.
     private func encrypt(context: ChannelHandlerContext, _ buffer: ByteBuffer, promise: EventLoopPromise<Void>?) {
         guard let connection else { promise?.fail(TLSError.connectionClosed); return }
+        // Room for the records up front, so the sink's appends never grow (copy) the buffer.
+        reserveCiphertext(Self.ciphertextSize(plaintext: buffer.readableBytes))
         let result = buffer.withUnsafeReadableBytes { connection.writePlaintext($0) }
         guard result == .complete else {
             promise?.fail(TLSError.connectionClosed)
@@ -266,14 +277,35 @@ public final class TLSHandler: ChannelDuplexHandler {
         context.writeAndFlush(wrapOutboundOut(ciphertext), promise: nil)
     }
 
-    /// The output BIO's ciphertext read straight into one `ByteBuffer`, or nil if there is none.
+    /// The ciphertext OpenSSL wrote since the last call, in one `ByteBuffer`, or nil if there is none.
     private func takeCiphertext(context: ChannelHandlerContext) -> ByteBuffer? {
-        guard let connection else { return nil }
-        let pending = connection.pendingCiphertextCount
-        guard pending > 0 else { return nil }
-        var buffer = context.channel.allocator.buffer(capacity: pending)
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: pending) { connection.takeCiphertext(into: $0) }
-        return buffer
+        guard let ciphertext = outboundCiphertext else { return nil }
+        outboundCiphertext = nil
+        return ciphertext.readableBytes > 0 ? ciphertext : nil
+    }
+
+    /// The connection's ciphertext sink: OpenSSL wrote `record` for the peer (valid only during this call).
+    private func appendCiphertext(_ record: UnsafeRawBufferPointer) {
+        if outboundCiphertext == nil {
+            outboundCiphertext = allocator.buffer(capacity: max(record.count, 1_024))
+        }
+        outboundCiphertext!.writeBytes(record)
+    }
+
+    /// Makes room for `count` more ciphertext bytes.
+    private func reserveCiphertext(_ count: Int) {
+        if outboundCiphertext == nil {
+            outboundCiphertext = allocator.buffer(capacity: count)
+        } else {
+            outboundCiphertext!.reserveCapacity(minimumWritableBytes: count)
+        }
+    }
+
+    /// Room for the ciphertext of `plaintext` bytes: records of at most 16 KiB, each with up to 64 bytes of
+    /// header, nonce, content type and tag (29 for TLS 1.2 AES-GCM, 22 for TLS 1.3). A suite with more overhead
+    /// (CBC, opt-in only) just makes the buffer grow.
+    static func ciphertextSize(plaintext: Int) -> Int {
+        plaintext + (plaintext / 16_384 + 1) * 64
     }
 
     /// After a successful handshake and checks: send the buffered writes.

@@ -15,10 +15,13 @@ protocol BenchClient: Sendable {
     func shutdown() async throws
     /// TLS connections opened so far (one handshake each), where the client counts them; nil otherwise.
     var connectionsOpened: Int? { get }
+    /// The executor on the client's own event loop, for callers that want to run there; nil if it has none.
+    var loopExecutor: (any TaskExecutor)? { get }
 }
 
 extension BenchClient {
     var connectionsOpened: Int? { nil }
+    var loopExecutor: (any TaskExecutor)? { nil }
 }
 
 /// A benchmark run that cannot go ahead, with the reason to print.

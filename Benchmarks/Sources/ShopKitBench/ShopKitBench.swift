@@ -60,8 +60,9 @@ struct Run: AsyncParsableCommand {
 
     @Flag(
         help: """
-            Experiment, not a benchmark row (ShopKit clients only): the transport gets a one-loop group and the \
-            workers' tasks prefer that loop as their executor, so no request crosses between threads.
+            ShopKit clients only: the workers' tasks prefer the transport's executor \
+            (`withTaskExecutorPreference(transport.executor)`, the default event loop group), so no request \
+            crosses between threads. The result's client gets the suffix -on-loop.
             """)
     var callerOnLoop = false
 
@@ -83,7 +84,8 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         let count = requests ?? max(1, workload.defaultRequests / (quick ? 10 : 1))
-        var result = BenchResult(client: client.rawValue, workload: workload.rawValue, round: round)
+        var result = BenchResult(
+            client: client.rawValue + (callerOnLoop ? "-on-loop" : ""), workload: workload.rawValue, round: round)
         do {
             guard let benchClient = try makeClient(count: count) else {
                 result.status = "not measurable"
@@ -92,15 +94,14 @@ struct Run: AsyncParsableCommand {
                 return
             }
             var runner = WorkloadRunner(workload: workload, requests: count)
-            if let loop = callerLoop?.next() { runner.executor = EventLoopTaskExecutor(loop: loop) }
+            if callerOnLoop { runner.executor = benchClient.loopExecutor }
             var measured = try await runner.run(benchClient)
             measured.connectionsOpened = benchClient.connectionsOpened
             try await benchClient.shutdown()
             measured.client = result.client
             measured.round = round
-            measured.note = callerOnLoop ? "experiment: the caller's tasks on the transport's one event loop" : note
+            measured.note = callerOnLoop ? "the caller's tasks prefer transport.executor (its event loop)" : note
             result = measured
-            try await callerLoop?.shutdownGracefully()
             print(result.jsonLine())
         } catch {
             result.status = "failed"
@@ -119,10 +120,6 @@ struct Run: AsyncParsableCommand {
         case .shopkitUnpinned: return "same transport, no pin set"
         }
     }
-
-    /// The one-loop group of the caller-on-the-loop experiment.
-    private static let oneLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    private var callerLoop: MultiThreadedEventLoopGroup? { callerOnLoop ? Self.oneLoop : nil }
 
     private func makeClient(count: Int) throws -> (any BenchClient)? {
         guard let base = URL(string: url) else { throw ValidationError("bad --url") }
@@ -144,8 +141,7 @@ struct Run: AsyncParsableCommand {
             let rootPEM = try String(contentsOfFile: root, encoding: .utf8)
             let variant: ShopKitVariant = client == .shopkitPinned ? .pinned : .unpinned
             return try makeShopKitClient(
-                variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload,
-                eventLoopGroup: callerLoop)
+                variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload)
         }
     }
 

@@ -63,6 +63,9 @@ final class ShopKitBenchClient: BenchClient {
 
     var connectionsOpened: Int? { counter?.value }
 
+    /// `HTTPSTransport.executor`: the caller-on-the-loop row runs its workers under it.
+    var loopExecutor: (any TaskExecutor)? { transport.executor }
+
     func get(_ path: String, closeConnection: Bool) async throws -> Int {
         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
         if closeConnection { request.headerFields[.connection] = "close" }
@@ -168,16 +171,3 @@ struct BenchJSON: Decodable, Sendable {
     static let servedBytes = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#.utf8.count
 }
 
-/// The "caller on the loop" experiment's executor: a task that prefers it runs its nonisolated code on `loop`,
-/// the one event loop of the transport's group, so a request and its response never cross between the caller's
-/// thread and the loop's. Not a benchmark row: it measures what those crossings cost (see BENCHMARKS.md).
-final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: any EventLoop
-
-    init(loop: any EventLoop) { self.loop = loop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}

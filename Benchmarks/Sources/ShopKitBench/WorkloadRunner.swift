@@ -11,8 +11,10 @@ struct WorkloadRunner: Sendable {
     /// Runs the warm-up, then the measured requests; fills in everything but client and workload names.
     func run(_ client: some BenchClient) async throws -> BenchResult {
         let warmup = workload.warmupRequests(measured: requests)
+        // idle-1000 compares against the process before any connection: its warm-up opens them all.
+        let rssBeforeConnections = ProcStatus.rssKiB()
         _ = try await drive(client, requests: warmup)
-        let rssBefore = ProcStatus.rssKiB()
+        let rssBefore = workload == .idle1000 ? rssBeforeConnections : ProcStatus.rssKiB()
         let start = ContinuousClock.now
         let (latencies, bytes) = try await drive(client, requests: requests)
         let elapsed = (ContinuousClock.now - start).seconds
@@ -27,7 +29,7 @@ struct WorkloadRunner: Sendable {
         result.p99Micros = latencies.quantileMicros(0.99, sorted: sorted)
         result.mibPerSec = Double(bytes) / elapsed / 1_048_576
         result.peakRSSKiB = ProcStatus.peakRSSKiB()
-        if workload == .soak {
+        if workload == .soak || workload == .idle1000 {
             result.rssBeforeKiB = rssBefore
             result.rssAfterKiB = rssAfter
         }

@@ -17,7 +17,7 @@ public struct ReportTables: Sendable {
 
     public static let workloadOrder: [String] = Workload.allCases.map(\.rawValue)
     public static let clientOrder = [
-        "shopkit-pinned", "shopkit-unpinned", "ahc", "ahc-leafpin", "urlsession", "wrk", "openssl-s_time",
+        "shopkit-pinned", "shopkit-pinned-on-loop", "shopkit-unpinned", "ahc", "ahc-leafpin", "urlsession", "wrk", "h2load", "openssl-s_time",
     ]
 
     /// Median of the `ok` rows' values for one client and workload.
@@ -37,14 +37,16 @@ public struct ReportTables: Sendable {
         workload.hasPrefix("resume-") ? "newconn-" + workload.dropFirst("resume-".count) : workload
     }
 
-    /// The reference tool's client name for a workload.
+    /// The reference tool's client name for a workload: `openssl s_time` for handshakes, h2load for HTTP/2,
+    /// wrk for the rest.
     public static func reference(for workload: String) -> String {
-        workload.hasPrefix("newconn-") || workload.hasPrefix("resume-") ? "openssl-s_time" : "wrk"
+        if workload.hasPrefix("newconn-") || workload.hasPrefix("resume-") { return "openssl-s_time" }
+        return workload.hasPrefix("h2-") ? "h2load" : "wrk"
     }
 
     public func markdown() -> String {
         var out = ""
-        out += "| workload | client | req/s (median) | req/s (min–max) | p50 µs | p99 µs | MiB/s | peak RSS MiB | × AHC | × wrk / s_time |\n"
+        out += "| workload | client | req/s (median) | req/s (min–max) | p50 µs | p99 µs | MiB/s | peak RSS MiB | × AHC | × wrk / s_time / h2load |\n"
         out += "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
         let workloads = Self.workloadOrder.filter { $0 != Workload.soak.rawValue }
         for workload in workloads {
@@ -72,8 +74,33 @@ public struct ReportTables: Sendable {
                 out += "| \(result.workload) | \(result.client) | \(result.status == "ok" ? fmt(result.reqPerSec) : "") | \(result.p50Micros.map(fmt) ?? "") | \(result.p99Micros.map(fmt) ?? "") | \(result.status) |\n"
             }
         }
+        out += idleSection()
         out += http2Section()
         out += "\n### The bar (issue 13; the HTTP/2 line is issue 12's)\n\n" + bar()
+        return out
+    }
+
+    /// Resident memory with 1 000 idle pooled HTTP/1.1 connections (idle-1000), beside AsyncHTTPClient's.
+    public func idleSection() -> String {
+        let workload = Workload.idle1000.rawValue
+        let clients = Self.clientOrder.filter { !rows($0, workload).isEmpty }
+        guard !clients.isEmpty else { return "" }
+        var out = "\n### Memory with 1 000 idle HTTP/1.1 connections (idle-1000)\n\n"
+        out += "| client | RSS with the connections idle MiB (median) | min–max | growth per connection KiB | × AHC |\n"
+        out += "|---|---:|---:|---:|---:|\n"
+        let ahc = median("ahc", workload) { $0.rssAfterKiB.map(Double.init) }
+        /// What the connections added: RSS with them idle minus RSS before the first one, per connection.
+        func growth(_ result: BenchResult) -> Double? {
+            guard let after = result.rssAfterKiB, let before = result.rssBeforeKiB else { return nil }
+            return Double(after - before) / 1_000
+        }
+        for client in clients {
+            let values = rows(client, workload).compactMap(\.rssAfterKiB).map(Double.init)
+            let rss = median(client, workload) { $0.rssAfterKiB.map(Double.init) }
+            let perConnection = median(client, workload, growth).map { String(format: "%.0f", $0) } ?? ""
+            let spread = "\(values.min().map { mib(Int($0)) } ?? "")–\(values.max().map { mib(Int($0)) } ?? "")"
+            out += "| \(client) | \(rss.map { mib(Int($0)) } ?? "") | \(spread) | \(perConnection) | \(ratio(rss, ahc)) |\n"
+        }
         return out
     }
 
@@ -139,6 +166,8 @@ public struct ReportTables: Sendable {
         let pinned = "shopkit-pinned"
         line("keep-alive 64 B, 1 connection: ShopKit (pinned) ≥ 1.5× AHC", r(pinned, "keepalive-1", "ahc", "keepalive-1"), 1.5)
         line("keep-alive 64 B, 1 connection: ShopKit (pinned) ≥ 0.7× wrk", r(pinned, "keepalive-1", "wrk", "keepalive-1"), 0.7)
+        line("keep-alive 64 B, 1 connection, the caller on the transport's loop: ShopKit (pinned) ≥ 0.75× wrk",
+             r("\(pinned)-on-loop", "keepalive-1", "wrk", "keepalive-1"), 0.75)
         line("keep-alive 64 B, 32 connections: ShopKit (pinned) ≥ 1.3× AHC", r(pinned, "keepalive-32", "ahc", "keepalive-32"), 1.3)
         for key in ["ecdsa", "rsa"] {
             let name = key.uppercased()
@@ -162,6 +191,10 @@ public struct ReportTables: Sendable {
         } else {
             out += "| \(h2Target) | not measured in this run | |\n"
         }
+        line("HTTP/2, 32 concurrent requests: ShopKit (pinned) ≥ 0.35× h2load (1 connection, 32 streams)",
+             r(pinned, h2, "h2load", h2), 0.35)
+        line("HTTP/2, 1 MiB: ShopKit (pinned) ≥ 0.85× h2load (1 stream)",
+             r(pinned, Workload.h2Body1MiB.rawValue, "h2load", Workload.h2Body1MiB.rawValue), 0.85)
         out += "| pinning within 2% (instructions) of pins off | wall clock cannot resolve 2% here: see the instruction counts below | |\n"
         let soak = results.first { $0.client == pinned && $0.workload == "soak" && $0.status == "ok" }
         if let soak, let before = soak.rssBeforeKiB, let after = soak.rssAfterKiB {

@@ -27,6 +27,10 @@ public enum Workload: String, CaseIterable, Sendable {
     case h2Keepalive32 = "h2-keepalive-32"
     /// Against the HTTP/2 server: GET of the 1 MiB body, one request at a time.
     case h2Body1MiB = "h2-body-1mib"
+    /// 1 000 concurrent GETs of the 64-byte body (1 000 workers, so 1 000 HTTP/1.1 connections), then the
+    /// measured requests on those connections one each; RSS before the first connection and with all of them
+    /// idle in the pool.
+    case idle1000 = "idle-1000"
 
     /// The path served by the benchmark nginx.
     public var path: String {
@@ -38,7 +42,13 @@ public enum Workload: String, CaseIterable, Sendable {
     }
 
     /// Concurrent workers; over HTTP/1.1 each needs its own connection, over HTTP/2 they share one.
-    public var connections: Int { self == .keepalive32 || self == .h2Keepalive32 ? 32 : 1 }
+    public var connections: Int {
+        switch self {
+        case .keepalive32, .h2Keepalive32: return 32
+        case .idle1000: return 1_000
+        default: return 1
+        }
+    }
 
     /// Whether the workload runs against the server that offers `h2` in ALPN (scripts/bench's third server).
     public var usesHTTP2Server: Bool { self == .h2Keepalive32 || self == .h2Body1MiB }
@@ -60,10 +70,14 @@ public enum Workload: String, CaseIterable, Sendable {
         case .body1MiB, .h2Body1MiB: return 2_000
         case .apiStack, .apiBare: return 20_000
         case .soak: return 100_000
+        case .idle1000: return 1_000
         }
     }
 
     /// Unmeasured requests first (connections up, caches and allocator warm).
-    public func warmupRequests(measured: Int) -> Int { max(connections * 10, measured / 10) }
+    /// (idle-1000: one request per connection, which opens them all.)
+    public func warmupRequests(measured: Int) -> Int {
+        self == .idle1000 ? connections : max(connections * 10, measured / 10)
+    }
 }
 

@@ -48,6 +48,8 @@ struct ReportTablesTests {
         #expect(ReportTables.ahcBaseline(for: "keepalive-32") == "keepalive-32")
         #expect(ReportTables.reference(for: "newconn-ecdsa") == "openssl-s_time")
         #expect(ReportTables.reference(for: "body-1mib") == "wrk")
+        #expect(ReportTables.reference(for: "h2-keepalive-32") == "h2load")
+        #expect(ReportTables.reference(for: "h2-body-1mib") == "h2load")
     }
 
     @Test func parsesTheScriptsPartialLinesAndSkipsNoise() {
@@ -126,6 +128,38 @@ struct ReportTablesTests {
         shopkit.connectionsOpened = 2
         let twice = ReportTables(results: [shopkit, ahc]).markdown()
         #expect(twice.contains("AHC over h2, with one TLS handshake | 1.50×, 2 handshake(s) | **no** |"))
+    }
+
+    @Test func http2IsComparedWithH2load() {
+        let markdown = ReportTables(results: [
+            result("shopkit-pinned", "h2-keepalive-32", rate: 3000), result("h2load", "h2-keepalive-32", rate: 10000),
+            result("shopkit-pinned", "h2-body-1mib", rate: 900), result("h2load", "h2-body-1mib", rate: 1000),
+        ]).markdown()
+        #expect(markdown.contains("| h2-keepalive-32 | shopkit-pinned | 3000 | 3000–3000 (n=1) |"))
+        #expect(markdown.contains("| h2-keepalive-32 | h2load | 10000 |"))
+        #expect(markdown.contains("ShopKit (pinned) ≥ 0.35× h2load (1 connection, 32 streams) | 0.30× | **no** |"))
+        #expect(markdown.contains("| HTTP/2, 1 MiB: ShopKit (pinned) ≥ 0.85× h2load (1 stream) | 0.90× | yes |"))
+    }
+
+    @Test func idleMemoryIsShownPerConnectionBesideAHC() {
+        var shopkit = result("shopkit-pinned", "idle-1000", rate: 100)
+        (shopkit.rssBeforeKiB, shopkit.rssAfterKiB) = (10_000, 30_000)
+        var ahc = result("ahc", "idle-1000", rate: 100)
+        (ahc.rssBeforeKiB, ahc.rssAfterKiB) = (20_000, 60_000)
+        let markdown = ReportTables(results: [shopkit, ahc]).markdown()
+        #expect(markdown.contains("### Memory with 1 000 idle HTTP/1.1 connections (idle-1000)"))
+        #expect(markdown.contains("| shopkit-pinned | 29.3 | 29.3–29.3 | 20 | 0.50 |"))
+        #expect(markdown.contains("| ahc | 58.6 | 58.6–58.6 | 40 | 1.00 |"))
+        #expect(ReportTables(results: [shopkit]).idleSection().contains("| shopkit-pinned | 29.3 |"))
+        #expect(ReportTables(results: [result("ahc", "keepalive-1", rate: 1)]).idleSection().isEmpty)
+    }
+
+    @Test func theCallerOnTheLoopRowIsComparedWithWrk() {
+        let markdown = ReportTables(results: [
+            result("shopkit-pinned-on-loop", "keepalive-1", rate: 3000), result("wrk", "keepalive-1", rate: 4000),
+        ]).markdown()
+        #expect(markdown.contains("| keepalive-1 | shopkit-pinned-on-loop | 3000 |"))
+        #expect(markdown.contains("the caller on the transport's loop: ShopKit (pinned) ≥ 0.75× wrk | 0.75× | yes |"))
     }
 
     @Test func noHTTP2SectionWithoutHTTP2Rows() {

@@ -78,8 +78,9 @@ final class ConnectionPool: Sendable {
 
     private let locked: NIOLockedValueBox<Locked>
     private let opener: any ConnectionOpener
-    /// The event loops connections are placed on (the machine picks the index, see ``LoopPlacement``).
-    private let loops: [any EventLoop]
+    /// The event loops connections are placed on (the machine picks the index, see ``LoopPlacement``: the first
+    /// connection goes on the first loop).
+    let loops: [any EventLoop]
     private let logger: Logger
 
     /// A pool opening connections through `opener` on `loops`.
