@@ -50,6 +50,8 @@ public final class TLSHandler: ChannelDuplexHandler {
     var refusedDuringVerification: VerificationRefusal?
     /// The storage of the last plaintext read, kept for the next one (see `readPlaintext`).
     var plaintextBuffer: ByteBuffer?
+    /// Whether ``plaintextBuffer`` may be kept between reads (decided once the protocol is known).
+    private var plaintextStorageReusable: Bool?
     /// Ciphertext OpenSSL wrote for the peer and not yet passed on: its sink appends each record here, in the
     /// order written; `takeCiphertext` hands the buffer to the next handler.
     var outboundCiphertext: ByteBuffer?
@@ -175,6 +177,16 @@ public final class TLSHandler: ChannelDuplexHandler {
     ///
     /// OpenSSL decrypts straight into one `ByteBuffer` sized by the ciphertext it came from (plaintext is never
     /// larger), which is then passed on as is: no intermediate arrays, no zero-filling.
+    /// Whether the layer above is done with each read before the next (HTTP/1.1's decoder is; HTTP/2's frame
+    /// decoder keeps what it is given), so that its storage may be reused. Asked once the protocol is known.
+    private func reusesPlaintextStorage(_ connection: OpenSSLConnection) -> Bool {
+        if let known = plaintextStorageReusable { return known }
+        guard machine.carriesData else { return true }
+        let reusable = connection.alpnProtocol != "h2"
+        plaintextStorageReusable = reusable
+        return reusable
+    }
+
     private func readPlaintext(context: ChannelHandlerContext) {
         guard let connection else { return }
         // Reuse the last read's storage when nothing downstream kept it (the HTTP decoder drops a buffer it
@@ -195,8 +207,10 @@ public final class TLSHandler: ChannelDuplexHandler {
         if plaintext.readableBytes > 0 {
             context.fireChannelRead(wrapInboundOut(plaintext))
         }
-        // Kept only up to a bound, so an idle connection never pins a huge buffer.
-        if plaintext.capacity <= 1 << 18 { plaintextBuffer = plaintext }
+        // Kept only up to a bound, so an idle connection never pins a huge buffer; and never under HTTP/2, whose frame
+        // decoder keeps the buffer it is given: sharing its storage made the decoder copy its whole buffer on its
+        // next append.
+        if reusesPlaintextStorage(connection), plaintext.capacity <= 1 << 18 { plaintextBuffer = plaintext }
         switch result {
         case .closed:
             machine.closeNotifyReceived()
