@@ -30,8 +30,10 @@ public struct PinningPolicy: Sendable {
 
     /// A policy applying `pinSets`; an empty policy pins nothing.
     ///
-    /// - Parameter unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict
-    ///   hosts"); the default `.allow` connects them with chain and hostname verification only.
+    /// - Parameters:
+    ///   - pinSets: the pin sets, each covering the hosts its pattern matches.
+    ///   - unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict hosts"); the
+    ///     default `.allow` connects them with chain and hostname verification only.
     public init(pinSets: [PinSet] = [], unpinnedHosts: UnpinnedHosts = .allow) {
         self.pinSets = pinSets
         self.unpinnedHosts = unpinnedHosts

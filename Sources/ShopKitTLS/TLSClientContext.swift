@@ -25,6 +25,8 @@ public final class TLSClientContext: Sendable {
     /// Builds the OpenSSL context for `configuration`.
     ///
     /// - Parameters:
+    ///   - configuration: the trust roots, pinning policy, minimum TLS version, client identity and logger of
+    ///     every connection made with this context.
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
     ///   - now: the clock used for pin-set expiry and for the age of cached sessions (tests inject one).

@@ -79,6 +79,8 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     /// A reporter sending through `transport`.
     ///
     /// - Parameters:
+    ///   - configuration: where the reports go, the app they describe, the queue's capacity and how long an
+    ///     identical report is suppressed.
     ///   - transport: the HTTPS transport for the reports. Give it its own `TLSClientConfiguration` (with pins
     ///     for the report URIs if they should be pinned).
     ///   - now: the clock for deduplication (tests inject one).
