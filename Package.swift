@@ -24,7 +24,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        // No swift-docc-plugin: SwiftPM compiles a package's plugins on every fresh build (and whenever it plans
+        // the build again), about 20 s each time, though only the docs need it. scripts/check-docs builds the
+        // documentation with the toolchain's swift-symbolgraph-extract and docc.
     ],
     targets: [
         // C, fenced: module maps and shims only.

@@ -8,11 +8,11 @@ import ShopKitHTTPS
 import ShopKitPinning
 import ShopKitTLS
 
-/// Keeps an ``HTTPSTransport``'s pins current from a signed pin-set document, so pins rotate without a release.
+/// Keeps an `HTTPSTransport`'s pins current from a signed pin-set document, so pins rotate without a release.
 ///
 /// - The document is fetched from `documentURL` *through the transport it updates*: the fetch itself is pinned by
 ///   the policy in force, and a server whose chain fails those pins cannot serve it.
-/// - It is applied only if `verifier` accepts it (``PinSetVerifier/verify(_:baseline:currentVersion:now:)``): signed
+/// - It is applied only if `verifier` accepts it (`PinSetVerifier.verify(_:baseline:currentVersion:now:)`): signed
 ///   by one of the app's keys, a version above every one applied before, valid now, keeping the baseline's hosts.
 /// - An accepted document is stored atomically in `storePath` (mode 0600 in a 0700 directory, the token store's
 ///   file rules) and applied again by ``start()`` on the next run, above the baseline compiled into the app
@@ -76,6 +76,9 @@ public final class PinUpdates: Sendable {
     /// Updates for `transport` from `documentURL` (https, served by a host the transport's pins cover).
     ///
     /// - Parameters:
+    ///   - transport: the transport whose pins the documents replace; the fetch goes through it, so the pins in
+    ///     force check the server that serves the document.
+    ///   - documentURL: where the signed document (compact JWS) is fetched from.
     ///   - verifier: the app's signing keys.
     ///   - storePath: where the accepted document is kept; its directory is created 0700 if missing.
     ///   - interval: how often ``run()`` fetches (default 6 hours).
@@ -157,7 +160,7 @@ public final class PinUpdates: Sendable {
     /// Fetches the document now and applies it if the verifier accepts it; returns the version in force.
     ///
     /// - Throws: the fetch's error (the transport's, with `TLSError.pinMismatch` when the server's chain fails the
-    ///   pins in force, or an unexpected HTTP status), or the ``PinSetDocumentError`` that refused the document;
+    ///   pins in force, or an unexpected HTTP status), or the `PinSetDocumentError` that refused the document;
     ///   in both cases the policy in force did not change.
     @discardableResult
     public func update() async throws -> Int {

@@ -5,10 +5,10 @@ import ShopKitCredentials
 import ShopKitHTTPS
 import ShopKitPinning
 
-/// Applies a local pin-set document file to an ``HTTPSTransport`` and applies it again whenever it changes: pins
+/// Applies a local pin-set document file to an `HTTPSTransport` and applies it again whenever it changes: pins
 /// for a server-side deployment, swapped without a restart.
 ///
-/// The file is a ``PinSetDocument``'s JSON, unsigned: it is trusted as the process's own configuration, so it must
+/// The file is a `PinSetDocument`'s JSON, unsigned: it is trusted as the process's own configuration, so it must
 /// follow the token store's file rules (owned by the user, mode 0600 or stricter, not a symbolic link). Every other
 /// rule of a document holds: a version above the one in force, valid now, keeping the baseline's hosts. A file that
 /// cannot be read or is refused changes nothing and is reported; when the document in force expires, the baseline
@@ -59,7 +59,7 @@ public final class PinsFileWatcher: Sendable {
 
     /// Reads the file and applies it if it is a valid document above the version in force; returns that version.
     ///
-    /// - Throws: the `CredentialError` of an unreadable or unsafe file, or the ``PinSetDocumentError`` that refused
+    /// - Throws: the `CredentialError` of an unreadable or unsafe file, or the `PinSetDocumentError` that refused
     ///   it; the policy in force did not change.
     @discardableResult
     public func reload() async throws -> Int {

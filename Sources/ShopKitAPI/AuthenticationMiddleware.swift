@@ -9,7 +9,7 @@ import OpenAPIRuntime
 /// `Client(serverURL:transport:middlewares:)` or ``APIClient``'s `middlewares`, after the retry middleware and
 /// before the dedup middleware.
 ///
-/// A request that needs no token (its operation is public by ``requirement``, or it is an ``APIClient``
+/// A request that needs no token (its operation is public by `requirement`, or it is an ``APIClient``
 /// request with ``APIRequest/requiresAuth`` `false`) is passed on untouched. For every other request:
 /// 1. Load the tokens from the ``TokenStore``; none → throw ``APIError/unauthorized`` without sending.
 /// 2. Send with `Authorization: Bearer <access token>`. Anything but 401 is returned as is.

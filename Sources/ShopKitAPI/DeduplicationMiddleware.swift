@@ -16,7 +16,7 @@ import OpenAPIRuntime
 /// auth, so `Authorization` is already set and two users' requests never merge.
 ///
 /// The shared response body is read into memory and every waiter gets its own `HTTPBody` over the same bytes:
-/// a 2xx body up to ``maxResponseBodyBytes`` (a bigger one fails every waiter with ``ResponseBodyTooLargeError``); any
+/// a 2xx body up to `maxResponseBodyBytes` (a bigger one fails every waiter with ``ResponseBodyTooLargeError``); any
 /// other status with at most its first 64 KiB, as ``APIClient`` reads an error body, and a body that breaks off
 /// delivers the status with no body. So a large or broken error page never hides a 401, a 404 or a 503 from the
 /// layers above. The entry is evicted as soon as the request ends (the next identical request goes upstream

@@ -3,7 +3,7 @@ import OpenAPIRuntime
 
 /// A response body was larger than the configured limit, so it was not buffered.
 ///
-/// Carried by ``APIError/transport(_:)``. Raise the limit (``APIClient/maxResponseBodyBytes`` or the
+/// Carried by ``APIError/transport(_:)``. Raise the limit (`maxResponseBodyBytes` or the
 /// configuration's `maxResponseBodyBytes`) if the endpoint legitimately returns more.
 public struct ResponseBodyTooLargeError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The limit in bytes that the body exceeded.

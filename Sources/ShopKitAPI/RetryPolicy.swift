@@ -1,8 +1,8 @@
 /// When and how often ``RetryMiddleware`` retries, and how long it waits in between.
 ///
 /// The wait before retry *n* (n = 1 for the second attempt) is a pure function of *n* and the jitter factor:
-/// first the backoff `backoff(n) = min(maxDelay, baseDelay × 2^(n−1))` (``backoff(beforeRetry:)``), then the
-/// wait `min(maxDelay, backoff(n) × jitter)` (``delay(beforeRetry:jitterFactor:)``), with `jitter` drawn from
+/// first the backoff `backoff(n) = min(maxDelay, baseDelay × 2^(n−1))` (`backoff(beforeRetry:)`), then the
+/// wait `min(maxDelay, backoff(n) × jitter)` (`delay(beforeRetry:jitterFactor:)`), with `jitter` drawn from
 /// ``jitter``. With the defaults (base 200 ms, max 10 s, jitter 0.8…1.2):
 ///
 /// | retry n | attempt | backoff (before jitter) | wait (after jitter) |

@@ -77,7 +77,7 @@ enum KeyringMarker {
 }
 
 extension BackendSelection {
-    /// The user's keyring marker (``KeyringMarker``): in the home directory the password database gives for the
+    /// The user's keyring marker file: in the home directory the password database gives for the
     /// effective user (`~/.local/share/shopkit/keyring-uid-<uid>`), or in `$SHOPKIT_KEYRING_MARKER_DIR`.
     public static func userKeyringMarkerURL() -> URL? {
         KeyringMarker.userMarkerURL()

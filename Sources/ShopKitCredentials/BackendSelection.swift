@@ -21,7 +21,7 @@ public enum SelectedBackend: String, Sendable, Equatable {
 }
 
 /// What the passphrase is asked for: opening the token file that exists, or one that does not exist yet and
-/// would be created by a write (ask twice on a terminal; ``Passphrase/checkForNewFile()`` applies).
+/// would be created by a write (ask twice on a terminal; the new-file length rule applies).
 public enum PassphraseRequest: Sendable, Equatable {
     /// The file at this location exists.
     case existingFile(URL)
@@ -59,7 +59,7 @@ public struct BackendChoice: Sendable {
 ///
 /// "Used" is recorded by a marker file keyed to the user, not to one environment (``userKeyringMarkerURL()``:
 /// `~/.local/share/shopkit/keyring-uid-<uid>` in the home the password database gives, never `$HOME` or
-/// `$XDG_DATA_HOME`), and beside the token file as earlier versions did (``keyringMarkerURL(for:)``:
+/// `$XDG_DATA_HOME`), and beside the token file as earlier versions did (`keyringMarkerURL(for:)`:
 /// `tokens.skt.keyring`), both written (and `fsync`ed) the first time `.auto` or `.keyring` selects an answering
 /// keyring. Once either exists, a keyring that does not answer (its daemon gone, a non-activatable Secret Service
 /// down, no or a dead bus address under ssh, cron, `sudo -u` or a systemd unit, whatever their `XDG_DATA_HOME`) is
@@ -68,7 +68,13 @@ public struct BackendChoice: Sendable {
 public enum BackendSelection {
     /// Decides from a probe result alone (pure; the rules of the type's overview).
     ///
-    /// - Parameter keyringMarker: the marker file when it exists (a keyring was used for these tokens).
+    /// - Parameters:
+    ///   - preference: `.auto`, or a forced backend (`.file` wins whatever the probe says).
+    ///   - probe: what ``KeyringStore/probe()`` answered; `nil` when the keyring was not probed.
+    ///   - unlockPromptAllowed: whether a locked keyring may ask the user to unlock it; when `false`, a locked
+    ///     keyring is an error rather than a prompt.
+    ///   - keyringMarker: the marker file when it exists (a keyring was used for these tokens).
+    /// - Returns: The backend to use.
     /// - Throws: ``CredentialError/locked(_:)`` for a locked keyring without prompting,
     ///   ``CredentialError/unavailable(_:)`` for a failing keyring (unless the file is forced), when `.keyring`
     ///   is forced and none answers, and for `.auto` when none answers but the marker says one was used.
@@ -115,6 +121,11 @@ public enum BackendSelection {
     ///   - keyring: the keyring store to probe and return (its timeout bounds the probe).
     ///   - fileConfiguration: where the file lives when `.auto` picks it (and where the keyring marker lives).
     ///   - passphrase: asked only when the file is chosen.
+    ///   - logger: logs the backend chosen and why (info), and a selection that fails (error).
+    /// - Returns: The keyring store or the opened encrypted file store.
+    /// - Throws: ``CredentialError/locked(_:)`` or ``CredentialError/unavailable(_:)`` as
+    ///   ``decide(_:probe:unlockPromptAllowed:keyringMarker:)`` says, and whatever the passphrase provider or
+    ///   opening the file throws.
     /// - Warning: The passphrase provider must read from the terminal or a descriptor the user controls, never
     ///   argv or the environment.
     public static func defaultStore(
@@ -133,11 +144,24 @@ public enum BackendSelection {
     /// ``defaultStore(_:keyring:fileConfiguration:passphrase:logger:)`` that also says what it chose and why, and
     /// tells the passphrase provider whether the file exists yet (so a new file's passphrase can be asked twice).
     ///
-    /// - Parameter requireFileOnFallback: for a read or a delete. When `.auto` falls back to the file and there is
-    ///   no file, throw ``CredentialError/unavailable(_:)`` (before asking the passphrase) instead of returning a
-    ///   store that would say "no token" or report a sign-out as done: the token may be in a keyring that cannot
-    ///   be reached from here (ssh, cron, `sudo -u`, a systemd unit).
-    /// - Parameter userMarker: the user's keyring marker (``userKeyringMarkerURL()``); `nil` for none.
+    /// - Parameters:
+    ///   - preference: `.auto`, or a forced backend.
+    ///   - keyring: the keyring store to probe and return (its timeout bounds the probe).
+    ///   - fileConfiguration: where the file lives when `.auto` picks it (and where the keyring marker lives).
+    ///   - requireFileOnFallback: for a read or a delete. When `.auto` falls back to the file and there is no
+    ///     file, throw ``CredentialError/unavailable(_:)`` (before asking the passphrase) instead of returning a
+    ///     store that would say "no token" or report a sign-out as done: the token may be in a keyring that
+    ///     cannot be reached from here (ssh, cron, `sudo -u`, a systemd unit).
+    ///   - userMarker: the user's keyring marker (``userKeyringMarkerURL()``); `nil` for none.
+    ///   - passphrase: asked only when the file is chosen, with a ``PassphraseRequest`` that says whether the
+    ///     file exists yet.
+    ///   - logger: logs the backend chosen and why (info), and a selection that fails (error).
+    /// - Returns: The store, which backend it is, the file's location and the reason for a fallback.
+    /// - Throws: ``CredentialError/locked(_:)`` or ``CredentialError/unavailable(_:)`` as
+    ///   ``decide(_:probe:unlockPromptAllowed:keyringMarker:)`` says, and whatever the passphrase provider or
+    ///   opening the file throws.
+    /// - Warning: The passphrase provider must read from the terminal or a descriptor the user controls, never
+    ///   argv or the environment.
     public static func choose(
         _ preference: BackendPreference = .auto,
         keyring: KeyringStore = KeyringStore(),

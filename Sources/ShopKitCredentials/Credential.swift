@@ -4,7 +4,7 @@ import ShopKitAPI
 /// What kind of secret an item holds. Each kind has names of its own: an item of one kind is never read, replaced
 /// or deleted through a key of another, even with the same service and account.
 public enum CredentialKind: String, Sendable, Hashable, CaseIterable {
-    /// API tokens (``ShopKitAPI/AuthTokens``): the default.
+    /// API tokens (ShopKitAPI's `AuthTokens`): the default.
     case tokens
     /// A client certificate's private key (``CredentialVault/storeClientIdentity(certificateChainPEM:privateKeyPEM:as:policy:)``).
     case clientKey

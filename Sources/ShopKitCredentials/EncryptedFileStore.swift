@@ -39,7 +39,7 @@ public final class EncryptedFileStore: CredentialBackend {
     /// Accepted ranges (for new files and for files read): logN 10…20, r 1…32, p 1…16, RFC 7914's N < 2^(16·r)
     /// (so r = 1 allows logN ≤ 15), 128·r·N ≤ 256 MiB, N·r·p ≤ 2^23. Anything else in a file is reported as
     /// `.corrupt` before any derivation; in ``Configuration/kdf`` it is `.invalidConfiguration` on the first write
-    /// (check up front with ``problem``).
+    /// (check up front with `problem`).
     public struct ScryptParameters: Sendable, Hashable {
         /// log2 of the CPU/memory cost N.
         public var logN: UInt8

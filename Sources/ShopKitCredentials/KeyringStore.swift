@@ -74,7 +74,7 @@ public final class KeyringStore: CredentialBackend {
     ///
     /// A service without a default collection is reported as `available(locked: false)`. No session bus, or no
     /// owner of the Secret Service name, is ``KeyringProbe/unavailable(_:)``; an error from a service or bus that
-    /// is there, or no answer within ``timeout``, is ``KeyringProbe/failing(_:)``.
+    /// is there, or no answer within `timeout`, is ``KeyringProbe/failing(_:)``.
     public func probe() async -> KeyringProbe {
         do throws(CredentialError) {
             return try await worker.run(timeout: timeout, timer: timer) { session, cancellable in

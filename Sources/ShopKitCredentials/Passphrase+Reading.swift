@@ -7,7 +7,7 @@ extension Passphrase {
     /// other binary bytes is used whole. The descriptor is not closed.
     ///
     /// Runs the blocking read off the cooperative pool. Throws `.io` when nothing can be read, and
-    /// ``CredentialError/passphraseRejected(_:)`` for more than ``maximumLength`` bytes (never cut).
+    /// ``CredentialError/passphraseRejected(_:)`` for more than `maximumLength` bytes (never cut).
     public static func read(fromFileDescriptor fd: Int32) async throws(CredentialError) -> Passphrase {
         try await TerminalIO.offPool { () throws(CredentialError) in
             try TerminalIO.withSecret(
@@ -21,7 +21,7 @@ extension Passphrase {
     }
 
     /// Prompts on the controlling terminal (`/dev/tty`) and reads a passphrase without echo (one line, at most
-    /// ``maximumLength`` bytes: a longer line is refused, never cut).
+    /// `maximumLength` bytes: a longer line is refused, never cut).
     ///
     /// Never reads standard input. Throws `.io` when there is no terminal (cron, CI, a service): use
     /// ``read(fromFileDescriptor:)`` there. The terminal is restored if a signal (Ctrl-C, Ctrl-Z, a hang-up)

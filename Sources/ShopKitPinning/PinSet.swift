@@ -23,6 +23,9 @@ public struct PinSet: Sendable, Hashable {
     /// A pin set for `hostPattern`.
     ///
     /// - Parameters:
+    ///   - hostPattern: the hosts the set covers: one name, or a wildcard pattern (see ``HostPattern``).
+    ///   - pins: the accepted keys; a connection passes when any certificate of its verified chain has one of
+    ///     them. Duplicates are dropped; at least two distinct pins are needed, one of them a backup key.
     ///   - expiration: when the set stops being enforced (a `Date` is an instant, so UTC by construction).
     ///   - reportOnly: deliver mismatches to the reporter instead of closing the connection.
     ///   - acceptingSinglePin: allow a set with only one distinct pin (no backup key).

@@ -34,6 +34,7 @@ public struct PinningPolicy: Sendable {
     /// A policy applying `pinSets`; an empty policy pins nothing.
     ///
     /// - Parameters:
+    ///   - pinSets: the pin sets, each covering the hosts its pattern matches.
     ///   - unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict hosts"); the
     ///     default `.allow` connects them with chain and hostname verification only.
     ///   - version: the policy's version (0, the default, for a baseline built in code).
@@ -64,7 +65,7 @@ public struct PinningPolicy: Sendable {
         return set
     }
 
-    /// The most specific set whose pattern covers `host`, expired or not (see ``pinSet(for:at:)`` for the set
+    /// The most specific set whose pattern covers `host`, expired or not (see `pinSet(for:at:)` for the set
     /// that is applied).
     package func pinSet(for host: String) -> PinSet? { mostSpecific(for: host) { _ in true } }
 
@@ -78,7 +79,7 @@ public struct PinningPolicy: Sendable {
 
     /// Checks the verified chain of a connection to `host` against the host's pin set.
     ///
-    /// The set is ``pinSet(for:at:)``'s: the most specific live one, else the most specific expired one. Rules, in
+    /// The set is `pinSet(for:at:)`'s: the most specific live one, else the most specific expired one. Rules, in
     /// order: no set → ``PinVerdict/notPinned``; a pin equal to the SPKI pin of any certificate of the verified
     /// chain → ``PinVerdict/matched(pin:certificateIndex:)`` (leaf first); otherwise an expired set (every set
     /// covering the host has expired) → ``PinVerdict/expired(_:)``, a report-only set →
@@ -95,7 +96,7 @@ public struct PinningPolicy: Sendable {
         return set.reportOnly ? .reportOnlyMismatch(report) : .mismatch(report)
     }
 
-    /// The no-backup warning of the set applied to `host` at `now` (``pinSet(for:at:)``), for the chain just
+    /// The no-backup warning of the set applied to `host` at `now` (`pinSet(for:at:)`), for the chain just
     /// verified (see ``PinSet/backupWarning(for:)``).
     public func backupWarning(host: String, chain: VerifiedChain, at now: Date) -> PinBackupWarning? {
         pinSet(for: host, at: now)?.backupWarning(for: chain)

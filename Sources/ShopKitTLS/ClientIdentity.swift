@@ -40,6 +40,10 @@ public struct ClientIdentity: Sendable, Hashable, CustomStringConvertible {
     /// An identity from a PEM certificate chain (leaf first, then the intermediates to send) and a PEM private key.
     ///
     /// - Parameters:
+    ///   - certificateChain: the PEM certificates: the client's certificate first, then the intermediates the
+    ///     server needs to build the chain to its trusted CA.
+    ///   - privateKey: the PEM private key of the first certificate, as UTF-8 bytes (bytes rather than a
+    ///     `String`, so the caller can wipe them; ShopKit's copy is wiped after parsing).
     ///   - passphrase: the passphrase of an encrypted key (UTF-8 bytes); nil for an unencrypted key. An encrypted
     ///     key without it fails (there is no prompt).
     /// - Throws: ``TLSContextError`` of kind `.invalidInput` naming what is wrong: the chain does not parse, the

@@ -2,7 +2,7 @@ import Foundation
 import ShopKitOpenSSL
 import ShopKitPinning
 
-/// Checks signed pin-set documents (``PinSetDocument`` as a compact JWS, `alg: EdDSA`) against the Ed25519
+/// Checks signed pin-set documents (`PinSetDocument` as a compact JWS, `alg: EdDSA`) against the Ed25519
 /// public keys the app ships: the current signing key and at least one backup, each under its `kid`.
 ///
 /// Why signatures: pins fetched over a channel the pins protect would only be as good as that channel. A document
@@ -17,7 +17,7 @@ public struct PinSetVerifier: Sendable {
     /// A verifier trusting `publicKeys`: key id (the JWS `kid`) → Ed25519 public key as PEM `PUBLIC KEY`
     /// (`openssl pkey -in KEY -pubout`).
     ///
-    /// - Throws: ``PinSetDocumentError/signingKeys(_:)`` for fewer than two distinct keys, a key that does not
+    /// - Throws: `PinSetDocumentError.signingKeys(_:)` for fewer than two distinct keys, a key that does not
     ///   parse or is not Ed25519.
     public init(publicKeys: [String: String]) throws(PinSetDocumentError) {
         var keys: [String: OpenSSLKey] = [:]
@@ -50,7 +50,7 @@ public struct PinSetVerifier: Sendable {
 
     /// The document in `jws` if it may replace the policy in force.
     ///
-    /// Refuses (each with its ``PinSetDocumentError``): a text that is not a compact JWS; an `alg` other than
+    /// Refuses (each with its `PinSetDocumentError`): a text that is not a compact JWS; an `alg` other than
     /// `EdDSA` (`none` and `HS256` included); a `crit` header; no `kid`, or one the app does not know; a signature
     /// that does not verify; a payload that is not a valid document; a version not above `currentVersion`; a
     /// document expired, or issued in the future, at `now`; a document without a set for a host pattern that

@@ -12,7 +12,7 @@ import ShopKitPinning
 /// which is expensive in OpenSSL 3. Then call `makeHandler(host:port:)` for each new channel.
 public final class TLSClientContext: Sendable {
     /// The configuration this context was built from (its `pinning` is the policy it started with; see
-    /// ``pinning`` for the one in force).
+    /// `pinning` for the one in force).
     public let configuration: TLSClientConfiguration
     /// The cached sessions (shared with other contexts if one was passed in).
     public let sessionCache: TLSSessionCache
@@ -28,6 +28,8 @@ public final class TLSClientContext: Sendable {
     /// Builds the OpenSSL context for `configuration`.
     ///
     /// - Parameters:
+    ///   - configuration: the trust roots, pinning policy, minimum TLS version, client identity and logger of
+    ///     every connection made with this context.
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
     ///   - now: the clock used for pin-set expiry and for the age of cached sessions (tests inject one).

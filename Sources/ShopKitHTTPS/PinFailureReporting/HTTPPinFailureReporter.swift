@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import OpenAPIRuntime
 import ShopKitPinning
 
-/// Sends pin failure reports as TrustKit JSON (``TrustKitReport``) to one or more report URIs, in the background.
+/// Sends pin failure reports as TrustKit JSON (`TrustKitReport`) to one or more report URIs, in the background.
 ///
 /// Set it as `TLSClientConfiguration.pinFailureReporter`. Every mismatch is reported: enforced ones (the
 /// connection was refused), report-only and expired sets.
@@ -79,6 +79,8 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     /// A reporter sending through `transport`.
     ///
     /// - Parameters:
+    ///   - configuration: where the reports go, the app they describe, the queue's capacity and how long an
+    ///     identical report is suppressed.
     ///   - transport: the HTTPS transport for the reports. Give it its own `TLSClientConfiguration` (with pins
     ///     for the report URIs if they should be pinned).
     ///   - now: the clock for deduplication (tests inject one).
