@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import Testing
 
@@ -227,29 +228,16 @@ import Testing
 
 /// A thread-safe counter for closures the code under test calls.
 final class Counter: Sendable {
-    private let lock = NSLock()
-    // Safe to share: read and written only while `lock` is held.
-    private nonisolated(unsafe) var count = 0
+    private let count = NIOLockedValueBox(0)
 
-    func increment() {
-        lock.lock()
-        count += 1
-        lock.unlock()
-    }
-
-    var value: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
-    }
+    func increment() { count.withLockedValue { $0 += 1 } }
+    var value: Int { count.withLockedValue { $0 } }
 }
 
 /// The passphrase requests a selection made, in order.
 final class RequestLog: Sendable {
-    private let lock = NSLock()
-    // Safe to share: read and written only while `lock` is held.
-    private nonisolated(unsafe) var log: [PassphraseRequest] = []
+    private let log = NIOLockedValueBox<[PassphraseRequest]>([])
 
-    func append(_ request: PassphraseRequest) { lock.withLock { log.append(request) } }
-    var values: [PassphraseRequest] { lock.withLock { log } }
+    func append(_ request: PassphraseRequest) { log.withLockedValue { $0.append(request) } }
+    var values: [PassphraseRequest] { log.withLockedValue { $0 } }
 }

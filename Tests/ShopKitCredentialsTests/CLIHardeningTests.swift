@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import ShopKitAPI
 import TestSupport
@@ -242,11 +243,9 @@ enum ChildPID {
 
 /// A value a `@Sendable` closure sets and the test reads afterwards.
 final class Box<T: Sendable>: Sendable {
-    private let lock = NSLock()
-    // Safe to share: read and written only while `lock` is held.
-    private nonisolated(unsafe) var stored: T
+    private let stored: NIOLockedValueBox<T>
 
-    init(_ value: T) { stored = value }
-    func set(_ value: T) { lock.withLock { stored = value } }
-    var value: T { lock.withLock { stored } }
+    init(_ value: T) { stored = NIOLockedValueBox(value) }
+    func set(_ value: T) { stored.withLockedValue { $0 = value } }
+    var value: T { stored.withLockedValue { $0 } }
 }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import ShopKitAPI
 @testable import ShopKitCredentials
@@ -61,22 +62,18 @@ func mode(_ path: String) -> mode_t {
 }
 
 /// An injectable presence clock for policy tests: time moves only when the test says so.
-final class TestClock: PresenceClock, @unchecked Sendable {
-    // @unchecked Sendable is safe: `time` is only touched under `lock`.
-    private let lock = NSLock()
-    private var time = Duration.seconds(700_000_000)
+final class TestClock: PresenceClock, Sendable {
+    private let time = NIOLockedValueBox(Duration.seconds(700_000_000))
 
-    func now() -> Duration { lock.withLock { time } }
-    func advance(_ seconds: Int) { lock.withLock { time += .seconds(seconds) } }
+    func now() -> Duration { time.withLockedValue { $0 } }
+    func advance(_ seconds: Int) { time.withLockedValue { $0 += .seconds(seconds) } }
 }
 
 /// Counts presence prompts and answers them with a fixed verdict.
-final class PromptCounter: @unchecked Sendable {
-    // @unchecked Sendable is safe: `count` is only touched under `lock`.
-    private let lock = NSLock()
-    private var storage = 0
-    var count: Int { lock.withLock { storage } }
-    func record() { lock.withLock { storage += 1 } }
+final class PromptCounter: Sendable {
+    private let storage = NIOLockedValueBox(0)
+    var count: Int { storage.withLockedValue { $0 } }
+    func record() { storage.withLockedValue { $0 += 1 } }
 }
 
 /// A real backend that reports it cannot bind items to a device (as on a machine without a machine id).

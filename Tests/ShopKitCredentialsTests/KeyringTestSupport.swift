@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import Testing
 
@@ -51,9 +52,7 @@ final class PrivateKeyring: Sendable {
     private let bus: Process  // Sendable in corelibs Foundation
     /// The environment the keyring daemon runs in (the bus, and HOME/XDG dirs inside `directory`).
     private let keyringEnvironment: [String: String]
-    private let lock = NSLock()
-    // Safe to share: read and replaced only while `lock` is held.
-    private nonisolated(unsafe) var keyring: Process?
+    private let keyring = NIOLockedValueBox<Process?>(nil)
 
     static let password = "shopkit-private-keyring"
 
@@ -66,7 +65,7 @@ final class PrivateKeyring: Sendable {
     }
 
     /// The running keyring daemon's process id, if one runs.
-    var keyringPID: Int32? { lock.withLock { keyring?.processIdentifier } }
+    var keyringPID: Int32? { keyring.withLockedValue { $0?.processIdentifier } }
 
     /// Starts the bus, then the keyring daemon (login keyring created with a known password, unlocked), and waits
     /// until the keyring owns org.freedesktop.secrets on the bus.
@@ -151,7 +150,7 @@ final class PrivateKeyring: Sendable {
         keyring.standardOutput = FileHandle.nullDevice
         keyring.standardError = FileHandle.nullDevice
         try keyring.run()
-        lock.withLock { self.keyring = keyring }
+        self.keyring.withLockedValue { $0 = keyring }
         keyringIn.fileHandleForWriting.write(Data(Self.password.utf8))
         try keyringIn.fileHandleForWriting.close()
 
@@ -174,9 +173,9 @@ final class PrivateKeyring: Sendable {
 
     /// ``killKeyring()`` for callers already off the cooperative pool.
     func killKeyringBlocking() throws {
-        let keyring = lock.withLock { () -> Process? in
-            defer { self.keyring = nil }
-            return self.keyring
+        let keyring = self.keyring.withLockedValue { running -> Process? in
+            defer { running = nil }
+            return running
         }
         guard let keyring else { return }
         kill(keyring.processIdentifier, SIGKILL)
@@ -266,7 +265,7 @@ final class PrivateKeyring: Sendable {
     }
 
     private func stopBlocking() {
-        let keyring = lock.withLock { self.keyring }
+        let keyring = self.keyring.withLockedValue { $0 }
         if let keyring {
             kill(keyring.processIdentifier, SIGKILL)
             keyring.waitUntilExit()

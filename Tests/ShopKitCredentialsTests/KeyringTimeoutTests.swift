@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import ShopKitAPI
 import Testing
@@ -41,14 +42,12 @@ import Testing
 }
 
 /// A timer the test fires by hand.
-final class ManualJobTimer: JobTimer, @unchecked Sendable {
-    // @unchecked Sendable is safe: `pending` is only touched under `lock`.
-    private let lock = NSLock()
-    private var pending: [@Sendable () -> Void] = []
+final class ManualJobTimer: JobTimer, Sendable {
+    private let pending = NIOLockedValueBox<[@Sendable () -> Void]>([])
     private let scheduled = DispatchSemaphore(value: 0)
 
     func schedule(after timeout: Duration, _ fire: @escaping @Sendable () -> Void) {
-        lock.withLock { pending.append(fire) }
+        pending.withLockedValue { $0.append(fire) }
         scheduled.signal()
     }
 
@@ -57,7 +56,7 @@ final class ManualJobTimer: JobTimer, @unchecked Sendable {
 
     /// Fires every scheduled timeout now.
     func fire() {
-        for fire in lock.withLock({ () -> [@Sendable () -> Void] in defer { pending = [] }; return pending }) { fire() }
+        for fire in pending.withLockedValue({ pending -> [@Sendable () -> Void] in defer { pending = [] }; return pending }) { fire() }
     }
 }
 

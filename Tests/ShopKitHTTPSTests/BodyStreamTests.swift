@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import Testing
 @testable import ShopKitHTTPS
@@ -6,12 +7,10 @@ import ShopKitTLS
 @Suite struct BodyStreamTests {
     struct Boom: Error, Equatable {}
 
-    final class Flag: @unchecked Sendable {
-        // @unchecked Sendable: `value` is only touched while `lock` is held.
-        private let lock = NSLock()
-        private var value = 0
-        func bump() { lock.withLock { value += 1 } }
-        var count: Int { lock.withLock { value } }
+    final class Flag: Sendable {
+        private let value = NIOLockedValueBox(0)
+        func bump() { value.withLockedValue { $0 += 1 } }
+        var count: Int { value.withLockedValue { $0 } }
     }
 
     @Test func deliversBufferedChunksInOrderThenTheEnd() async throws {

@@ -73,13 +73,24 @@ import TestSupport
 
     let target = try! RequestTarget(baseURL: URL(string: "https://pool.test")!)
 
+    /// Ends a test: the pool shuts down, every channel is finished and every loop shut down (which drops the
+    /// timers still scheduled), so nothing is left holding the pool.
+    func tearDown(_ pool: ConnectionPool, _ opener: FakeOpener, loops: [EmbeddedEventLoop]) throws {
+        pool.shutDown()
+        for channel in opener.opened { _ = try? channel.finish(acceptAlreadyClosed: true) }
+        for loop in loops {
+            loop.run()
+            try loop.syncShutdownGracefully()
+        }
+    }
+
     func pool(_ opener: FakeOpener, loops: [EmbeddedEventLoop], maxPerHost: Int = 1) -> ConnectionPool {
         ConnectionPool(
             opener: opener, loops: loops, offersHTTP2: false, maxPerHost: maxPerHost, idleTimeout: .seconds(60),
             logger: Logger(label: "test"))
     }
 
-    @Test func aWaiterEndsAtItsDeadlineAndTheFreedConnectionIsParkedNotHandedToIt() {
+    @Test func aWaiterEndsAtItsDeadlineAndTheFreedConnectionIsParkedNotHandedToIt() throws {
         let loop = EmbeddedEventLoop()
         let opener = FakeOpener()
         let pool = pool(opener, loops: [loop])
@@ -103,9 +114,10 @@ import TestSupport
         let third = Outcomes()
         #expect(pool.lease(target, deadline: loop.now + .seconds(5), handler: third.handler) == nil)
         #expect(third.leases.first?.reused == true && opener.opened.count == 1)
+        try tearDown(pool, opener, loops: [loop])
     }
 
-    @Test func anIdleConnectionClosesAfterTheIdleTimeoutNotBefore() {
+    @Test func anIdleConnectionClosesAfterTheIdleTimeoutNotBefore() throws {
         let loop = EmbeddedEventLoop()
         let opener = FakeOpener()
         let pool = pool(opener, loops: [loop])
@@ -122,9 +134,10 @@ import TestSupport
         _ = pool.lease(target, deadline: loop.now + .seconds(30), handler: second.handler)
         loop.run()
         #expect(second.leases.first?.reused == false && opener.opened.count == 2)
+        try tearDown(pool, opener, loops: [loop])
     }
 
-    @Test func newConnectionsGoOnTheLoopsTheMachineChose() {
+    @Test func newConnectionsGoOnTheLoopsTheMachineChose() throws {
         let loops = [EmbeddedEventLoop(), EmbeddedEventLoop()]
         let opener = FakeOpener()
         let pool = pool(opener, loops: loops, maxPerHost: 2)
@@ -133,9 +146,10 @@ import TestSupport
         for loop in loops { loop.run() }
         #expect(outcomes.leases.count == 2)
         #expect(opener.opened.map { ObjectIdentifier($0.eventLoop) } == loops.map { ObjectIdentifier($0) })
+        try tearDown(pool, opener, loops: loops)
     }
 
-    @Test func aFailedConnectionFailsItsWaiterAndTheNextOneIsOpenedAgain() {
+    @Test func aFailedConnectionFailsItsWaiterAndTheNextOneIsOpenedAgain() throws {
         let loop = EmbeddedEventLoop()
         let opener = FakeOpener()
         opener.failNext = HTTPSTransportError.connectionClosed
@@ -147,5 +161,6 @@ import TestSupport
         _ = pool.lease(target, deadline: loop.now + .seconds(30), handler: second.handler)
         loop.run()
         #expect(second.leases.count == 1 && opener.opened.count == 1)
+        try tearDown(pool, opener, loops: [loop])
     }
 }

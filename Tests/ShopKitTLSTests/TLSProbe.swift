@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -105,11 +106,9 @@ final class ProbeHandler: ChannelInboundHandler {
 }
 
 /// Collects pin failure reports.
-final class CollectingReporter: PinFailureReporter, @unchecked Sendable {
-    // @unchecked Sendable: `stored` is only touched while `lock` is held.
-    private let lock = NSLock()
-    private var stored: [PinFailureReport] = []
+final class CollectingReporter: PinFailureReporter, Sendable {
+    private let stored = NIOLockedValueBox<[PinFailureReport]>([])
 
-    func report(_ report: PinFailureReport) { lock.withLock { stored.append(report) } }
-    var reports: [PinFailureReport] { lock.withLock { stored } }
+    func report(_ report: PinFailureReport) { stored.withLockedValue { $0.append(report) } }
+    var reports: [PinFailureReport] { stored.withLockedValue { $0 } }
 }
