@@ -24,8 +24,8 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     private let logger: Logger
 
     private var context: ChannelHandlerContext?
-    /// The request's one timer: a scheduled callback (no promise or closure per arm, unlike `scheduleTask`).
-    private var timer: NIOScheduledCallback?
+    /// The request's one timer.
+    private var timer = RequestTimer()
 
     /// A handler with no request yet; `logger` gets what it drops (trailers).
     package init(logger: Logger = TLSClientConfiguration.disabledLogger) {
@@ -209,16 +209,11 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     }
 
     private func arm(_ deadline: NIODeadline) {
-        timer?.cancel()
-        timer = nil
-        if let context {
-            timer = try? context.eventLoop.assumeIsolated().scheduleCallback(at: deadline, handler: TimerFired(handler: self))
-        }
+        timer.arm(at: deadline, context: context, TimerFired(handler: self))
     }
 
     private func cancelTimer() {
-        timer?.cancel()
-        timer = nil
+        timer.cancel()
     }
 
     /// The request's timer fired (on the event loop).
@@ -226,7 +221,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         let handler: HTTP1ConnectionHandler
 
         func handleScheduledCallback(eventLoop: some EventLoop) {
-            handler.timer = nil
+            handler.timer.didFire()
             switch handler.machine.timerFired(now: handler.now) {
             case .none: break
             case .rearm(let deadline): handler.arm(deadline)

@@ -27,7 +27,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
     private let closeReason: () -> HTTPSTransportError?
 
     private var context: ChannelHandlerContext?
-    private var timer: NIOScheduledCallback?
+    /// The request's one timer.
+    private var timer = RequestTimer()
 
     init(logger: Logger, closeReason: @escaping () -> HTTPSTransportError?) {
         self.logger = logger
@@ -202,23 +203,18 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
     }
 
     private func arm(_ deadline: NIODeadline) {
-        timer?.cancel()
-        timer = nil
-        if let context {
-            timer = try? context.eventLoop.assumeIsolated().scheduleCallback(at: deadline, handler: TimerFired(handler: self))
-        }
+        timer.arm(at: deadline, context: context, TimerFired(handler: self))
     }
 
     private func cancelTimer() {
-        timer?.cancel()
-        timer = nil
+        timer.cancel()
     }
 
     private struct TimerFired: NIOScheduledCallbackHandler {
         let handler: HTTP2StreamHandler
 
         func handleScheduledCallback(eventLoop: some EventLoop) {
-            handler.timer = nil
+            handler.timer.didFire()
             guard var (request, machine) = handler.request else { return }
             let action = machine.timerFired(now: handler.now)
             handler.request = (request, machine)

@@ -134,6 +134,29 @@ struct ResponseDelivery {
     }
 }
 
+/// A request's one timer, held by both request handlers: a scheduled callback (no promise or closure per arm,
+/// unlike `scheduleTask`), armed, re-armed and cancelled as the request's state machine says.
+struct RequestTimer {
+    private var scheduled: NIOScheduledCallback?
+
+    /// Arms the timer for `deadline` on `context`'s event loop, replacing the one armed; `fired` runs when it fires.
+    mutating func arm(at deadline: NIODeadline, context: ChannelHandlerContext?, _ fired: some NIOScheduledCallbackHandler) {
+        cancel()
+        guard let context else { return }
+        scheduled = try? context.eventLoop.assumeIsolated().scheduleCallback(at: deadline, handler: fired)
+    }
+
+    mutating func cancel() {
+        scheduled?.cancel()
+        scheduled = nil
+    }
+
+    /// The timer fired: there is nothing left to cancel.
+    mutating func didFire() {
+        scheduled = nil
+    }
+}
+
 /// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.
 package final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = ByteBuffer
