@@ -4,22 +4,7 @@ import Testing
 
 /// The pool's HTTP/2 transitions, pure: one connection for many requesters, its stream capacity, GOAWAY, and
 /// HTTP/1.1 after all.
-@Suite struct ConnectionPoolHTTP2StateMachineTests {
-    typealias Machine = ConnectionPoolStateMachine<String>
-    typealias C = Machine.ConnectionID
-    typealias W = Machine.WaiterID
-
-    func w(_ raw: Int) -> W { W(raw: raw) }
-    func c(_ raw: Int) -> C { C(raw: raw) }
-    /// Connection `c` opened for `w` on the only loop.
-    func new(_ c: C, _ w: W) -> Machine.NewConnection { .init(id: c, waiter: w, loop: 0) }
-
-    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
-    /// A first park at `t0`: the idle timer is armed for the default 60 s.
-    func parked(_ c: C) -> Machine.Action { .park(c, armIdleTimer: t0 + .seconds(60)) }
-    /// A park while the connection's timer is still pending: nothing to arm.
-    func parkedAgain(_ c: C) -> Machine.Action { .park(c, armIdleTimer: nil) }
-
+@Suite struct ConnectionPoolHTTP2StateMachineTests: PoolMachineFixture {
     @Test func requestersWaitForTheConnectionBeingOpenedThenShareItsStreams() {
         var machine = Machine(maxPerKey: 8, offersHTTP2: true)
         #expect(machine.lease(key: "a", for: w(1)) == .create(new(c(1), w(1))))

@@ -3,22 +3,7 @@ import Testing
 @testable import ShopKitHTTPS
 import ShopKitTLS
 
-@Suite struct ConnectionPoolStateMachineTests {
-    typealias Machine = ConnectionPoolStateMachine<String>
-    typealias C = Machine.ConnectionID
-    typealias W = Machine.WaiterID
-
-    func w(_ raw: Int) -> W { W(raw: raw) }
-    func c(_ raw: Int) -> C { C(raw: raw) }
-    /// Connection `c` opened for `w` on the only loop.
-    func new(_ c: C, _ w: W) -> Machine.NewConnection { .init(id: c, waiter: w, loop: 0) }
-
-    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
-    /// A first park at `t0`: the idle timer is armed for the default 60 s.
-    func parked(_ c: C) -> Machine.Action { .park(c, armIdleTimer: t0 + .seconds(60)) }
-    /// A park while the connection's timer is still pending: nothing to arm.
-    func parkedAgain(_ c: C) -> Machine.Action { .park(c, armIdleTimer: nil) }
-
+@Suite struct ConnectionPoolStateMachineTests: PoolMachineFixture {
     @Test func createsUpToTheLimitThenQueues() {
         var machine = Machine(maxPerKey: 2)
         #expect(machine.lease(key: "a", for: w(1)) == .create(new(c(1), w(1))))
@@ -156,15 +141,7 @@ import ShopKitTLS
 }
 
 /// The decisions the pool object used to make itself: idle timers, event-loop choice, where a deadline runs.
-@Suite struct ConnectionPoolTimerAndLoopDecisionTests {
-    typealias Machine = ConnectionPoolStateMachine<String>
-    typealias C = Machine.ConnectionID
-    typealias W = Machine.WaiterID
-
-    func w(_ raw: Int) -> W { W(raw: raw) }
-    func c(_ raw: Int) -> C { C(raw: raw) }
-    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
-
+@Suite struct ConnectionPoolTimerAndLoopDecisionTests: PoolMachineFixture {
     @Test func anIdleTimerClosesOnlyAfterAWholeIdlePeriodSinceTheLastPark() {
         var machine = Machine(maxPerKey: 1, idleTimeout: .seconds(60))
         _ = machine.lease(key: "a", for: w(1))
@@ -234,15 +211,7 @@ import ShopKitTLS
 
 /// Pins replaced while connections are open: a connection the new pins refuse is never handed out again, and a
 /// request running on it finishes there.
-@Suite struct ConnectionPoolDistrustTests {
-    typealias Machine = ConnectionPoolStateMachine<String>
-    typealias C = Machine.ConnectionID
-    typealias W = Machine.WaiterID
-
-    func w(_ raw: Int) -> W { W(raw: raw) }
-    func c(_ raw: Int) -> C { C(raw: raw) }
-    let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
-
+@Suite struct ConnectionPoolDistrustTests: PoolMachineFixture {
     @Test func anIdleConnectionClosesAndAWaiterGetsANewOne() {
         var machine = Machine(maxPerKey: 1)
         _ = machine.lease(key: "a", for: w(1))
