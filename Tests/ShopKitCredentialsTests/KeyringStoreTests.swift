@@ -53,8 +53,8 @@ struct KeyringStoreTests {
     }
 
     @Test func thisDeviceOnlyItemFromAnotherMachineIsWrongDevice() async throws {
-        let here = KeyringStore(timeout: .seconds(10), allowUnlockPrompt: false, deviceID: "machine-a")
-        let elsewhere = KeyringStore(timeout: .seconds(10), allowUnlockPrompt: false, deviceID: "machine-b")
+        let here = KeyringStore(timeout: .seconds(60), allowUnlockPrompt: false, deviceID: "machine-a")
+        let elsewhere = KeyringStore(timeout: .seconds(60), allowUnlockPrompt: false, deviceID: "machine-b")
         let key = KeyringTestEnvironment.uniqueKey()
         let bound = StoredCredential(tokens: tokens, policy: AccessPolicy(thisDeviceOnly: true))
         try await here.write(bound, for: key)
