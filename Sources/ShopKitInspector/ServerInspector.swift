@@ -146,9 +146,6 @@ package struct ServerInspector: Sendable {
         let port = address.port
         // One clock for connect and handshake; whether the TCP connection was up says which one ran out.
         let connected = NIOLoopBoundBox.makeBoxSendingValue(false, as: Bool.self, eventLoop: loop)
-        let timer = loop.scheduleTask(in: timeout) {
-            promise.succeed(.failed(connected.value ? .tls(.handshakeTimeout) : .connectTimeout, nil))
-        }
         let addHandlers: @Sendable (any Channel) throws -> Void = { channel in
             try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: name, port: port))
             try channel.pipeline.syncOperations.addHandler(InspectionHandler(promise: promise))
@@ -162,7 +159,6 @@ package struct ServerInspector: Sendable {
                         return channel
                     }
             } catch {
-                timer.cancel()
                 return .failed(.proxy("the proxy's trust anchors cannot be loaded: \(error)"), nil)
             }
             connect.whenFailure { error in
@@ -176,7 +172,7 @@ package struct ServerInspector: Sendable {
             connect = ClientBootstrap(group: loop)
                 .connectTimeout(timeout)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHandlers(channel) } }
-                .connect(host: address.host, port: address.port)
+                .connect(literalOrHost: address.host, port: address.port)
             connect.whenFailure { error in
                 if case ChannelError.connectTimeout = error {
                     promise.succeed(.failed(.connectTimeout, nil))
@@ -187,8 +183,16 @@ package struct ServerInspector: Sendable {
             }
         }
         connect.whenSuccess { _ in connected.value = true }
+        // The clock starts on the loop, after the connect has started there. A loop that was busy when the check
+        // began then delays the connect's completion and the clock alike, so a connection that came up is never
+        // reported as a connect timeout.
+        let timer = loop.submit {
+            loop.scheduleTask(in: timeout) {
+                promise.succeed(.failed(connected.value ? .tls(.handshakeTimeout) : .connectTimeout, nil))
+            }
+        }
         let outcome = try? await promise.futureResult.get()
-        timer.cancel()
+        try? await timer.get().cancel()
         if let channel = try? await connect.get() { try? await channel.close() }
         return outcome ?? .failed(.tls(.connectionClosed), nil)
     }

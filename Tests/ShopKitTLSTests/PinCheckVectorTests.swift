@@ -15,12 +15,11 @@ struct PinCheckVectorTests {
         let server = try await VectorServer.start(for: vector)
         let caFile = try PinCheckBinary.temporaryFile(vector.trustPEM)
         defer { try? FileManager.default.removeItem(at: caFile) }
-        // The two vectors that wait for a timeout get a short one, but not so short that a loaded machine's
-        // slow TCP connect (the inspector has one clock for connect and handshake) turns "handshake" into "connect":
-        // 2 s was seen to run out before the loopback connect's completion ran, with every ASan suite at once on two
-        // cores. The others never wait for it: 15 s only bounds a handshake that such a machine has delayed (5 s was
-        // seen to run out there).
-        let timeout = ["silent", "mute"].contains(vector.server) ? 5 : 15
+        // The two vectors that wait for a timeout get a short one, with room for a loaded machine's slow loopback
+        // connect (the inspector's one clock starts once the connect has started on its loop). The others never
+        // wait for it: 15 s only bounds a handshake that a machine running every suite at once on two cores has
+        // delayed (5 s was seen to run out there).
+        let timeout = ["silent", "mute"].contains(vector.server) ? 3 : 15
 
         let inspector = ServerInspector(
             address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: vector.servername,

@@ -56,8 +56,7 @@ struct ConnectionFactory: Sendable {
     /// ``HTTPSTransportError/http2NotNegotiated(alpn:)`` when HTTP/2 is required and the server did not choose
     /// it, and with ``HTTPSTransportError/connectionClosed`` if the connection closes while it is set up.
     ///
-    /// An IP literal is connected to directly: NIO's resolver would run `getaddrinfo` on a dispatch queue
-    /// and race address families for every new connection, a thread round trip per handshake.
+    /// An IP literal is connected to directly, without NIO's resolver (`ClientBootstrap.connect(literalOrHost:port:)`).
     ///
     /// A target routed through a proxy is reached through a `CONNECT` tunnel first (see
     /// ``tunnel(to:through:on:)``), whose failures are the proxy's own errors; TLS to the origin then runs inside
@@ -110,15 +109,12 @@ struct ConnectionFactory: Sendable {
         }
     }
 
-    /// A TCP connection to `host` on `loop` (an IP literal is connected to directly, see above).
+    /// A TCP connection to `host` on `loop` (an IP literal directly, without the resolver).
     func tcpConnect(host: String, port: Int, on loop: any EventLoop) -> EventLoopFuture<any Channel> {
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-        if let address = try? SocketAddress(ipAddress: host, port: port) {
-            return bootstrap.connect(to: address)
-        }
-        return bootstrap.connect(host: host, port: port)
+        return bootstrap.connect(literalOrHost: host, port: port)
     }
 
     /// Adds the HTTP/1.1 codec and the exchange handler behind the security handlers.

@@ -33,7 +33,7 @@ package enum ProxyTunnel {
         let bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
         return open(
             to: RequestTarget(host: host, port: port), through: proxy, proxySecurity: proxySecurity,
-            connect: { bootstrap.connect(host: proxy.host, port: proxy.port) }, connectTimeout: timeout,
+            connect: { bootstrap.connect(literalOrHost: proxy.host, port: proxy.port) }, connectTimeout: timeout,
             handshakeTimeout: timeout)
     }
 
