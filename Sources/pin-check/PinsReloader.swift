@@ -11,9 +11,9 @@ import Glibc
 /// error; a file that cannot be read or parsed leaves the pins as they were, and says so, naming the file and line.
 ///
 /// A Dispatch signal source, not a signal handler: the reload runs on a queue of its own, where reading a file and
-/// writing to standard error are allowed. `SIGHUP` is set to be ignored first (its default action ends the
-/// process), so one that arrives before the source is armed is lost, never fatal; pin-check installs the source
-/// before its first check starts.
+/// writing to standard error are allowed. pin-check creates it before its first check starts. `SIGHUP` is set to
+/// be ignored first (its default action ends the process): libdispatch arms the source asynchronously, moments
+/// after `resume()`, and a `SIGHUP` that comes before that is ignored, never fatal.
 struct PinsReloader {
     private let source: any DispatchSourceSignal
 
