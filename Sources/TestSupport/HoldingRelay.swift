@@ -17,6 +17,8 @@ package final class HoldingRelay: Sendable {
         var releases: [Int: @Sendable () -> Void] = [:]
         /// Connections released before their server's first byte came: nothing is held on them.
         var released: Set<Int> = []
+        /// Connections whose upstream side the server closed.
+        var serverClosed: Set<Int> = []
         var channels: [any Channel] = []
     }
 
@@ -80,6 +82,13 @@ package final class HoldingRelay: Sendable {
         await state.wait { $0.holding.contains(number) }
     }
 
+    /// Returns once the server closed its side of connection `number` (or when the waiting task is cancelled). The
+    /// relay passes a client's close on as a half-close, so a server that closes on end of input has by then read
+    /// everything the client sent on that connection.
+    package func waitUntilServerClosed(_ number: Int) async {
+        await state.wait { $0.serverClosed.contains(number) }
+    }
+
     /// Forwards what the server sent on connection `number`, and from then on everything it sends.
     package func release(_ number: Int) {
         let release = state.withLockedValue { state -> (@Sendable () -> Void)? in
@@ -97,7 +106,8 @@ package final class HoldingRelay: Sendable {
     }
 }
 
-/// Client to server: forwarded at once; the client's close closes the upstream connection.
+/// Client to server: forwarded at once; the client's close is passed on as a half-close (end of input for the
+/// server), so the upstream connection ends when the server, having read everything, closes it.
 private final class ClientBytes: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
@@ -110,7 +120,7 @@ private final class ClientBytes: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        upstream.close(promise: nil)
+        upstream.close(mode: .output, promise: nil)
         context.fireChannelInactive()
     }
 
@@ -158,6 +168,8 @@ private final class ServerBytes: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        let number = self.number
+        state.withLockedValue { _ = $0.serverClosed.insert(number) }
         if held != nil { closedWhileHeld = true } else { client.close(promise: nil) }
         context.fireChannelInactive()
     }
