@@ -35,8 +35,8 @@ struct PinsReloader {
     private static func reload(_ path: String, into pins: ReplaceablePins) {
         let line: String
         do {
-            let file = try pins.reload(fromFile: path)
-            line = "pin-check: reloaded pins from \(path) (\(file.sections.count) sections)"
+            let sections = try pins.reload(fromFile: path).sections.count
+            line = "pin-check: reloaded pins from \(path) (\(sections) section\(sections == 1 ? "" : "s"))"
         } catch {
             line = "pin-check: pins not reloaded, the previous ones stay: \(error)"
         }

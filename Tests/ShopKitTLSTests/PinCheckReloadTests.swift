@@ -73,13 +73,14 @@ struct PinCheckReloadTests {
         // In completion order, which one check at a time makes the file's.
         #expect(reports.map { $0["port"] as? Int } == [relay.port, relay.port, server.port])
         #expect(reports.map { $0["verdict"] as? String } == ["ok", "ok", "pin-mismatch"])
+        #expect(reports[0]["configuredPins"] as? [String] == Self.matching.map(\.description))
         #expect(reports[1]["configuredPins"] as? [String] == Self.matching.map(\.description))
         #expect(reports[2]["configuredPins"] as? [String] == Self.mismatching.map(\.description))
         #expect(outcome.status == 1, "stderr: \(outcome.stderr)")
         let lines = outcome.stderr.split(separator: "\n")
         #expect(lines.count == 2, "stderr: \(outcome.stderr)")
         #expect(lines.first?.hasPrefix("pin-check: pins not reloaded, the previous ones stay: \(pinsURL.path): line 3") == true)
-        #expect(lines.last == "pin-check: reloaded pins from \(pinsURL.path) (1 sections)")
+        #expect(lines.last == "pin-check: reloaded pins from \(pinsURL.path) (1 section)")
     }
 
     /// Without --pins-file there is nothing to reload: SIGHUP keeps its default action and ends the run.
