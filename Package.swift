@@ -100,6 +100,7 @@ let package = Package(
             name: "ShopKitInspector",
             dependencies: [
                 "ShopKitTLS", "ShopKitOpenSSL", "ShopKitPinning", "ShopKitHTTPS",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),

@@ -177,7 +177,9 @@ public struct HTTPSTransport: ClientTransport {
     /// Replaces the pins while requests run. When this returns, every new connection is checked against `policy`
     /// (and resumes only sessions cached under the pin set it gives the host); no pooled connection whose verified
     /// chain `policy` refuses is handed out again (idle ones are closed, busy ones close when their exchange ends);
-    /// requests already running finish on their connection.
+    /// requests already running finish on their connection. A connection whose handshake was running (checked
+    /// against the pins it started with) carries no request if `policy` refuses its chain, or if the old pins
+    /// refused a server `policy` may accept: its request gets a new connection checked against `policy`.
     ///
     /// - Warning: This replaces the pins outright. Apply only a policy from a trusted source: code, or a signed
     ///   document checked by `PinSetVerifier` (`PinUpdates` does both).

@@ -11,11 +11,16 @@ import ShopKitTLS
 /// to the caller as soon as it is ready and not kept, so memory stays that of `concurrency` checks whatever the
 /// number of hosts, and the run takes about (hosts ÷ concurrency) × one handshake. One TLS context (one trust
 /// store load) serves every check; resumption is off, so each check is a full handshake with its chain.
+///
+/// The pins may be replaced while the fleet runs (``ReplaceablePins/replace(with:)``, as `pin-check` does on
+/// `SIGHUP`): each check reads its host's pins as it starts, so checks that start afterwards use the new pins and
+/// checks in flight keep theirs.
 package struct FleetInspector: Sendable {
     /// The servers, in the hosts file's order.
     package var addresses: [ServerAddress]
-    /// Each host's pins, from one file; hosts it does not cover are checked without pins.
-    package var pins: HostPinsFile?
+    /// Each host's pins, from one file, replaceable while the fleet runs; hosts it does not cover are checked
+    /// without pins.
+    package var pins: ReplaceablePins
     /// PEM trust anchors replacing the system store; nil means the system store.
     package var trustAnchorsPEM: String?
     /// Limit for connect and handshake, per host.
@@ -27,7 +32,7 @@ package struct FleetInspector: Sendable {
 
     /// A fleet check with the given inputs; `concurrency` is at least 1.
     package init(
-        addresses: [ServerAddress], pins: HostPinsFile? = nil, trustAnchorsPEM: String? = nil,
+        addresses: [ServerAddress], pins: ReplaceablePins = ReplaceablePins(), trustAnchorsPEM: String? = nil,
         timeout: Duration = .seconds(10), concurrency: Int = 16, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.addresses = addresses
@@ -38,12 +43,10 @@ package struct FleetInspector: Sendable {
         self.now = now
     }
 
-    /// The inspector for the host at `index`, with its pins from the file.
+    /// The inspector for the host at `index`: it reads the host's pins from ``pins`` when its check starts.
     package func inspector(at index: Int) -> ServerInspector {
-        let address = addresses[index]
-        let section = pins?.section(host: address.host, port: address.port)
-        return ServerInspector(
-            address: address, pins: section?.pins ?? [], trustAnchorsPEM: trustAnchorsPEM, timeout: timeout, now: now)
+        ServerInspector(
+            address: addresses[index], trustAnchorsPEM: trustAnchorsPEM, timeout: timeout, now: now, replaceablePins: pins)
     }
 
     /// Checks every host, calling `onReport` with the host's index and report as each check ends (in completion
@@ -55,7 +58,7 @@ package struct FleetInspector: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         onReport: (Int, ServerReport) -> Void
     ) async throws(TLSContextError) {
-        for index in addresses.indices { _ = try inspector(at: index).pinningPolicy() }
+        for index in addresses.indices { _ = try inspector(at: index).resolvingPins().pinningPolicy() }
         let configuration = TLSClientConfiguration(
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             logger: Logger(label: "ShopKitTLS.fleet", factory: { _ in SwiftLogNoOpLogHandler() }),

@@ -17,8 +17,12 @@ package struct ServerInspector: Sendable {
     package var address: ServerAddress
     /// The name sent as SNI and checked against the SANs; nil means the host.
     package var serverName: String?
-    /// The pins to check; empty means only chain and hostname.
+    /// The pins to check; empty means only chain and hostname. Replaced, for each check, by this host's pins in
+    /// ``replaceablePins`` when that is set.
     package var pins: [SPKIPin]
+    /// Pins that may be replaced between checks (a fleet's, reloaded on `SIGHUP`): when set, each check reads this
+    /// host's pins from it once, as it starts (``resolvingPins()``), and keeps them to its end.
+    package var replaceablePins: ReplaceablePins?
     /// PEM trust anchors replacing the system store (as curl's `--cacert`); nil means the system store.
     package var trustAnchorsPEM: String?
     /// Limit for connect and handshake together.
@@ -44,15 +48,26 @@ package struct ServerInspector: Sendable {
     package init(
         address: ServerAddress, serverName: String? = nil, pins: [SPKIPin] = [], trustAnchorsPEM: String? = nil,
         timeout: Duration = .seconds(10), now: @escaping @Sendable () -> Date = { Date() },
-        proxy: ProxyConfiguration? = nil
+        proxy: ProxyConfiguration? = nil, replaceablePins: ReplaceablePins? = nil
     ) {
         self.proxy = proxy
+        self.replaceablePins = replaceablePins
         self.address = address
         self.serverName = serverName
         self.pins = pins
         self.trustAnchorsPEM = trustAnchorsPEM
         self.timeout = timeout
         self.now = now
+    }
+
+    /// This inspector with the pins a check starting now uses: ``pins``, or this host's pins in
+    /// ``replaceablePins`` as they are at this moment (then fixed: later replacements do not reach the copy).
+    package func resolvingPins() -> ServerInspector {
+        guard let replaceablePins else { return self }
+        var fixed = self
+        fixed.pins = replaceablePins.pins(for: address)
+        fixed.replaceablePins = nil
+        return fixed
     }
 
     /// The name checked: `serverName` or the host.
@@ -67,6 +82,7 @@ package struct ServerInspector: Sendable {
     /// The pin policy for the given pins: one report-only set for the checked name, so the handshake
     /// completes and the verdict (computed by `PinningPolicy` on the verified chain) can be shown.
     package func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
+        if replaceablePins != nil { return try resolvingPins().pinningPolicy() }
         guard !pins.isEmpty else { return PinningPolicy() }
         do {
             let set = try PinSet(
@@ -85,6 +101,8 @@ package struct ServerInspector: Sendable {
     package func inspect(group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(TLSContextError)
         -> ServerReport
     {
+        // The pins are read once, here: a replacement during the check does not change it.
+        if replaceablePins != nil { return try await resolvingPins().inspect(group: group) }
         var configuration = TLSClientConfiguration(
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             pinning: try pinningPolicy(),
@@ -107,6 +125,7 @@ package struct ServerInspector: Sendable {
     /// Call ``pinningPolicy()`` first to learn whether the pins apply to the checked name; if they do not,
     /// the report carries no pin verdict.
     package func inspect(sharedContext context: TLSClientContext, group: any EventLoopGroup) async -> ServerReport {
+        if replaceablePins != nil { return await resolvingPins().inspect(sharedContext: context, group: group) }
         let outcome = await handshake(context: context, group: group)
         return report(for: outcome, policy: (try? pinningPolicy()) ?? PinningPolicy())
     }

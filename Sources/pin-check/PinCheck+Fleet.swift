@@ -36,8 +36,13 @@ extension PinCheck {
                 throw Failure(.usage, "--pins-file \(pinsFile): \(error) (with --hosts-file: PIN lines under [HOST] headers)")
             }
         }
+        let pins = ReplaceablePins(pinsFileContents)
+        // Before the first check starts: from then on SIGHUP reloads the pins file (without one, SIGHUP keeps its
+        // default action and ends the run).
+        let reloader = pinsFile.map { PinsReloader(path: $0, into: pins) }
+        defer { reloader?.stop() }
         let fleet = FleetInspector(
-            addresses: addresses, pins: pinsFileContents,
+            addresses: addresses, pins: pins,
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
             timeout: .seconds(timeout ?? 10), concurrency: concurrency ?? 16)
         var rows: [FleetRow?] = Array(repeating: nil, count: addresses.count)

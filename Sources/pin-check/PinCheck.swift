@@ -20,7 +20,10 @@ struct PinCheck: ParsableCommand {
             Many servers: --hosts-file FILE (one HOST[:PORT] a line) checks them concurrently (--concurrency, default
             16; --timeout per host). Its --pins-file holds every host's pins under [HOST] or [HOST:PORT] headers.
             Prints a summary table, or one JSON object per line with --json; exits with the worst (highest) verdict
-            code of all hosts.
+            code of all hosts. While it runs, SIGHUP re-reads --pins-file: checks that start afterwards use the new
+            pins, checks in flight keep theirs; each reload is announced on standard error, and a file that cannot
+            be read or parsed is reported there (file and line) and the previous pins stay. Without --pins-file,
+            SIGHUP ends pin-check as it ends other programs.
 
             New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
             Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
@@ -45,7 +48,7 @@ struct PinCheck: ParsableCommand {
     @Option(name: .customLong("pin"), help: "A pin to check, sha256/BASE64 (curl's sha256//BASE64 too). Repeatable.")
     var pins: [String] = []
 
-    @Option(name: .customLong("pins-file"), help: "A file of pins: PIN or NAME PIN per line, '#' comments.")
+    @Option(name: .customLong("pins-file"), help: "A file of pins: PIN or NAME PIN per line, '#' comments (with --hosts-file: under [HOST] headers, re-read on SIGHUP).")
     var pinsFile: String?
 
     @Option(

@@ -249,4 +249,22 @@ import ShopKitTLS
         var machine = Machine(maxPerKey: 1)
         #expect(machine.distrust(key: "a", connection: c(9)) == .none)
     }
+
+    /// A connection opened while the pins were replaced is never used: another takes its place for the same
+    /// requester, at the limit too, and requesters waiting behind it keep waiting for it.
+    @Test func aConnectionBeingOpenedIsReplacedForTheSameRequester() {
+        var machine = Machine(maxPerKey: 1, offersHTTP2: true)
+        _ = machine.lease(key: "a", for: w(1))
+        #expect(machine.lease(key: "a", for: w(2)) == .wait)
+        #expect(machine.reopen(key: "a", connection: c(1), for: w(1)) == .init(id: c(2), waiter: w(1), loop: 0))
+        #expect(machine.isUnknown(key: "a", connection: c(1)))
+        #expect(machine.counts(key: "a") == (idle: 0, leased: 1, waiting: 1))
+        // The replacement speaks HTTP/2: the waiter gets a stream on it.
+        #expect(machine.established(key: "a", connection: c(2), streamCapacity: 100) == .handOverStreams(c(2), to: [w(2)]))
+        // Only a connection being opened is replaced; none after shutdown.
+        #expect(machine.reopen(key: "a", connection: c(2), for: w(1)) == nil)
+        _ = machine.lease(key: "b", for: w(3))
+        _ = machine.shutDown()
+        #expect(machine.reopen(key: "b", connection: c(3), for: w(3)) == nil)
+    }
 }

@@ -62,6 +62,9 @@ final class ConnectionPool: Sendable {
         var nextWaiter = 0
         /// Each open connection's target and trust re-check (``pinningChanged()`` asks it).
         var trustChecks: [ConnectionID: (target: RequestTarget, stillTrusted: @Sendable () -> Bool)] = [:]
+        /// How many times the pins were replaced (``pinningChanged()``): a new connection notes it as it starts, to
+        /// tell whether the pins changed during its handshake.
+        var pinGeneration = 0
     }
 
     /// Side effects decided under the lock and carried out after it is released.
@@ -236,6 +239,7 @@ final class ConnectionPool: Sendable {
     /// connection.
     func pinningChanged() {
         perform(withLock { state in
+            state.pinGeneration += 1
             var effects: [Effect] = []
             for (id, entry) in state.trustChecks where !entry.stillTrusted() {
                 state.trustChecks[id] = nil
@@ -370,10 +374,15 @@ final class ConnectionPool: Sendable {
         let loop = loops[new.loop]
         let open: @Sendable () -> Void = { [self] in
             if let waiterDeadline { scheduleTimer(for: new.waiter, on: loop, deadline: waiterDeadline) }
+            // Read before the handshake reads the pins in force (``replacePinning`` replaces them, then tells the
+            // pool): a handshake checked under older pins always sees a newer generation when it ends.
+            let startedUnder = withLock { $0.pinGeneration }
             opener.connect(to: target, on: loop, events: { events }).whenComplete { [self] result in
                 switch result {
                 case .success((let connection, let stillTrusted)):
                     created(id, connection, stillTrusted: stillTrusted, for: new.waiter, target: target)
+                case .failure(let error as TLSError) where error.isPinRefusal:
+                    refusedByPins(id, error: error, for: new.waiter, target: target, startedUnder: startedUnder)
                 case .failure(let error):
                     creationFailed(id, error: error, for: new.waiter, target: target)
                 }
@@ -401,13 +410,38 @@ final class ConnectionPool: Sendable {
                 + established
         }
         guard let effects else {
-            // Verified under pins replaced during its handshake: never used. Retryable, so the request can run again
-            // on a connection checked against the new pins.
+            // Verified under pins replaced during its handshake, which the new pins refuse: never used.
             connection.close()
             let error = TLSError.handshakeFailed(reason: "the pins were replaced during the handshake; try again")
-            return creationFailed(id, error: error, for: waiter, target: target)
+            return refusedByPins(id, error: error, for: waiter, target: target, startedUnder: nil)
         }
         connection.channel.closeFuture.whenComplete { [self] _ in connectionClosed(id, target) }
+        perform(effects)
+    }
+
+    /// Connection `id`, opened for `waiter`, is refused by pins: by those its handshake was checked under, or (it
+    /// was verified) by those that replaced them meanwhile. When the pins were replaced since its handshake started
+    /// (the pool's pin generation is no longer `startedUnder`; nil: known to be replaced), the waiter gets a new
+    /// connection in its place, checked against the pins in force now, so the request ends as it would have under
+    /// those pins alone and no connection checked under pins no longer in force carries it. Otherwise, after
+    /// shutdown, or when the waiter gave up, this is a failed creation.
+    private func refusedByPins(
+        _ id: ConnectionID, error: any Error, for waiter: WaiterID, target: RequestTarget, startedUnder: Int?
+    ) {
+        let effects = withLock { state -> [Effect]? in
+            guard startedUnder != state.pinGeneration, state.waiters[waiter] != nil,
+                let new = state.machine.reopen(key: target, connection: id, for: waiter)
+            else { return nil }
+            var effects: [Effect] = []
+            if state.debugLogging {
+                effects.append(
+                    .log(
+                        "opening a new connection: the pins were replaced during the handshake",
+                        ["host": "\(target.host)", "connection": "\(id)"]))
+            }
+            return effects + [.create(new, target, waiterDeadline: nil)]
+        }
+        guard let effects else { return creationFailed(id, error: error, for: waiter, target: target) }
         perform(effects)
     }
 
@@ -445,5 +479,15 @@ final class ConnectionPool: Sendable {
             return effects
         }
         perform(effects)
+    }
+}
+
+extension TLSError {
+    /// Whether this refusal comes from the pinning policy (so other pins might accept the same server).
+    var isPinRefusal: Bool {
+        switch self {
+        case .pinMismatch, .hostNotPinned, .pinSetExpired: return true
+        default: return false
+        }
     }
 }

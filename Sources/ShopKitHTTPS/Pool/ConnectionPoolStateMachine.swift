@@ -396,6 +396,21 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         return .none
     }
 
+    /// `connection`, being opened for `waiter`, will not be used: the pins were replaced during its handshake, and
+    /// the new ones refuse it or the old ones refused a server the new ones may accept. It leaves the pool (it is
+    /// closed already) and a new connection takes its place for the same requester, which keeps its turn and
+    /// needs no free slot. Nil after shutdown or for a connection not being opened (the requester then fails).
+    mutating func reopen(key: Key, connection: ConnectionID, for waiter: WaiterID) -> NewConnection? {
+        guard !isShutDown, keys[key]?.connecting.contains(connection) == true, var state = keys.removeValue(forKey: key)
+        else { return nil }
+        defer { keys[key] = state }
+        state.leased.remove(connection)
+        state.connecting.remove(connection)
+        state.distrusted.remove(connection)
+        forget(connection)
+        return newConnection(for: waiter, &state)
+    }
+
     /// A waiting requester gave up (cancelled or timed out). Returns whether it was still waiting.
     mutating func removeWaiter(key: Key, waiter: WaiterID) -> Bool {
         guard var state = keys[key], let index = state.waiters.firstIndex(of: waiter) else { return false }
