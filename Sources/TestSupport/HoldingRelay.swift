@@ -99,10 +99,18 @@ package final class HoldingRelay: Sendable {
         release?()
     }
 
-    /// Stops listening and closes every connection.
+    /// Stops listening and closes every connection. Connections still held are let go unreleased: their release
+    /// closures (which hold the handlers, which hold this state) are dropped, so nothing is left in a cycle.
     package func stop() async {
         try? await channel.close()
-        for channel in state.withLockedValue({ $0.channels }) { try? await channel.close() }
+        let channels = state.withLockedValue { state in
+            defer {
+                state.channels = []
+                state.releases = [:]
+            }
+            return state.channels
+        }
+        for channel in channels { try? await channel.close() }
     }
 }
 

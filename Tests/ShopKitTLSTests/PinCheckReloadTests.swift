@@ -39,7 +39,7 @@ struct PinCheckReloadTests {
         let caURL = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
         defer { for url in [hostsURL, pinsURL, caURL] { try? FileManager.default.removeItem(at: url) } }
 
-        let child = try StreamingChild(
+        let child = try await StreamingChild.start(
             PinCheckBinary.binary().url,
             ["--hosts-file", hostsURL.path, "--pins-file", pinsURL.path, "--ca-file", caURL.path, "--concurrency", "1",
              "--json"])
@@ -92,7 +92,7 @@ struct PinCheckReloadTests {
         let caURL = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
         defer { for url in [hostsURL, caURL] { try? FileManager.default.removeItem(at: url) } }
 
-        let child = try StreamingChild(
+        let child = try await StreamingChild.start(
             PinCheckBinary.binary().url, ["--hosts-file", hostsURL.path, "--ca-file", caURL.path, "--json"])
         defer { child.kill() }
         await relay.waitUntilHolding(1)
@@ -107,6 +107,9 @@ struct PinCheckReloadTests {
 }
 
 /// A child process whose standard error the test reads as it comes, and can signal.
+///
+/// The child is started, waited for and let go on a thread of its own, as `BuiltBinary` does: never on the
+/// cooperative pool, and without leaving Foundation's bookkeeping for the child on one of its threads.
 private final class StreamingChild: Sendable {
     struct Outcome: Sendable {
         /// The exit status, or the signal that ended the child.
@@ -122,38 +125,66 @@ private final class StreamingChild: Sendable {
         var ended = false
     }
 
-    private let process: Process
-    private let errors = WaitableState(Errors())
-    private let output = WaitableState<String?>(nil)
-
-    init(_ url: URL, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = url
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        self.process = process
-        let errors = self.errors, output = self.output
-        Thread {
-            while true {
-                let data = err.fileHandleForReading.availableData
-                if data.isEmpty { break }
-                errors.withLockedValue { $0.text += String(decoding: data, as: UTF8.self) }
-            }
-            errors.withLockedValue { $0.ended = true }
-        }.start()
-        Thread {
-            let data = out.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            output.withLockedValue { $0 = String(decoding: data, as: UTF8.self) }
-        }.start()
+    /// The child's pid once it runs (nil until then, and after it was reaped), or why it could not start.
+    private enum Launch: Sendable {
+        case starting
+        case running(pid_t)
+        case failed(String)
+        case reaped
     }
 
+    private struct LaunchError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private let launch = WaitableState(Launch.starting)
+    private let errors = WaitableState(Errors())
+    private let outcome = WaitableState<Outcome?>(nil)
+
+    private init() {}
+
+    static func start(_ url: URL, _ arguments: [String]) async throws -> StreamingChild {
+        let child = StreamingChild()
+        let launch = child.launch, errors = child.errors, outcome = child.outcome
+        Thread {
+            let process = Process()
+            process.executableURL = url
+            process.arguments = arguments
+            let out = Pipe(), err = Pipe()
+            process.standardInput = FileHandle.nullDevice
+            process.standardOutput = out
+            process.standardError = err
+            do {
+                try process.run()
+            } catch {
+                launch.withLockedValue { $0 = .failed("\(error)") }
+                return
+            }
+            launch.withLockedValue { $0 = .running(process.processIdentifier) }
+            Thread {
+                while true {
+                    let data = err.fileHandleForReading.availableData
+                    if data.isEmpty { break }
+                    errors.withLockedValue { $0.text += String(decoding: data, as: UTF8.self) }
+                }
+                errors.withLockedValue { $0.ended = true }
+            }.start()
+            let data = out.fileHandleForReading.readDataToEndOfFile()
+            process.waitUntilExit()
+            let status = process.terminationStatus, bySignal = process.terminationReason == .uncaughtSignal
+            launch.withLockedValue { $0 = .reaped }
+            outcome.withLockedValue {
+                $0 = Outcome(status: status, endedBySignal: bySignal, stdout: String(decoding: data, as: UTF8.self), stderr: "")
+            }
+        }.start()
+        await launch.wait { if case .starting = $0 { false } else { true } }
+        if case .failed(let reason) = launch.withLockedValue({ $0 }) { throw LaunchError(description: reason) }
+        return child
+    }
+
+    /// Sends `signal` to the child while it runs (a reaped child's pid may be someone else's by now).
     func signal(_ signal: Int32) {
-        Glibc.kill(process.processIdentifier, signal)
+        launch.withLockedValue { if case .running(let pid) = $0 { _ = Glibc.kill(pid, signal) } }
     }
 
     /// Returns once standard error so far satisfies `predicate` (or the test's time limit cancels the wait).
@@ -163,14 +194,15 @@ private final class StreamingChild: Sendable {
 
     /// The exit status and everything written, once the child ended.
     func waitForExit() async -> Outcome {
-        await output.wait { $0 != nil }
+        await outcome.wait { $0 != nil }
         await errors.wait { $0.ended }
-        return Outcome(
-            status: process.terminationStatus, endedBySignal: process.terminationReason == .uncaughtSignal,
-            stdout: output.withLockedValue { $0 ?? "" }, stderr: errors.withLockedValue { $0.text })
+        var result = outcome.withLockedValue { $0! }
+        result.stderr = errors.withLockedValue { $0.text }
+        return result
     }
 
+    /// Ends the child if it still runs.
     func kill() {
-        if process.isRunning { process.terminate() }
+        signal(SIGTERM)
     }
 }
