@@ -150,7 +150,7 @@ package struct ServerInspector: Sendable {
             promise.succeed(.failed(connected.value ? .tls(.handshakeTimeout) : .connectTimeout, nil))
         }
         let addHandlers: @Sendable (any Channel) throws -> Void = { channel in
-            try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: name, port: port))
+            try channel.pipeline.syncOperations.addHandler(context.makeClientHandler(host: name, port: port))
             try channel.pipeline.syncOperations.addHandler(InspectionHandler(promise: promise))
         }
         let connect: EventLoopFuture<any Channel>

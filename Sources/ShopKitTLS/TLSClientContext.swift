@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import ShopKitCore
 import Logging
 import ShopKitOpenSSL
@@ -67,11 +68,19 @@ public final class TLSClientContext: Sendable {
         }
     }
 
-    /// A fresh channel handler for one connection to `host:port`. Add it first in the pipeline.
+    /// A fresh channel handler for one connection to `host:port`. Add it first in the pipeline (nearest the
+    /// socket); nothing but ciphertext may pass below it.
     ///
     /// `host` is what the server's certificate must name (a DNS name or an IP literal) and what the pins
-    /// are looked up by.
-    public func makeHandler(host: String, port: Int) -> TLSHandler {
+    /// are looked up by. The handler fires ``TLSHandshakeCompleted`` once the chain, the host name and the pins
+    /// passed, a ``TLSError`` through `errorCaught` when the handshake fails, and ``TLSUncleanShutdown`` when the
+    /// peer closes without close_notify. Its type is ShopKit's own: only the `ChannelHandler` is promised.
+    public func makeHandler(host: String, port: Int) -> any ChannelHandler {
+        makeClientHandler(host: host, port: port)
+    }
+
+    /// ``makeHandler(host:port:)`` as its concrete type, for the package's own pipelines and tests.
+    package func makeClientHandler(host: String, port: Int) -> TLSHandler {
         TLSHandler(client: self, host: host, port: port)
     }
 
