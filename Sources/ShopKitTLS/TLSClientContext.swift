@@ -13,8 +13,8 @@ import ShopKitPinning
 /// which is expensive in OpenSSL 3. Then call `makeHandler(host:port:)` for each new channel.
 public final class TLSClientContext: Sendable {
     /// The configuration this context was built from (its `pinning` is the policy it started with; see
-    /// `pinning` for the one in force).
-    public let configuration: TLSClientConfiguration
+    /// `pinning` for the one in force). Package access: the app holds the configuration it passed.
+    package let configuration: TLSClientConfiguration
     /// The cached sessions (shared with other contexts if one was passed in).
     public let sessionCache: TLSSessionCache
     let openSSL: OpenSSLContext
@@ -264,8 +264,8 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
         case system
     }
 
-    /// What went wrong and what to check.
-    public let message: String
+    /// What went wrong and what to check (package access: its public form is ``description``).
+    package let message: String
     /// What is at fault.
     public let kind: Kind
 
@@ -275,6 +275,7 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
         self.kind = kind
     }
 
+    /// What went wrong and what to check.
     public var description: String { message }
 }
 
