@@ -159,15 +159,17 @@ public final class EncryptedFileStore: CredentialBackend {
         }
     }
 
-    /// The keys of every stored item, sorted; empty when there is no file.
-    public func keys() async throws(CredentialError) -> [CredentialKey] {
+    /// The keys of every stored item, sorted; empty when there is no file (package access: tests inspect the file
+    /// with it; apps read the items they know through the vault).
+    package func keys() async throws(CredentialError) -> [CredentialKey] {
         try await run { engine throws(CredentialError) in
             (try engine.load()?.items.map(\.key) ?? []).sorted { $0.precedes($1) }
         }
     }
 
-    /// The file's generation counter (incremented by every write), or `nil` when there is no file.
-    public func generation() async throws(CredentialError) -> UInt64? {
+    /// The file's generation counter (incremented by every write), or `nil` when there is no file (package access:
+    /// for tests).
+    package func generation() async throws(CredentialError) -> UInt64? {
         try await run { engine throws(CredentialError) in try engine.load()?.file.generation }
     }
 
