@@ -105,7 +105,7 @@ public actor CredentialVault {
 
     /// Stores `tokens` for `key` under `policy`; refuses (`.policyUnsupported`) a policy this machine cannot honour,
     /// and (`.accessDenied`) a key that names a client key item.
-    public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy = .afterFirstUnlock)
+    public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy = AccessPolicy())
         async throws(CredentialError)
     {
         try Self.requireTokens(key)
