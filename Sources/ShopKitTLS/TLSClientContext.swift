@@ -33,13 +33,19 @@ public final class TLSClientContext: Sendable {
     ///     every connection made with this context.
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
-    ///   - now: the clock used for pin-set expiry and for the age of cached sessions (tests inject one).
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
     ///   `.system` when OpenSSL or the system trust store cannot be set up.
-    public init(
-        configuration: TLSClientConfiguration,
-        sessionCache: TLSSessionCache = TLSSessionCache(),
-        now: @escaping @Sendable () -> Date = { Date() }
+    public convenience init(
+        configuration: TLSClientConfiguration, sessionCache: TLSSessionCache = TLSSessionCache()
+    ) throws(TLSContextError) {
+        try self.init(configuration: configuration, sessionCache: sessionCache, now: { Date() })
+    }
+
+    /// The same with the clock for pin-set expiry and the age of cached sessions injected (tests, and the
+    /// inspectors, which check a fleet at one instant).
+    package init(
+        configuration: TLSClientConfiguration, sessionCache: TLSSessionCache = TLSSessionCache(),
+        now: @escaping @Sendable () -> Date
     ) throws(TLSContextError) {
         self.configuration = configuration
         self.sessionCache = sessionCache
