@@ -46,13 +46,24 @@ public struct APIClient: Sendable {
     ///   - decoder: The JSON decoder for response bodies.
     ///   - maxResponseBodyBytes: The largest response body read into memory (default 16 MiB, `ResponseBodyLimit.defaultBytes`).
     ///   - logger: Where debug lines go; the default logs nowhere unless a logging backend is bootstrapped.
-    ///   - now: The current time, used for an HTTP-date `Retry-After` on a 429 (tests inject a fixed clock).
     public init(
         baseURL: URL, transport: any ClientTransport, middlewares: [any ClientMiddleware] = [],
         decoder: JSONDecoder = JSONDecoder(),
         maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes,
+        logger: Logger = Logger(label: "ShopKit.APIClient")
+    ) {
+        self.init(
+            baseURL: baseURL, transport: transport, middlewares: middlewares, decoder: decoder,
+            maxResponseBodyBytes: maxResponseBodyBytes, logger: logger, now: { Date() })
+    }
+
+    /// The same with the clock for an HTTP-date `Retry-After` on a 429 injected (tests).
+    package init(
+        baseURL: URL, transport: any ClientTransport, middlewares: [any ClientMiddleware] = [],
+        decoder: JSONDecoder = JSONDecoder(),
+        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes,
         logger: Logger = Logger(label: "ShopKit.APIClient"),
-        now: @escaping @Sendable () -> Date = { Date() }
+        now: @escaping @Sendable () -> Date
     ) {
         self.baseURL = baseURL
         self.transport = transport

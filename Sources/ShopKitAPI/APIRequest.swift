@@ -60,6 +60,8 @@ public struct NoContent: Decodable, Sendable, Equatable {
 }
 
 extension HTTPField.Name {
-    /// `Idempotency-Key`: a request carrying it may be retried even when its method is not idempotent.
-    public static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
+    /// `Idempotency-Key`: a request carrying it may be retried even when its method is not idempotent. Package
+    /// access: a public static on swift-http-types' type would clash with one that package (or an app) adds;
+    /// apps write `HTTPField.Name("Idempotency-Key")!`.
+    package static let idempotencyKey = HTTPField.Name("Idempotency-Key")!
 }

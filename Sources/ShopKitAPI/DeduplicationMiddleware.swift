@@ -10,7 +10,7 @@ import OpenAPIRuntime
 /// (innermost, after auth).
 ///
 /// Two requests are identical when method, full URL (base URL + path with query) and every header field match,
-/// except the tracing headers in ``ignoredHeaderNames``. Keying on all headers rather than a list of "relevant"
+/// except the tracing headers `traceparent`, `tracestate`, `x-request-id` and `x-correlation-id`. Keying on all headers rather than a list of "relevant"
 /// ones means `Authorization`, `Accept`, `Accept-Language`, `Accept-Encoding`, `Cookie`, `Range`, conditional
 /// headers and any custom header (a tenant, an API version) always separate requests. The middleware sits under
 /// auth, so `Authorization` is already set and two users' requests never merge.
@@ -42,8 +42,9 @@ public actor DeduplicationMiddleware: ClientMiddleware {
     /// ``ResponseBodyTooLargeError``.
     package nonisolated let maxResponseBodyBytes: Int
 
-    /// Header fields that never change a response and so do not separate requests (lowercased).
-    public static let ignoredHeaderNames: Set<String> = ["traceparent", "tracestate", "x-request-id", "x-correlation-id"]
+    /// Header fields that never change a response and so do not separate requests (lowercased). Package access:
+    /// the list is documented on the type and not configurable.
+    package static let ignoredHeaderNames: Set<String> = ["traceparent", "tracestate", "x-request-id", "x-correlation-id"]
 
     /// What identifies identical requests.
     struct Key: Hashable, Sendable {

@@ -6,8 +6,8 @@
 ///
 /// - Warning: The tokens are held in ordinary memory for the store's lifetime (not wiped on release).
 public actor InMemoryTokenStore: TokenStore {
-    /// The stored tokens, or `nil` when signed out.
-    public private(set) var tokens: AuthTokens?
+    /// The stored tokens, or `nil` when signed out (package access: callers read them with ``loadTokens()``).
+    package private(set) var tokens: AuthTokens?
 
     /// A store holding `tokens` (signed out by default).
     public init(_ tokens: AuthTokens? = nil) { self.tokens = tokens }

@@ -36,11 +36,15 @@ public struct RetryMiddleware: ClientMiddleware {
     /// level. Never a header value, a token or a body; an error only by its type.
     package let logger: Logger
 
-    /// Creates the middleware.
-    public init(
-        policy: RetryPolicy = .default, sleeper: any Sleeper = TaskSleeper(),
-        random: any RandomSource = SystemRandomSource(), now: @escaping @Sendable () -> Date = { Date() },
-        logger: Logger = Logger(label: "ShopKit.RetryMiddleware")
+    /// Creates the middleware: it waits with `Task.sleep` and draws jitter from the system generator.
+    public init(policy: RetryPolicy = RetryPolicy(), logger: Logger = Logger(label: "ShopKit.RetryMiddleware")) {
+        self.init(policy: policy, sleeper: TaskSleeper(), logger: logger)
+    }
+
+    /// The same with the waits, the jitter and the clock injected (tests).
+    package init(
+        policy: RetryPolicy = RetryPolicy(), sleeper: any Sleeper, random: any RandomSource = SystemRandomSource(),
+        now: @escaping @Sendable () -> Date = { Date() }, logger: Logger = Logger(label: "ShopKit.RetryMiddleware")
     ) {
         self.logger = logger
         self.policy = policy

@@ -30,19 +30,22 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The multiplicative jitter range; `1...1` disables jitter.
     public var jitter: ClosedRange<Double>
 
-    /// The statuses retried by default: 408, 429, 500, 502, 503, 504.
-    public static let defaultRetryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
+    /// The statuses retried by default: 408, 429, 500, 502, 503, 504 (package access: `RetryPolicy()
+    /// .retryableStatuses` is the same set).
+    package static let defaultRetryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504]
 
-    /// The default policy: 3 attempts, 200 ms base, 10 s max, the default statuses, jitter 0.8…1.2.
-    public static let `default` = RetryPolicy()
+    /// The default policy, `RetryPolicy()` (package access: the tests' shorthand).
+    package static let `default` = RetryPolicy()
 
-    /// A policy that never retries.
-    public static let never = RetryPolicy(maxAttempts: 1)
+    /// A policy that never retries: `RetryPolicy(maxAttempts: 1)` (package access: the tests' shorthand).
+    package static let never = RetryPolicy(maxAttempts: 1)
 
     /// Creates a policy; out-of-range values are clamped (at least one attempt, non-negative delays and jitter).
+    /// `RetryPolicy()` is the default: 3 attempts, 200 ms base, 10 s max, statuses 408, 429, 500, 502, 503 and
+    /// 504, jitter 0.8…1.2.
     public init(
         maxAttempts: Int = 3, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10),
-        retryableStatuses: Set<Int> = RetryPolicy.defaultRetryableStatuses, jitter: ClosedRange<Double> = 0.8...1.2
+        retryableStatuses: Set<Int> = [408, 429, 500, 502, 503, 504], jitter: ClosedRange<Double> = 0.8...1.2
     ) {
         self.maxAttempts = max(1, maxAttempts)
         self.baseDelay = max(.zero, baseDelay)

@@ -37,17 +37,17 @@ public struct ShopKitConfiguration: Sendable {
         }
     }
 
-    /// When and how often to retry. Default: `RetryPolicy.default`.
+    /// When and how often to retry. Default: `RetryPolicy()`.
     public var retryPolicy: RetryPolicy
     /// The auth decorator's settings; `nil` (the default) builds the chain without auth, and no request carries
     /// a token.
     public var auth: Auth?
     /// The largest 2xx response body buffered, by the client and by the dedup decorator. Default 16 MiB (`ResponseBodyLimit.defaultBytes`), the transport's default too.
     public var maxResponseBodyBytes: Int
-    /// Waits between retries. Default: `Task.sleep`.
-    public var sleeper: any Sleeper
-    /// Draws retry jitter. Default: the system generator.
-    public var randomSource: any RandomSource
+    /// Waits between retries: `Task.sleep`, unless a test injects another (package access).
+    package var sleeper: any Sleeper
+    /// Draws retry jitter: the system generator, unless a test injects another (package access).
+    package var randomSource: any RandomSource
     /// Decodes response bodies (used by ``ShopKitFactory``'s `makeAPIClient` only).
     public var decoder: JSONDecoder
     /// Where the retry, auth and dedup middlewares log: each decision at `debug` (a retry and its wait, a refresh,
@@ -56,8 +56,19 @@ public struct ShopKitConfiguration: Sendable {
 
     /// Creates a configuration; every parameter has a default, and without `auth` nothing needs credentials.
     public init(
-        retryPolicy: RetryPolicy = .default, auth: Auth? = nil,
-        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, sleeper: any Sleeper = TaskSleeper(),
+        retryPolicy: RetryPolicy = RetryPolicy(), auth: Auth? = nil,
+        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, decoder: JSONDecoder = JSONDecoder(),
+        logger: Logger = Logger(label: "ShopKit")
+    ) {
+        self.init(
+            retryPolicy: retryPolicy, auth: auth, maxResponseBodyBytes: maxResponseBodyBytes, sleeper: TaskSleeper(),
+            decoder: decoder, logger: logger)
+    }
+
+    /// The same with the retry middleware's waits and jitter injected (tests).
+    package init(
+        retryPolicy: RetryPolicy = RetryPolicy(), auth: Auth? = nil,
+        maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, sleeper: any Sleeper,
         randomSource: any RandomSource = SystemRandomSource(), decoder: JSONDecoder = JSONDecoder(),
         logger: Logger = Logger(label: "ShopKit")
     ) {

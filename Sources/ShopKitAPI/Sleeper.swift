@@ -1,33 +1,34 @@
-/// Waits between retries. Injected so tests record the waits instead of sleeping.
-public protocol Sleeper: Sendable {
+/// Waits between retries. Injected so tests record the waits instead of sleeping (package access: a test seam;
+/// an app's retries always wait with `Task.sleep`).
+package protocol Sleeper: Sendable {
     /// Suspends for `duration`; throws `CancellationError` when the task is cancelled meanwhile.
     func sleep(for duration: Duration) async throws
 }
 
 /// The real ``Sleeper``: `Task.sleep`, which ends early with `CancellationError` on cancellation.
-public struct TaskSleeper: Sleeper {
+package struct TaskSleeper: Sleeper {
     /// Creates the sleeper.
-    public init() {}
+    package init() {}
 
     /// `Task.sleep(for:)`.
-    public func sleep(for duration: Duration) async throws {
+    package func sleep(for duration: Duration) async throws {
         try await Task.sleep(for: duration)
     }
 }
 
-/// Draws the retry jitter factor. Injected so tests are deterministic.
-public protocol RandomSource: Sendable {
+/// Draws the retry jitter factor. Injected so tests are deterministic (package access: a test seam).
+package protocol RandomSource: Sendable {
     /// A value in `range`.
     func jitterFactor(in range: ClosedRange<Double>) -> Double
 }
 
 /// The real ``RandomSource``: the system random number generator.
-public struct SystemRandomSource: RandomSource {
+package struct SystemRandomSource: RandomSource {
     /// Creates the source.
-    public init() {}
+    package init() {}
 
     /// `Double.random(in:)`.
-    public func jitterFactor(in range: ClosedRange<Double>) -> Double {
+    package func jitterFactor(in range: ClosedRange<Double>) -> Double {
         Double.random(in: range)
     }
 }

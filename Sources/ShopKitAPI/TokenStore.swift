@@ -2,10 +2,9 @@ import Foundation
 
 /// The tokens a signed-in user holds.
 ///
-/// Its descriptions and reflection never show a token, so it is safe to log or `dump`.
-public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible, CustomDebugStringConvertible,
-    CustomReflectable
-{
+/// Its descriptions and reflection never show a token, so it is safe to log or `dump`: `String(reflecting:)` and
+/// `debugPrint` fall back to the redacted ``description`` (there is no separate `debugDescription` to forget).
+public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible, CustomReflectable {
     /// The bearer token sent in `Authorization`.
     public var accessToken: String
     /// The token the refresher trades for a new access token, if the backend issues one.
@@ -25,9 +24,6 @@ public struct AuthTokens: Sendable, Equatable, Codable, CustomStringConvertible,
         "AuthTokens(accessToken: <redacted>, refreshToken: \(refreshToken == nil ? "nil" : "<redacted>"), "
             + "expiresAt: \(expiresAt.map { "\($0)" } ?? "nil"))"
     }
-
-    /// The same redacted text as ``description``.
-    public var debugDescription: String { description }
 
     /// A mirror with one redacted child, so `dump` and reflection never show a token.
     public var customMirror: Mirror {

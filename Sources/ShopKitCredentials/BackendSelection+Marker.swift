@@ -78,8 +78,9 @@ enum KeyringMarker {
 
 extension BackendSelection {
     /// The user's keyring marker file: in the home directory the password database gives for the
-    /// effective user (`~/.local/share/shopkit/keyring-uid-<uid>`), or in `$SHOPKIT_KEYRING_MARKER_DIR`.
-    public static func userKeyringMarkerURL() -> URL? {
+    /// effective user (`~/.local/share/shopkit/keyring-uid-<uid>`), or in `$SHOPKIT_KEYRING_MARKER_DIR`. Package
+    /// access: selection finds it by itself; tests and `token-store` name it.
+    package static func userKeyringMarkerURL() -> URL? {
         KeyringMarker.userMarkerURL()
     }
 

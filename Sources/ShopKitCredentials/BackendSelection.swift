@@ -50,14 +50,14 @@ public struct BackendChoice: Sendable {
 
 /// Picks the default credential backend.
 ///
-/// The rules (``decide(_:probe:unlockPromptAllowed:keyringMarker:)``): a forced choice is honoured; otherwise the
+/// The rules: a forced choice is honoured; otherwise the
 /// keyring is used whenever a Secret Service answers, and the encrypted file only when there is none (no session
 /// bus, or nothing owns the Secret Service name) **and no keyring was ever used for these tokens**. A keyring that
 /// is there but locked (with prompting not allowed) or failing (a D-Bus error, no answer in time) is an error,
 /// never a silent downgrade to the file: the file would then hold tokens the user expects in the keyring, and a
 /// second copy would outlive a sign-out in the keyring.
 ///
-/// "Used" is recorded by a marker file keyed to the user, not to one environment (``userKeyringMarkerURL()``:
+/// "Used" is recorded by a marker file keyed to the user, not to one environment (`userKeyringMarkerURL()`:
 /// `~/.local/share/shopkit/keyring-uid-<uid>` in the home the password database gives, never `$HOME` or
 /// `$XDG_DATA_HOME`), and beside the token file as earlier versions did (`keyringMarkerURL(for:)`:
 /// `tokens.skt.keyring`), both written (and `fsync`ed) the first time `.auto` or `.keyring` selects an answering
@@ -66,7 +66,8 @@ public struct BackendChoice: Sendable {
 /// ``CredentialError/unavailable(_:)`` for `.auto` too. Delete the markers only when you stop using the keyring
 /// for good.
 public enum BackendSelection {
-    /// Decides from a probe result alone (pure; the rules of the type's overview).
+    /// Decides from a probe result alone (pure; the rules of the type's overview). Package access: the rules are
+    /// documented on the type, and `defaultStore` and `choose` apply them; the tests check them through this.
     ///
     /// - Parameters:
     ///   - preference: `.auto`, or a forced backend (`.file` wins whatever the probe says).
@@ -78,7 +79,7 @@ public enum BackendSelection {
     /// - Throws: ``CredentialError/locked(_:)`` for a locked keyring without prompting,
     ///   ``CredentialError/unavailable(_:)`` for a failing keyring (unless the file is forced), when `.keyring`
     ///   is forced and none answers, and for `.auto` when none answers but the marker says one was used.
-    public static func decide(
+    package static func decide(
         _ preference: BackendPreference, probe: KeyringProbe?, unlockPromptAllowed: Bool = false,
         keyringMarker: URL? = nil
     ) throws(CredentialError) -> SelectedBackend {
@@ -123,9 +124,8 @@ public enum BackendSelection {
     ///   - passphrase: asked only when the file is chosen.
     ///   - logger: logs the backend chosen and why (info), and a selection that fails (error).
     /// - Returns: The keyring store or the opened encrypted file store.
-    /// - Throws: ``CredentialError/locked(_:)`` or ``CredentialError/unavailable(_:)`` as
-    ///   ``decide(_:probe:unlockPromptAllowed:keyringMarker:)`` says, and whatever the passphrase provider or
-    ///   opening the file throws.
+    /// - Throws: ``CredentialError/locked(_:)`` or ``CredentialError/unavailable(_:)`` by the rules of the
+    ///   type's overview, and whatever the passphrase provider or opening the file throws.
     /// - Warning: The passphrase provider must read from the terminal or a descriptor the user controls, never
     ///   argv or the environment.
     public static func defaultStore(
@@ -152,14 +152,12 @@ public enum BackendSelection {
     ///     file, throw ``CredentialError/unavailable(_:)`` (before asking the passphrase) instead of returning a
     ///     store that would say "no token" or report a sign-out as done: the token may be in a keyring that
     ///     cannot be reached from here (ssh, cron, `sudo -u`, a systemd unit).
-    ///   - userMarker: the user's keyring marker (``userKeyringMarkerURL()``); `nil` for none.
     ///   - passphrase: asked only when the file is chosen, with a ``PassphraseRequest`` that says whether the
     ///     file exists yet.
     ///   - logger: logs the backend chosen and why (info), and a selection that fails (error).
     /// - Returns: The store, which backend it is, the file's location and the reason for a fallback.
-    /// - Throws: ``CredentialError/locked(_:)`` or ``CredentialError/unavailable(_:)`` as
-    ///   ``decide(_:probe:unlockPromptAllowed:keyringMarker:)`` says, and whatever the passphrase provider or
-    ///   opening the file throws.
+    /// - Throws: ``CredentialError/locked(_:)`` or ``CredentialError/unavailable(_:)`` by the rules of the
+    ///   type's overview, and whatever the passphrase provider or opening the file throws.
     /// - Warning: The passphrase provider must read from the terminal or a descriptor the user controls, never
     ///   argv or the environment.
     public static func choose(
@@ -167,7 +165,24 @@ public enum BackendSelection {
         keyring: KeyringStore = KeyringStore(),
         fileConfiguration: EncryptedFileStore.Configuration = EncryptedFileStore.Configuration(),
         requireFileOnFallback: Bool = false,
-        userMarker: URL? = userKeyringMarkerURL(),
+        passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
+        logger: Logger = Logger(label: "ShopKitCredentials.BackendSelection")
+    ) async throws(CredentialError) -> BackendChoice {
+        try await choose(
+            preference, keyring: keyring, fileConfiguration: fileConfiguration,
+            requireFileOnFallback: requireFileOnFallback, userMarker: userKeyringMarkerURL(), passphrase: passphrase,
+            logger: logger)
+    }
+
+    /// ``choose(_:keyring:fileConfiguration:requireFileOnFallback:passphrase:logger:)`` with the user's keyring
+    /// marker injected (`userKeyringMarkerURL()` in production; `nil` for none): tests keep it in a temporary
+    /// directory.
+    package static func choose(
+        _ preference: BackendPreference = .auto,
+        keyring: KeyringStore = KeyringStore(),
+        fileConfiguration: EncryptedFileStore.Configuration = EncryptedFileStore.Configuration(),
+        requireFileOnFallback: Bool = false,
+        userMarker: URL?,
         passphrase: @Sendable (PassphraseRequest) async throws(CredentialError) -> Passphrase,
         logger: Logger = Logger(label: "ShopKitCredentials.BackendSelection")
     ) async throws(CredentialError) -> BackendChoice {

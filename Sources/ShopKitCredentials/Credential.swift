@@ -83,8 +83,8 @@ public struct AccessPolicy: Sendable, Hashable, Codable {
         self.thisDeviceOnly = thisDeviceOnly
     }
 
-    /// Readable whenever unlocked, on any device.
-    public static let afterFirstUnlock = AccessPolicy()
+    /// Readable whenever unlocked, on any device: `AccessPolicy()` (package access: the tests' shorthand).
+    package static let afterFirstUnlock = AccessPolicy()
 }
 
 /// A credential-store failure, typed so callers can tell a locked keyring from a missing one.

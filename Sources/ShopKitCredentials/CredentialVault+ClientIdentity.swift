@@ -22,7 +22,8 @@ extension CredentialVault {
     /// loads and belongs to the first certificate of `certificateChainPEM`; returns that identity.
     ///
     /// The default policy is ``clientKeyPolicy`` (`userPresence`, asked at every load), so the vault needs a
-    /// `PresenceVerifier` that can run; pass `.afterFirstUnlock` explicitly for an unattended service.
+    /// `PresenceVerifier` that can run; pass `AccessPolicy()` (`afterFirstUnlock`) explicitly for an unattended
+    /// service.
     ///
     /// - Throws: `TLSContextError` (kind `.invalidInput`) when the key is encrypted (store it decrypted: the keyring
     ///   or encrypted file protects it), does not load, or does not match the certificate; `CredentialError` when the

@@ -13,7 +13,7 @@ public protocol PresenceVerifier: Sendable {
 /// The front door to stored credentials: a backend plus the access policy's presence check.
 ///
 /// Reads of `userPresence` items need a proof from the verifier no older than the item's reuse window, measured
-/// on a ``PresenceClock`` (monotonic, counting suspend: never the wall clock); with no verifier able to run, the
+/// on `CLOCK_BOOTTIME` (monotonic, counting suspend: never the wall clock); with no verifier able to run, the
 /// read fails closed. A proof is shared only as far as each item's own window allows: a proof given for an item
 /// with a window of 0 is used for that one read and never makes any other item readable.
 ///
@@ -42,12 +42,21 @@ public actor CredentialVault {
     /// Callers of ``joinedVerifications(atLeast:)`` still waiting.
     private var joinWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
-    /// A vault over `backend`. `clock` is injectable for tests (the default is ``BootTimeClock``);
-    /// `presenceVerifier` is required for `userPresence` items.
+    /// A vault over `backend`; `presenceVerifier` is required for `userPresence` items. Presence proofs age on
+    /// `CLOCK_BOOTTIME`, which only moves forward and counts suspended time.
     public init(
         backend: any CredentialBackend,
         presenceVerifier: (any PresenceVerifier)? = nil,
-        clock: any PresenceClock = BootTimeClock(),
+        logger: Logger = Logger(label: "ShopKitCredentials")
+    ) {
+        self.init(backend: backend, presenceVerifier: presenceVerifier, clock: BootTimeClock(), logger: logger)
+    }
+
+    /// The same with the presence clock injected (tests step time).
+    package init(
+        backend: any CredentialBackend,
+        presenceVerifier: (any PresenceVerifier)?,
+        clock: any PresenceClock,
         logger: Logger = Logger(label: "ShopKitCredentials")
     ) {
         self.backend = backend
@@ -96,7 +105,7 @@ public actor CredentialVault {
 
     /// Stores `tokens` for `key` under `policy`; refuses (`.policyUnsupported`) a policy this machine cannot honour,
     /// and (`.accessDenied`) a key that names a client key item.
-    public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy = .afterFirstUnlock)
+    public func write(_ tokens: AuthTokens, for key: CredentialKey, policy: AccessPolicy = AccessPolicy())
         async throws(CredentialError)
     {
         try Self.requireTokens(key)

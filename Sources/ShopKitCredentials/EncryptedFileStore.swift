@@ -21,13 +21,21 @@ public final class EncryptedFileStore: CredentialBackend {
     public struct Configuration: Sendable {
         /// The store file. Its directory is created 0700; the file is 0600.
         public var url: URL
-        /// scrypt cost for new files (existing files carry their own, range-checked).
-        public var kdf: ScryptParameters
-        /// This machine's id for `thisDeviceOnly` items; `nil` reads `/etc/machine-id`.
-        public var deviceID: String?
+        /// scrypt cost for new files (existing files carry their own, range-checked): N=2^17 r=8 p=1 unless a
+        /// test lowers it (package access: an app has no reason to weaken the key derivation).
+        package var kdf: ScryptParameters
+        /// This machine's id for `thisDeviceOnly` items; `nil` reads `/etc/machine-id` (package access: tests
+        /// play two machines with it).
+        package var deviceID: String?
 
-        /// A configuration; the defaults are the XDG path, N=2^17 r=8 p=1, and `/etc/machine-id`.
-        public init(url: URL = EncryptedFileStore.defaultURL(), kdf: ScryptParameters = .default, deviceID: String? = nil) {
+        /// A configuration for the file at `url` (default: the XDG path), derived with scrypt N=2^17 r=8 p=1 and
+        /// bound to `/etc/machine-id`.
+        public init(url: URL = EncryptedFileStore.defaultURL()) {
+            self.init(url: url, kdf: .default)
+        }
+
+        /// The same with the scrypt cost and the machine id injected (tests).
+        package init(url: URL = EncryptedFileStore.defaultURL(), kdf: ScryptParameters, deviceID: String? = nil) {
             self.url = url
             self.kdf = kdf
             self.deviceID = deviceID
@@ -38,23 +46,25 @@ public final class EncryptedFileStore: CredentialBackend {
     ///
     /// Accepted ranges (for new files and for files read): logN 10…20, r 1…32, p 1…16, RFC 7914's N < 2^(16·r)
     /// (so r = 1 allows logN ≤ 15), 128·r·N ≤ 256 MiB, N·r·p ≤ 2^23. Anything else in a file is reported as
-    /// `.corrupt` before any derivation; in ``Configuration/kdf`` it is `.invalidConfiguration` on the first write
+    /// `.corrupt` before any derivation; in `Configuration.kdf` it is `.invalidConfiguration` on the first write
     /// (check up front with `problem`).
-    public struct ScryptParameters: Sendable, Hashable {
+    ///
+    /// Package access: new files always use ``default``; only tests lower the cost.
+    package struct ScryptParameters: Sendable, Hashable {
         /// log2 of the CPU/memory cost N.
-        public var logN: UInt8
+        package var logN: UInt8
         /// The block size.
-        public var r: UInt32
+        package var r: UInt32
         /// The parallelism.
-        public var p: UInt32
+        package var p: UInt32
         /// Parameters N=2^logN, r, p.
-        public init(logN: UInt8, r: UInt32, p: UInt32) {
+        package init(logN: UInt8, r: UInt32, p: UInt32) {
             self.logN = logN
             self.r = r
             self.p = p
         }
         /// N=2^17, r=8, p=1 (128 MiB, a fraction of a second on a current CPU).
-        public static let `default` = ScryptParameters(logN: 17, r: 8, p: 1)
+        package static let `default` = ScryptParameters(logN: 17, r: 8, p: 1)
         /// Why these parameters would be refused (outside the accepted ranges or RFC 7914), or `nil`.
         package var problem: String? { TokenFile.rangeProblem(self) }
     }
@@ -149,15 +159,17 @@ public final class EncryptedFileStore: CredentialBackend {
         }
     }
 
-    /// The keys of every stored item, sorted; empty when there is no file.
-    public func keys() async throws(CredentialError) -> [CredentialKey] {
+    /// The keys of every stored item, sorted; empty when there is no file (package access: tests inspect the file
+    /// with it; apps read the items they know through the vault).
+    package func keys() async throws(CredentialError) -> [CredentialKey] {
         try await run { engine throws(CredentialError) in
             (try engine.load()?.items.map(\.key) ?? []).sorted { $0.precedes($1) }
         }
     }
 
-    /// The file's generation counter (incremented by every write), or `nil` when there is no file.
-    public func generation() async throws(CredentialError) -> UInt64? {
+    /// The file's generation counter (incremented by every write), or `nil` when there is no file (package access:
+    /// for tests).
+    package func generation() async throws(CredentialError) -> UInt64? {
         try await run { engine throws(CredentialError) in try engine.load()?.file.generation }
     }
 

@@ -7,14 +7,20 @@ import ShopKitOpenSSL
 /// For ``TerminalPassphraseVerifier`` when the presence passphrase is not the file passphrase.
 public struct PassphraseHash: Sendable, Hashable, CustomStringConvertible {
     /// The cost parameters (the same accepted ranges as the token file).
-    public let parameters: EncryptedFileStore.ScryptParameters
+    package let parameters: EncryptedFileStore.ScryptParameters
     /// The random salt.
-    public let salt: [UInt8]
+    package let salt: [UInt8]
     /// The 32-byte scrypt output.
-    public let hash: [UInt8]
+    package let hash: [UInt8]
 
-    /// Hashes `passphrase` with a fresh salt, on a background queue (scrypt is slow by design).
-    public static func make(_ passphrase: Passphrase, parameters: EncryptedFileStore.ScryptParameters = .default)
+    /// Hashes `passphrase` with a fresh salt (scrypt N=2^17 r=8 p=1), on a background queue (scrypt is slow by
+    /// design). Store ``encoded``; parse it back with ``init(encoded:)``.
+    public static func make(_ passphrase: Passphrase) async throws(CredentialError) -> PassphraseHash {
+        try await make(passphrase, parameters: .default)
+    }
+
+    /// The same with the scrypt cost injected (tests lower it).
+    package static func make(_ passphrase: Passphrase, parameters: EncryptedFileStore.ScryptParameters)
         async throws(CredentialError) -> PassphraseHash
     {
         if let problem = TokenFile.rangeProblem(parameters) { throw .io("scrypt parameters out of range: \(problem)") }

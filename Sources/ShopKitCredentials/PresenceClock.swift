@@ -4,20 +4,21 @@ import Foundation
 ///
 /// Why not the wall clock: anyone who can set the date (or an NTP step) could make an hour-old proof fresh again
 /// by stepping it back. A presence clock only moves forward, and it keeps counting while the machine is suspended,
-/// so closing the lid does not stretch a reuse window. Injectable so tests can step time.
-public protocol PresenceClock: Sendable {
+/// so closing the lid does not stretch a reuse window. Injectable so tests can step time (package access: a test
+/// seam; an app's vault always uses ``BootTimeClock``).
+package protocol PresenceClock: Sendable {
     /// The time since a fixed origin (for ``BootTimeClock``, boot); it never decreases.
     func now() -> Duration
 }
 
 /// `CLOCK_BOOTTIME`: monotonic, counts time spent suspended, unaffected by `settimeofday`, NTP or the user
 /// setting the date. The default clock of ``CredentialVault``.
-public struct BootTimeClock: PresenceClock {
+package struct BootTimeClock: PresenceClock {
     /// The system's boot-time clock.
-    public init() {}
+    package init() {}
 
     /// The time since boot, including suspend.
-    public func now() -> Duration {
+    package func now() -> Duration {
         var time = timespec()
         // Cannot fail on Linux 2.6.39 and later: CLOCK_BOOTTIME is a valid clock id and `time` is writable.
         let status = clock_gettime(CLOCK_BOOTTIME, &time)

@@ -12,7 +12,7 @@ public struct VaultTokenStore: TokenStore {
     package let policy: AccessPolicy
 
     /// A token store for `key` in `vault`, saving under `policy`.
-    public init(vault: CredentialVault, key: CredentialKey, policy: AccessPolicy = .afterFirstUnlock) {
+    public init(vault: CredentialVault, key: CredentialKey, policy: AccessPolicy = AccessPolicy()) {
         self.vault = vault
         self.key = key
         self.policy = policy

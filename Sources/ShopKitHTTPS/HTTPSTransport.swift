@@ -171,8 +171,9 @@ public struct HTTPSTransport: ClientTransport {
     }
 
     /// The pinning policy new connections are checked against: `configuration.tls.pinning` until
-    /// ``replacePinning(_:)`` replaces it.
-    public var pinning: PinningPolicy { tlsContext?.pinning ?? configuration.tls.pinning }
+    /// ``replacePinning(_:)`` replaces it (package access: `PinUpdates`, `PinsFileWatcher` and tests read it; an
+    /// app knows the policy it applied).
+    package var pinning: PinningPolicy { tlsContext?.pinning ?? configuration.tls.pinning }
 
     /// Replaces the pins while requests run. When this returns, every new connection is checked against `policy`
     /// (and resumes only sessions cached under the pin set it gives the host); no pooled connection whose verified

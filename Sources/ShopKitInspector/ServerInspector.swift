@@ -166,7 +166,7 @@ package struct ServerInspector: Sendable {
         // One clock for connect and handshake; whether the TCP connection was up says which one ran out.
         let connected = NIOLoopBoundBox.makeBoxSendingValue(false, as: Bool.self, eventLoop: loop)
         let addHandlers: @Sendable (any Channel) throws -> Void = { channel in
-            try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: name, port: port))
+            try channel.pipeline.syncOperations.addHandler(context.makeClientHandler(host: name, port: port))
             try channel.pipeline.syncOperations.addHandler(InspectionHandler(promise: promise))
         }
         let connect: EventLoopFuture<any Channel>

@@ -21,8 +21,9 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         case ipAddress
     }
 
-    /// The normalised pattern: lowercased, trailing dot removed, IPv6 without brackets.
-    public let pattern: String
+    /// The normalised pattern: lowercased, trailing dot removed, IPv6 without brackets (package access: its public
+    /// form is ``description``).
+    package let pattern: String
     /// What the pattern matches.
     package let kind: Kind
     /// The name after the wildcard (the whole name for exact patterns).
@@ -110,7 +111,8 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// The normalised pattern.
+    /// The normalised pattern: lowercased, trailing dot removed, IPv6 without brackets; it parses back to the same
+    /// pattern.
     public var description: String { pattern }
 
     private static func isHostCharacter(_ byte: UInt8) -> Bool {

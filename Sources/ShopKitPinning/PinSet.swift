@@ -7,7 +7,7 @@ import Foundation
 /// allow one pin knowingly.
 ///
 /// - Warning: A set whose pins all match the chain the server presents today has no real backup; check
-///   ``backupWarning(for:)`` once with the live chain and log it.
+///   ``PinningPolicy/backupWarning(host:chain:at:)`` once with the live chain and log it.
 public struct PinSet: Sendable, Hashable {
     /// Which hosts this set covers.
     public let hostPattern: HostPattern
@@ -73,8 +73,9 @@ public struct PinSet: Sendable, Hashable {
     }
 
     /// A warning when every pin of the set matches `chain`: then no pin is a real backup, and replacing the
-    /// server's keys would lock clients out. Nil when at least one pin is not in use (a real backup).
-    public func backupWarning(for chain: VerifiedChain) -> PinBackupWarning? {
+    /// server's keys would lock clients out. Nil when at least one pin is not in use (a real backup). Package
+    /// access: `PinningPolicy.backupWarning(host:chain:at:)` is the one public check (it also picks the set).
+    package func backupWarning(for chain: VerifiedChain) -> PinBackupWarning? {
         let chainPins = Set(chain.certificates.map(\.spkiPin))
         guard pins.allSatisfy(chainPins.contains) else { return nil }
         return PinBackupWarning(hostPattern: hostPattern, pins: pins)

@@ -13,14 +13,16 @@ public enum PinVerdict: Sendable, Equatable, CustomStringConvertible {
     /// No pin matched: the connection must be closed.
     case mismatch(PinFailureReport)
 
-    /// Whether the connection may proceed.
-    public var allowsConnection: Bool {
+    /// Whether the connection may proceed: every case but ``mismatch(_:)`` (package access: the TLS layer's
+    /// shorthand; an app switches on the cases).
+    package var allowsConnection: Bool {
         if case .mismatch = self { return false }
         return true
     }
 
-    /// The report to deliver to a ``PinFailureReporter``, if the verdict has one.
-    public var report: PinFailureReport? {
+    /// The report to deliver to a ``PinFailureReporter``, if the verdict has one (package access: the TLS layer's
+    /// shorthand; an app switches on the cases).
+    package var report: PinFailureReport? {
         switch self {
         case .notPinned, .matched: return nil
         case .expired(let report), .reportOnlyMismatch(let report), .mismatch(let report): return report

@@ -97,7 +97,9 @@ public struct PinningPolicy: Sendable {
     }
 
     /// The no-backup warning of the set applied to `host` at `now` (`pinSet(for:at:)`), for the chain just
-    /// verified (see ``PinSet/backupWarning(for:)``).
+    /// verified: a ``PinBackupWarning`` when every pin of that set matches `chain` (then no pin is a real backup,
+    /// and replacing the server's keys would lock clients out); nil when at least one pin is not in use, or no
+    /// set applies.
     public func backupWarning(host: String, chain: VerifiedChain, at now: Date) -> PinBackupWarning? {
         pinSet(for: host, at: now)?.backupWarning(for: chain)
     }

@@ -2,14 +2,16 @@ import Foundation
 
 /// A public-key pin: the SHA-256 digest of a certificate's DER `SubjectPublicKeyInfo`.
 ///
-/// Its canonical form is OkHttp's `sha256/BASE64`; curl's `sha256//BASE64` is accepted on input.
+/// Its canonical form is OkHttp's `sha256/BASE64`; curl's `sha256//BASE64` is accepted on input. That text is
+/// its one public form: a pin is made with ``init(_:)`` (or decoded) and shown with ``description`` (or
+/// encoded); the raw digest is the OpenSSL layer's (package access).
 /// Pinning the key rather than the certificate lets a server renew its certificate with the same key.
 public struct SPKIPin: Hashable, Sendable, Codable, CustomStringConvertible {
     /// The 32-byte SHA-256 digest of the DER `SubjectPublicKeyInfo`.
-    public let sha256: [UInt8]
+    package let sha256: [UInt8]
 
-    /// A pin from a raw 32-byte SHA-256 digest.
-    public init(sha256 digest: some Collection<UInt8>) throws(PinParseError) {
+    /// A pin from a raw 32-byte SHA-256 digest (the OpenSSL layer's, and the tests').
+    package init(sha256 digest: some Collection<UInt8>) throws(PinParseError) {
         let bytes = Array(digest)
         guard bytes.count == 32 else { throw .wrongLength(bytes.count) }
         self.sha256 = bytes

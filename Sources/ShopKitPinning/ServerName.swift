@@ -18,17 +18,17 @@ import Darwin
 /// - otherwise a DNS name: lowercased, without its trailing dot, in ASCII (A-labels), letters, digits and
 ///   hyphens only, labels of 1–63 bytes not starting or ending with a hyphen, at most 253 bytes, and a last label
 ///   that is not all digits (so `127.1` or `0x7f.1`, which resolvers may read as addresses, are refused).
-public struct ServerName: Sendable, Hashable, CustomStringConvertible {
+package struct ServerName: Sendable, Hashable, CustomStringConvertible {
     /// The canonical text.
-    public let text: String
+    package let text: String
     /// Whether the name is an IP address (checked against IP SANs, sent without SNI).
-    public let isIPAddress: Bool
+    package let isIPAddress: Bool
 
     /// Parses and validates `host` (brackets around an IPv6 literal allowed).
     ///
     /// - Throws: ``ServerNameError`` naming what is wrong, for anything that is neither an IP address nor a DNS
     ///   name by the rules above (empty, a NUL, CR or LF byte, a space, a zone id, an underscore, non-ASCII…).
-    public init(_ host: String) throws(ServerNameError) {
+    package init(_ host: String) throws(ServerNameError) {
         var name = Substring(host)
         let bracketed = name.hasPrefix("[") && name.hasSuffix("]")
         if bracketed { name = name.dropFirst().dropLast() }
@@ -46,7 +46,7 @@ public struct ServerName: Sendable, Hashable, CustomStringConvertible {
         isIPAddress = false
     }
 
-    public var description: String { text }
+    package var description: String { text }
 
     private static func canonicalIPv4(_ name: Substring) -> String? {
         var address = in_addr()
@@ -120,16 +120,16 @@ public struct ServerName: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A host that is neither an IP address nor a DNS name: the caller's input, refused before any connection.
-public struct ServerNameError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct ServerNameError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The host as given, with control bytes escaped.
-    public let host: String
+    package let host: String
     /// What is wrong with it.
-    public let problem: String
+    package let problem: String
 
     init(host: String, problem: String) {
         self.host = String(reflecting: host)
         self.problem = problem
     }
 
-    public var description: String { "the host \(host) \(problem)" }
+    package var description: String { "the host \(host) \(problem)" }
 }

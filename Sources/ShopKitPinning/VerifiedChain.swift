@@ -46,8 +46,8 @@ public struct VerifiedChain: Sendable, Hashable {
     /// The verified certificates, leaf first.
     public let certificates: [CertificateInfo]
 
-    /// The leaf certificate.
-    public var leaf: CertificateInfo? { certificates.first }
+    /// The leaf certificate, `certificates.first` (package access: the tests' shorthand).
+    package var leaf: CertificateInfo? { certificates.first }
 
     /// Only the OpenSSL layer (and tests in this package) build verified chains.
     package init(verifiedCertificates: [CertificateInfo]) {

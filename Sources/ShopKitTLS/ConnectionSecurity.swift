@@ -49,11 +49,11 @@ package struct PlaintextTestingSecurity: ConnectionSecurity {
 }
 
 extension TLSClientContext {
-    /// The connection security of this context: ShopKit's ``TLSHandler`` in front of each pipeline, and a gate
+    /// The connection security of this context: ShopKit's `TLSHandler` in front of each pipeline, and a gate
     /// that succeeds on ``TLSHandshakeCompleted`` (fired only after chain, hostname and pins passed).
     package func makeSecurity() -> any ConnectionSecurity {
         HandlerSecurity(
-            makeHandler: { host, port in self.makeHandler(host: host, port: port) },
+            makeHandler: { host, port in self.makeClientHandler(host: host, port: port) },
             isVerified: { $0 is TLSHandshakeCompleted },
             negotiatedProtocol: { ($0 as? TLSHandshakeCompleted)?.info.alpnProtocol },
             trustCheck: { event in

@@ -100,9 +100,9 @@ public struct TLSClientConfiguration: Sendable {
         case continueWithoutCertificate
     }
 
-    /// A logger that drops everything: the default, so that a library never writes to a process's output
-    /// unless the app hands it a logger.
-    public static let disabledLogger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// A logger that drops everything: the default ``logger``, so that a library never writes to a process's
+    /// output unless the app hands it a logger (package access: the package's own silent default).
+    package static let disabledLogger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A configuration; every parameter has a safe default (system trust store, no pins, TLS 1.2 or later).
     public init(
@@ -110,7 +110,7 @@ public struct TLSClientConfiguration: Sendable {
         pinning: PinningPolicy = PinningPolicy(),
         minimumVersion: MinimumVersion = .tls12,
         pinFailureReporter: (any PinFailureReporter)? = nil,
-        logger: Logger = TLSClientConfiguration.disabledLogger,
+        logger: Logger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() }),
         sessionResumption: Bool = true,
         applicationProtocols: [String] = [],
         clientIdentity: ClientIdentity? = nil,

@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import NIOCore
 import ShopKitCore
 import Logging
 import ShopKitOpenSSL
@@ -12,8 +13,8 @@ import ShopKitPinning
 /// which is expensive in OpenSSL 3. Then call `makeHandler(host:port:)` for each new channel.
 public final class TLSClientContext: Sendable {
     /// The configuration this context was built from (its `pinning` is the policy it started with; see
-    /// `pinning` for the one in force).
-    public let configuration: TLSClientConfiguration
+    /// `pinning` for the one in force). Package access: the app holds the configuration it passed.
+    package let configuration: TLSClientConfiguration
     /// The cached sessions (shared with other contexts if one was passed in).
     public let sessionCache: TLSSessionCache
     let openSSL: OpenSSLContext
@@ -32,13 +33,19 @@ public final class TLSClientContext: Sendable {
     ///     every connection made with this context.
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
-    ///   - now: the clock used for pin-set expiry and for the age of cached sessions (tests inject one).
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
     ///   `.system` when OpenSSL or the system trust store cannot be set up.
-    public init(
-        configuration: TLSClientConfiguration,
-        sessionCache: TLSSessionCache = TLSSessionCache(),
-        now: @escaping @Sendable () -> Date = { Date() }
+    public convenience init(
+        configuration: TLSClientConfiguration, sessionCache: TLSSessionCache = TLSSessionCache()
+    ) throws(TLSContextError) {
+        try self.init(configuration: configuration, sessionCache: sessionCache, now: { Date() })
+    }
+
+    /// The same with the clock for pin-set expiry and the age of cached sessions injected (tests, and the
+    /// inspectors, which check a fleet at one instant).
+    package init(
+        configuration: TLSClientConfiguration, sessionCache: TLSSessionCache = TLSSessionCache(),
+        now: @escaping @Sendable () -> Date
     ) throws(TLSContextError) {
         self.configuration = configuration
         self.sessionCache = sessionCache
@@ -67,11 +74,19 @@ public final class TLSClientContext: Sendable {
         }
     }
 
-    /// A fresh channel handler for one connection to `host:port`. Add it first in the pipeline.
+    /// A fresh channel handler for one connection to `host:port`. Add it first in the pipeline (nearest the
+    /// socket); nothing but ciphertext may pass below it.
     ///
     /// `host` is what the server's certificate must name (a DNS name or an IP literal) and what the pins
-    /// are looked up by.
-    public func makeHandler(host: String, port: Int) -> TLSHandler {
+    /// are looked up by. The handler fires ``TLSHandshakeCompleted`` once the chain, the host name and the pins
+    /// passed, a ``TLSError`` through `errorCaught` when the handshake fails, and ``TLSUncleanShutdown`` when the
+    /// peer closes without close_notify. Its type is ShopKit's own: only the `ChannelHandler` is promised.
+    public func makeHandler(host: String, port: Int) -> any ChannelHandler {
+        makeClientHandler(host: host, port: port)
+    }
+
+    /// ``makeHandler(host:port:)`` as its concrete type, for the package's own pipelines and tests.
+    package func makeClientHandler(host: String, port: Int) -> TLSHandler {
         TLSHandler(client: self, host: host, port: port)
     }
 
@@ -255,8 +270,8 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
         case system
     }
 
-    /// What went wrong and what to check.
-    public let message: String
+    /// What went wrong and what to check (package access: its public form is ``description``).
+    package let message: String
     /// What is at fault.
     public let kind: Kind
 
@@ -266,6 +281,7 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
         self.kind = kind
     }
 
+    /// What went wrong and what to check.
     public var description: String { message }
 }
 

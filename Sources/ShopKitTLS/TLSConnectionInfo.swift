@@ -30,8 +30,8 @@ public struct TLSConnectionInfo: Sendable {
     package internal(set) var clientCertificateRequest: ClientCertificateRequest? = nil
 }
 
-/// User inbound event fired by a client `TLSHandler` when the connection may carry data: chain, hostname
-/// and pins all passed. Writes made earlier were buffered; they are sent just before this event, so they keep
+/// User inbound event fired by the client handler (``TLSClientContext/makeHandler(host:port:)``) when the
+/// connection may carry data: chain, hostname and pins all passed. Writes made earlier were buffered; they are sent just before this event, so they keep
 /// their order ahead of anything written in response to it.
 public struct TLSHandshakeCompleted: Sendable {
     /// What was negotiated and verified.

@@ -12,16 +12,20 @@ import ShopKitPinning
 /// verified chain inside OpenSSL's verification, before the client's certificate can be sent; a resumed session's
 /// cached chain is checked after the handshake); only when all passed does it fire `TLSHandshakeCompleted`. On failure it fires a `TLSError`
 /// through `errorCaught` and closes the channel. Writes made before the handshake completes are buffered.
-/// Closing sends close_notify. Make one with `TLSClientContext.makeHandler(host:port:)` or
-/// `TLSServerContext.makeHandler()`; it must be the first handler in the pipeline (nearest the socket).
+/// Closing sends close_notify. Make one with `TLSClientContext.makeClientHandler(host:port:)` (public callers get
+/// it as an `any ChannelHandler` from `makeHandler(host:port:)`) or `TLSServerContext.makeHandler()`; it must be
+/// the first handler in the pipeline (nearest the socket).
+///
+/// Package access: an app never names this class. It adds the handler `makeHandler(host:port:)` returns and
+/// observes the events (`TLSHandshakeCompleted`, `TLSUncleanShutdown`, `TLSError`), which stay public.
 ///
 /// - Warning: Nothing but ciphertext passes below this handler; never put a handler that reads plaintext
 ///   before it.
-public final class TLSHandler: ChannelDuplexHandler {
-    public typealias InboundIn = ByteBuffer
-    public typealias InboundOut = ByteBuffer
-    public typealias OutboundIn = ByteBuffer
-    public typealias OutboundOut = ByteBuffer
+package final class TLSHandler: ChannelDuplexHandler {
+    package typealias InboundIn = ByteBuffer
+    package typealias InboundOut = ByteBuffer
+    package typealias OutboundIn = ByteBuffer
+    package typealias OutboundOut = ByteBuffer
 
     enum Role {
         /// `host` is the server name's canonical text (``ServerName``): what OpenSSL checks, the pins are looked
@@ -85,16 +89,16 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     // MARK: Lifecycle
 
-    public func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { start(context: context) }
     }
 
-    public func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         start(context: context)
         context.fireChannelActive()
     }
 
-    public func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         switch machine.channelInactive() {
         case .handshakeInterrupted(let writes):
             fail(writes, TLSError.connectionClosed)
@@ -140,7 +144,7 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     // MARK: Inbound
 
-    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let buffer = unwrapInboundIn(data)
         guard let connection, machine.acceptsCiphertext else { return }
         // OpenSSL reads the ciphertext straight from NIO's buffer while the steps run (no copy into a BIO).
@@ -152,7 +156,7 @@ public final class TLSHandler: ChannelDuplexHandler {
         }
     }
 
-    public func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         context.fireChannelReadComplete()
     }
 
@@ -226,7 +230,7 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     // MARK: Outbound
 
-    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let buffer = unwrapOutboundIn(data)
         switch machine.write((buffer, promise)) {
         case .buffered: break
@@ -235,14 +239,14 @@ public final class TLSHandler: ChannelDuplexHandler {
         }
     }
 
-    public func flush(context: ChannelHandlerContext) {
+    package func flush(context: ChannelHandlerContext) {
         switch machine.flush() {
         case .flush: context.flush()
         case .deferUntilActive: break
         }
     }
 
-    public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+    package func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         closeWithNotify(context: context, mode: mode, promise: promise)
     }
 

@@ -83,10 +83,16 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     ///     identical report is suppressed.
     ///   - transport: the HTTPS transport for the reports. Give it its own `TLSClientConfiguration` (with pins
     ///     for the report URIs if they should be pinned).
-    ///   - now: the clock for deduplication (tests inject one).
     /// - Throws: ``HTTPPinFailureReporterError`` when there is no report URI or one is not `https` with a host.
-    public init(
-        configuration: Configuration, transport: any ClientTransport, now: @escaping @Sendable () -> Date = { Date() }
+    public convenience init(configuration: Configuration, transport: any ClientTransport)
+        throws(HTTPPinFailureReporterError)
+    {
+        try self.init(configuration: configuration, transport: transport, now: { Date() })
+    }
+
+    /// The same with the deduplication clock injected (tests).
+    package init(
+        configuration: Configuration, transport: any ClientTransport, now: @escaping @Sendable () -> Date
     ) throws(HTTPPinFailureReporterError) {
         guard !configuration.reportURIs.isEmpty else { throw .noReportURI }
         for uri in configuration.reportURIs where uri.scheme?.lowercased() != "https" || (uri.host ?? "").isEmpty {

@@ -86,12 +86,11 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
 
     /// Basic credentials for the proxy.
     ///
-    /// - Warning: The password is never printed: `description`, `debugDescription` and reflection redact it.
+    /// - Warning: The password is never printed: `description` (which `String(reflecting:)` falls back to) and
+    ///   reflection redact it.
     ///   It is sent only to the proxy, in `Proxy-Authorization` on the `CONNECT` request (inside TLS for an
     ///   `https://` proxy, in the clear for an `http://` one).
-    public struct Credentials: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
-        CustomReflectable
-    {
+    public struct Credentials: Sendable, Hashable, CustomStringConvertible, CustomReflectable {
         /// The user name (printed).
         public let username: String
         private let password: String
@@ -108,7 +107,6 @@ public struct ProxyConfiguration: Sendable, Hashable, CustomStringConvertible {
         }
 
         public var description: String { "\(username):<redacted>" }
-        public var debugDescription: String { description }
         public var customMirror: Mirror { Mirror(self, children: ["username": username, "password": "<redacted>"]) }
     }
 }

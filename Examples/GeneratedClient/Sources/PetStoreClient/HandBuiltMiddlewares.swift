@@ -5,7 +5,7 @@ import ShopKitAPI
 /// The array `ShopKitFactory.makeMiddlewares` builds, by hand, outermost first: retry, auth, dedup.
 func petStoreMiddlewares(store: any TokenStore, refresher: any TokenRefresher) -> [any ClientMiddleware] {
     [
-        RetryMiddleware(policy: .default),
+        RetryMiddleware(policy: RetryPolicy()),
         AuthenticationMiddleware(
             store: store, refresher: refresher,
             requirement: .publicOperations([Operations.login.id, Operations.refresh.id])),

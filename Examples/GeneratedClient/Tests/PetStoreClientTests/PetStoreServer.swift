@@ -111,12 +111,15 @@ actor CountingRefresher: TokenRefresher {
     }
 }
 
-/// A sleeper that records its waits and never waits.
-actor RecordingSleeper: Sleeper {
-    private(set) var durations: [Duration] = []
+/// The innermost middleware: counts the attempts that reach the transport.
+actor AttemptCounter: ClientMiddleware {
+    private(set) var attempts = 0
 
-    func sleep(for duration: Duration) async throws {
-        durations.append(duration)
-        try Task.checkCancellation()
+    func intercept(
+        _ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+        next: @Sendable (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)
+    ) async throws -> (HTTPResponse, HTTPBody?) {
+        attempts += 1
+        return try await next(request, body, baseURL)
     }
 }
