@@ -211,7 +211,8 @@ let package = Package(
             dependencies: ["ShopKitHTTPS", "ShopKitTLS", "ShopKitAPI", "ShopKitPinning", "TestSupport"]),
 
         // Fuzzing (no product): one function per parser of outside input; `shopkit-fuzz` runs them under
-        // libFuzzer when scripts/fuzz builds it with -sanitize=fuzzer, and replays files otherwise;
+        // libFuzzer when built by scripts/fuzz (scripts/sanitizer-build: SHOPKIT_FUZZING, libFuzzer linked), and
+        // replays files otherwise;
         // ShopKitFuzzTests replays the committed corpus (Fuzz/) on every test run.
         .target(
             name: "ShopKitFuzzTargets",

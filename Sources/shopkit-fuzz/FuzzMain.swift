@@ -3,7 +3,8 @@ import ShopKitFuzzTargets
 
 /// The fuzz driver.
 ///
-/// Built by `scripts/fuzz` with `-sanitize=fuzzer,address -DSHOPKIT_FUZZING`, it hands control to libFuzzer
+/// Built by `scripts/fuzz` in the sanitizer build (`scripts/sanitizer-build`: AddressSanitizer, libFuzzer's
+/// coverage instrumentation, `-DSHOPKIT_FUZZING`, libFuzzer without its `main`), it hands control to libFuzzer
 /// (`LLVMFuzzerRunDriver`) for the target named by `SHOPKIT_FUZZ_TARGET`; every argument is libFuzzer's.
 /// Built normally, it replays inputs instead: `shopkit-fuzz TARGET FILE_OR_DIRECTORY…` runs each file through
 /// the target once (a crash reproducer, or a whole corpus) and prints how many it ran.
