@@ -60,7 +60,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
     }
 
     func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID) {
-        guard var (request, machine) = self.request, request.id == id else { return }
+        guard case (let request, var machine)? = self.request, request.id == id else { return }
         // An early response resets its stream as it ends, so the request is never over here.
         _ = machine.requestWritten(now: now)
         self.request = (request, machine)
@@ -77,7 +77,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
     }
 
     func resumeReading() {
-        guard var (request, machine) = self.request else { return }
+        guard case (let request, var machine)? = self.request else { return }
         let read = machine.readerCaughtUp(now: now)
         self.request = (request, machine)
         if read { context?.read() }
@@ -85,7 +85,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
 
     /// Called by ``InboundByteObserver`` for every inbound read.
     func noteBytesRead() {
-        guard var (request, machine) = self.request else { return }
+        guard case (let request, var machine)? = self.request else { return }
         machine.bytesRead(now: now)
         self.request = (request, machine)
     }
@@ -94,7 +94,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         delivery.reading = true
-        guard var (request, machine) = self.request, machine.isRunning else { return }
+        guard case (let request, var machine)? = self.request, machine.isRunning else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             let action = machine.responseHead(head)
@@ -141,7 +141,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
     }
 
     func read(context: ChannelHandlerContext) {
-        guard var (request, machine) = self.request else {
+        guard case (let request, var machine)? = self.request else {
             context.read()
             return
         }
@@ -179,7 +179,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
 
     /// Fails the running request (if any) and resets the stream.
     private func fail(_ failure: HTTPRequestStateMachine.Failure) {
-        guard var (request, machine) = self.request, let failed = machine.fail(failure) else { return }
+        guard case (let request, var machine)? = self.request, let failed = machine.fail(failure) else { return }
         self.request = (request, machine)
         failRequest(failed)
     }
@@ -215,7 +215,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RequestHandler {
 
         func handleScheduledCallback(eventLoop: some EventLoop) {
             handler.timer.didFire()
-            guard var (request, machine) = handler.request else { return }
+            guard case (let request, var machine)? = handler.request else { return }
             let action = machine.timerFired(now: handler.now)
             handler.request = (request, machine)
             switch action {
