@@ -89,13 +89,7 @@ extension HTTPSTransport {
                 }
             }
         } catch let failure as LeasedFailure {
-            var error = failure.failure
-            if case .http2(let http2) = failure.lease.connection, error.noResponseBytes,
-                let stream = progress.withLockedValue({ $0.running?.connection })
-            {
-                error.refusedByGoAway = await http2.refused(stream.channel)
-            }
-            throw Self.classify(error, on: failure.lease)
+            throw Self.classify(failure.failure, on: failure.lease)
         }
     }
 
@@ -137,7 +131,7 @@ extension HTTPSTransport {
                 waiting.resume(returning: .writingBody(lease, carrier, pending))
                 return
             }
-            carrier.channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: pending.written)
+            carrier.write(.end(nil), flush: true, promise: pending.written)
             if cancelled { carrier.cancelOnLoop(exchange.id) }
             exchange.head.futureResult.whenComplete { result in
                 switch result {
@@ -163,7 +157,7 @@ extension HTTPSTransport {
         let exchange = pending.exchange
         let written = pending.written
         switch await HTTPClientConnection.writeBody(
-            body, to: carrier.channel, end: written, racing: exchange.head.futureResult, stream: exchange.body)
+            body, to: carrier, end: written, racing: exchange.head.futureResult, stream: exchange.body)
         {
         case .written:
             break

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTP1
+import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import ShopKitDemoSupport
@@ -188,6 +189,29 @@ package final class LoopbackHTTP2Server: Sendable {
             return state.held
         }
         for entry in held { entry.respond(body) }
+    }
+
+    /// Answers every held request with 200 and `body`, all the answers of one connection in one write (written as
+    /// frames on the connection, flushed once), so that the client reads them together.
+    package func releaseHeldInOneWrite(body: [UInt8] = Array("released".utf8)) {
+        let held = state.withLockedValue { state -> [Held] in
+            defer { state.held = [] }
+            return state.held
+        }
+        for connection in Set(held.map { ObjectIdentifier($0.connection) }) {
+            let streams = held.filter { ObjectIdentifier($0.connection) == connection }.sorted { $0.streamID < $1.streamID }
+            guard let channel = streams.first?.connection else { continue }
+            let ids = streams.map(\.streamID)
+            channel.eventLoop.execute {
+                for id in ids {
+                    let headers: HPACKHeaders = [":status": "200", "content-length": "\(body.count)"]
+                    channel.write(HTTP2Frame(streamID: id, payload: .headers(.init(headers: headers))), promise: nil)
+                    let data = HTTP2Frame.FramePayload.Data(data: .byteBuffer(channel.allocator.buffer(bytes: body)), endStream: true)
+                    channel.write(HTTP2Frame(streamID: id, payload: .data(data)), promise: nil)
+                }
+                channel.flush()
+            }
+        }
     }
 
     /// Sends GOAWAY on the connections of the held requests, naming as the last processed stream the

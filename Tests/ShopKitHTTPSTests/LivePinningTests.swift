@@ -115,6 +115,23 @@ import Testing
         try await server.shutdown()
     }
 
+    /// Defect: when the last stream of a connection the new pins refuse was released, the pool closed the
+    /// connection inside the read that carried the responses of its last streams, and the response heads held
+    /// for the end of that read were lost: their callers waited for ever.
+    @Test func http2StreamsAnsweredInTheReadThatClosesARefusedConnectionGetTheirResponses() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in request.path == "/hold" ? .hold : .respond(body: []) }
+        let transport = try Self.transport(httpVersion: .automatic)
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        let held = (0..<3).map { _ in Task { try await transport.fetch(.get, "/hold", baseURL: base).1 } }
+        await server.waitUntilHeld(3)
+        transport.replacePinning(Self.policy(Self.pinsB, version: 6))
+        server.releaseHeldInOneWrite()
+        for task in held { #expect(try await task.value == Array("released".utf8)) }
+        #expect(server.counts.connections == 1)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
     @Test func aNewPolicyThatStillMatchesKeepsPooledConnections() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = try Self.transport(httpVersion: .http1Only)

@@ -84,6 +84,15 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         perform(machine.cancel(id))
     }
 
+    func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            promise?.fail(HTTPSTransportError.connectionClosed)
+            return
+        }
+        context.write(wrapOutboundOut(part), promise: promise)
+        if flush { context.flush() }
+    }
+
     func resumeReading() {
         if machine.readerCaughtUp(now: now) { context?.read() }
     }
@@ -209,7 +218,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     }
 
     private func arm(_ deadline: NIODeadline) {
-        timer.arm(at: deadline, context: context, TimerFired(handler: self))
+        timer.arm(at: deadline, on: context?.eventLoop, TimerFired(handler: self))
     }
 
     private func cancelTimer() {

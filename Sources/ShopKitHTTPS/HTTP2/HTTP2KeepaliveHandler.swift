@@ -8,7 +8,7 @@ import NIOHTTP2
 /// load balancer that forgot it, a host that went away) is thus dropped before a request is put on it, and a
 /// stream waiting on a vanished peer fails within `interval + timeout` even if its idle-read timeout is longer.
 ///
-/// It sits between swift-nio-http2's connection handler and the multiplexer, sees every inbound frame, and
+/// It sits between swift-nio-http2's connection handler and ``HTTP2ConnectionHandler``, sees every inbound frame, and
 /// does no work per frame beyond noting the time: the timer checks silence when it fires.
 final class HTTP2KeepaliveHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame

@@ -8,21 +8,21 @@ import OpenAPIRuntime
 import ShopKitTLS
 
 /// The one way to run a request, whatever carries it: one verified HTTP/1.1 connection (a channel whose pipeline
-/// is security handlers, the HTTP codec, and an ``HTTP1ConnectionHandler``), or one HTTP/2 stream (a stream
-/// channel with swift-nio-http2's codec and an ``HTTP2StreamHandler``). Both handlers are a ``RequestHandler``;
-/// this type starts, writes and cancels requests through that seam only. One request at a time; the pool
-/// decides who uses it.
+/// is security handlers, the HTTP codec, and an ``HTTP1ConnectionHandler``), or one HTTP/2 stream (an
+/// ``HTTP2Stream`` of its connection's ``HTTP2ConnectionHandler``). Both are a ``RequestHandler``; this type
+/// starts, writes and cancels requests through that seam only. One request at a time; the pool decides who uses
+/// it.
 final class HTTPClientConnection: Sendable {
     typealias ExchangeID = HTTP1ConnectionStateMachine.RequestID
 
-    /// The channel.
+    /// The connection's channel (for an HTTP/2 stream, its connection's: never written to or closed directly).
     let channel: any Channel
     /// The handler, only touched on the channel's event loop.
     private let handler: NIOLoopBound<any RequestHandler>
     /// The last request id handed out on this connection.
     private let lastExchange = NIOLockedValueBox(0)
 
-    /// A connection (or stream) whose pipeline ends in `handler`.
+    /// A connection whose pipeline ends in `handler`, or a stream of the connection on `channel`.
     init(channel: any Channel, handler: any RequestHandler) {
         self.channel = channel
         self.handler = NIOLoopBound(handler, eventLoop: channel.eventLoop)
@@ -72,7 +72,17 @@ final class HTTPClientConnection: Sendable {
             case .failure: handler.value.requestFailed(id)
             }
         }
-        channel.write(HTTPClientRequestPart.head(pending.requestHead), promise: nil)
+        handler.value.write(.head(pending.requestHead), flush: false, promise: nil)
+    }
+
+    /// Writes a part of the request, from any thread (on the event loop at once, else hopping onto it).
+    func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?) {
+        let handler = self.handler
+        if channel.eventLoop.inEventLoop {
+            handler.value.write(part, flush: flush, promise: promise)
+        } else {
+            channel.eventLoop.execute { handler.value.write(part, flush: flush, promise: promise) }
+        }
     }
 
     /// On the event loop: abandons exchange `id`, if it is still running.
@@ -84,11 +94,6 @@ final class HTTPClientConnection: Sendable {
     func cancel(_ id: ExchangeID) {
         let handler = self.handler
         channel.eventLoop.execute { handler.value.cancel(id) }
-    }
-
-    /// Closes the connection.
-    func close() {
-        channel.close(promise: nil)
     }
 
     private struct BodyError: Error {
@@ -113,13 +118,13 @@ final class HTTPClientConnection: Sendable {
     /// caller's body stream may never yield again (nor heed cancellation): the request's deadline must still
     /// end `send`. The writing task is then cancelled and left to finish on its own.
     static func writeBody(
-        _ body: HTTPBody, to channel: any Channel, end: EventLoopPromise<Void>,
+        _ body: HTTPBody, to carrier: HTTPClientConnection, end: EventLoopPromise<Void>,
         racing head: EventLoopFuture<HTTPResponseHead>, stream: BodyStream
     ) async -> BodyOutcome {
         let first = FirstOutcome<BodyOutcome>()
         let writer = Task {
             do {
-                try await writeBody(body, to: channel, end: end)
+                try await writeBody(body, to: carrier, end: end)
                 first.complete(.written)
             } catch let error as BodyError {
                 first.complete(.bodyFailed(error.underlying))
@@ -136,7 +141,10 @@ final class HTTPClientConnection: Sendable {
         return outcome
     }
 
-    private static func writeBody(_ body: HTTPBody, to channel: any Channel, end: EventLoopPromise<Void>) async throws {
+    private static func writeBody(
+        _ body: HTTPBody, to carrier: HTTPClientConnection, end: EventLoopPromise<Void>
+    ) async throws {
+        let channel = carrier.channel
         var iterator = body.makeAsyncIterator()
         while true {
             let chunk: ArraySlice<UInt8>?
@@ -144,10 +152,12 @@ final class HTTPClientConnection: Sendable {
             guard let chunk else { break }
             if chunk.isEmpty { continue }
             let buffer = channel.allocator.buffer(bytes: chunk)
-            try await channel.writeAndFlush(HTTPClientRequestPart.body(.byteBuffer(buffer))).get()
+            let written = channel.eventLoop.makePromise(of: Void.self)
+            carrier.write(.body(.byteBuffer(buffer)), flush: true, promise: written)
+            try await written.futureResult.get()
         }
         // `end` completes on the event loop when the end is written, ordered with the response's events.
-        channel.writeAndFlush(HTTPClientRequestPart.end(nil), promise: end)
+        carrier.write(.end(nil), flush: true, promise: end)
         try await end.futureResult.get()
     }
 }

@@ -6,7 +6,7 @@ import ShopKitTLS
 /// in, one action enum per event out, no I/O, no clock of its own: the caller passes `now`).
 ///
 /// ``HTTP1ConnectionStateMachine`` composes it with what only a connection has (keep-alive, stray bytes after a
-/// response, the hand-over to the next request); ``HTTP2StreamHandler`` uses it directly, one request per stream.
+/// response, the hand-over to the next request); ``HTTP2Stream`` uses it directly, one request per stream.
 ///
 /// Rules it enforces:
 /// - Framing of the parts: one final head (1xx heads are skipped; a 101 fails, since the client never asks for an

@@ -46,7 +46,7 @@ struct ExchangeFailure: Error {
     var refusedByGoAway: String? = nil
 }
 
-/// What both request handlers (``HTTP1ConnectionHandler``, ``HTTP2StreamHandler``) do alike for the request they
+/// What both request handlers (``HTTP1ConnectionHandler``, ``HTTP2Stream``) do alike for the request they
 /// run: start it, hand its head to the caller at the end of the read that brought it, feed its body, fail it.
 /// The seam behind which ``HTTPClientConnection`` starts every request, whatever the protocol.
 protocol RequestHandler: AnyObject {
@@ -58,6 +58,8 @@ protocol RequestHandler: AnyObject {
     func requestFailed(_ id: HTTP1ConnectionStateMachine.RequestID)
     /// Abandons request `id` (task cancelled, body dropped or failed); nothing happens when it is over.
     func cancel(_ id: HTTP1ConnectionStateMachine.RequestID)
+    /// Writes a part of the request, and flushes when `flush` is set.
+    func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?)
     /// The body reader drained the stream below its low watermark (or went away): let reads through.
     func resumeReading()
 }
@@ -94,8 +96,11 @@ struct ResponseDelivery {
         handOverHeldHead()
     }
 
-    /// Fails `request`'s caller: the head (if it was not delivered yet), then the body stream.
-    mutating func fail(_ request: RequestContext, _ failed: HTTPRequestStateMachine.Failed) {
+    /// Fails `request`'s caller: the head (if it was not delivered yet), then the body stream. `refusedByGoAway`:
+    /// the error code of the server's GOAWAY that said it never processed the request (HTTP/2).
+    mutating func fail(
+        _ request: RequestContext, _ failed: HTTPRequestStateMachine.Failed, refusedByGoAway: String? = nil
+    ) {
         handOverHeldHead()  // the caller gets the head, then the body's error
         let error: any Error
         switch failed.failure {
@@ -104,7 +109,9 @@ struct ResponseDelivery {
         case .cancelled: error = CancellationError()
         }
         if !failed.headDelivered {
-            request.head.fail(ExchangeFailure(error: error, noResponseBytes: failed.noResponseBytes))
+            request.head.fail(
+                ExchangeFailure(
+                    error: error, noResponseBytes: failed.noResponseBytes, refusedByGoAway: refusedByGoAway))
         }
         request.body.finish(throwing: error)
     }
@@ -139,11 +146,12 @@ struct ResponseDelivery {
 struct RequestTimer {
     private var scheduled: NIOScheduledCallback?
 
-    /// Arms the timer for `deadline` on `context`'s event loop, replacing the one armed; `fired` runs when it fires.
-    mutating func arm(at deadline: NIODeadline, context: ChannelHandlerContext?, _ fired: some NIOScheduledCallbackHandler) {
+    /// Arms the timer for `deadline` on `loop` (none when the handler left its channel), replacing the one armed;
+    /// `fired` runs when it fires.
+    mutating func arm(at deadline: NIODeadline, on loop: (any EventLoop)?, _ fired: some NIOScheduledCallbackHandler) {
         cancel()
-        guard let context else { return }
-        scheduled = try? context.eventLoop.assumeIsolated().scheduleCallback(at: deadline, handler: fired)
+        guard let loop else { return }
+        scheduled = try? loop.assumeIsolated().scheduleCallback(at: deadline, handler: fired)
     }
 
     mutating func cancel() {

@@ -1,0 +1,230 @@
+import Logging
+import NIOCore
+import NIOHTTP2
+import ShopKitTLS
+
+/// Every stream of one HTTP/2 connection, driven from one handler behind swift-nio-http2's `NIOHTTP2Handler`
+/// (which parses and validates frames, keeps each stream's state, enforces flow control on what is sent, and
+/// resets a stream that breaks the protocol): no channel, pipeline or promise per stream.
+///
+/// The handler gives out stream ids, hands each stream its frames and swift-nio-http2's events about it, tops
+/// the connection's receive window up, watches SETTINGS (the server's stream limit) and GOAWAY, and closes the
+/// connection on a connection error. It flushes once per read, not once per frame. Every method runs on the
+/// connection's event loop.
+final class HTTP2ConnectionHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    /// How many response body bytes the server may send on one stream ahead of the reader, and on the connection:
+    /// 1 MiB. A window is topped up once half of it was used, so a reader that keeps up never stalls the server
+    /// (with HTTP/2's default 64 KiB, a 1 MiB body waited for 16 WINDOW_UPDATE round trips), and a stream whose
+    /// reader stops holds at most this much. The connection's window is topped up as frames arrive, so a slow
+    /// stream never blocks the others.
+    static let streamWindowSize = 1 << 20
+
+    /// HTTP/2's initial connection window (RFC 9113 §6.9.2), before the first WINDOW_UPDATE.
+    private static let initialConnectionWindow = 65_535
+
+    /// The increment that tops a receive window of `size` bytes up to ``streamWindowSize``, once at most half of
+    /// it is left; nil before that.
+    static func windowIncrement(_ size: Int) -> Int? {
+        size <= streamWindowSize / 2 ? streamWindowSize - size : nil
+    }
+
+    /// What the handler tells its ``HTTP2Connection``.
+    struct Observer {
+        /// The server's SETTINGS: its `SETTINGS_MAX_CONCURRENT_STREAMS`, or nil for no limit.
+        var settings: (Int?) -> Void
+        /// The server's GOAWAY.
+        var goAway: () -> Void
+    }
+
+    let logger: Logger
+    let eventLoop: any EventLoop
+    /// Dropped with the handler, which breaks the cycle through the connection it tells.
+    private var observer: Observer?
+    private var context: ChannelHandlerContext?
+    private var streams: [HTTP2StreamID: HTTP2Stream] = [:]
+    private var nextStreamID: Int32 = 1
+    private var maxStreams: Int?
+    /// The last stream id and the error code of the server's GOAWAY.
+    private var goAway: (lastStreamID: HTTP2StreamID, code: HTTP2ErrorCode)?
+    /// Streams that received frames in the current read: they finish it at its end.
+    private var touchedStreams: [HTTP2Stream] = []
+    private var reading = false
+    private var needsFlush = false
+
+    /// Why the connection closed, when its streams should hear more than "closed": a connection error, a missed
+    /// PING acknowledgement, a TLS failure.
+    var closeReason: HTTPRequestStateMachine.Failure?
+
+    init(eventLoop: any EventLoop, logger: Logger, observer: Observer) {
+        self.eventLoop = eventLoop
+        self.logger = logger
+        self.observer = observer
+    }
+
+    var now: NIODeadline { eventLoop.now }
+    var isActive: Bool { context?.channel.isActive ?? false }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        // The connection's window starts at 64 KiB whatever the SETTINGS say: open it to the target at once.
+        write(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .windowUpdate(windowSizeIncrement: Self.streamWindowSize - Self.initialConnectionWindow)),
+            promise: nil)
+        flush()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        finishRead()
+        self.context = nil
+        observer = nil
+    }
+
+    // MARK: Streams
+
+    /// A new stream for one request, or nil when the connection takes no more (closed, GOAWAY, ids used up).
+    func openStream() -> HTTP2Stream? {
+        guard isActive, goAway == nil, nextStreamID < Int32.max - 1 else { return nil }
+        let stream = HTTP2Stream(id: HTTP2StreamID(nextStreamID), connection: self)
+        nextStreamID += 2
+        streams[stream.id] = stream
+        return stream
+    }
+
+    /// Forgets `stream`: it ended and is closed.
+    func remove(_ stream: HTTP2Stream) {
+        if streams[stream.id] === stream { streams[stream.id] = nil }
+    }
+
+    /// `stream` received a frame in this read: it finishes the read with the others at its end.
+    func touched(_ stream: HTTP2Stream) {
+        guard !stream.touchedInRead else { return }
+        stream.touchedInRead = true
+        touchedStreams.append(stream)
+    }
+
+    /// Runs `body` once the current event is over (swift-nio-http2 closes a connection error's streams before it
+    /// reports the error: a stream looks at ``closeReason`` then).
+    func afterEvent(_ body: @escaping () -> Void) {
+        eventLoop.assumeIsolated().execute(body)
+    }
+
+    // MARK: Writing
+
+    /// Writes `frame`; it goes out at the next ``flush()``.
+    func write(_ frame: HTTP2Frame, promise: EventLoopPromise<Void>?) {
+        guard let context else {
+            promise?.fail(HTTPSTransportError.connectionClosed)
+            return
+        }
+        context.write(wrapOutboundOut(frame), promise: promise)
+        needsFlush = true
+    }
+
+    /// Flushes what was written, or at the end of the current read when inside one.
+    func flush() {
+        guard needsFlush, !reading else { return }
+        needsFlush = false
+        context?.flush()
+    }
+
+    // MARK: From swift-nio-http2
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reading = true
+        let frame = unwrapInboundIn(data)
+        if frame.streamID == .rootStream {
+            switch frame.payload {
+            case .settings(.settings(let values)):
+                for setting in values where setting.parameter == .maxConcurrentStreams { maxStreams = setting.value }
+                observer?.settings(maxStreams)
+            case .goAway(let lastStreamID, let code, _):
+                goAway = (min(goAway?.lastStreamID ?? lastStreamID, lastStreamID), code)
+                observer?.goAway()
+            default:
+                break
+            }
+        } else {
+            // A stream that ended or was reset is forgotten: swift-nio-http2 checked the frame, and it is dropped.
+            streams[frame.streamID]?.received(frame.payload)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        finishRead()
+        flush()
+        context.fireChannelReadComplete()
+    }
+
+    /// The read is over: the streams it touched release what ended in it and hand their held heads over. Also
+    /// when the connection closes inside a read (the pool may close it as a stream's release hands it back), so a
+    /// head held for the end of the read is never lost.
+    private func finishRead() {
+        reading = false
+        guard !touchedStreams.isEmpty else { return }
+        let touched = touchedStreams
+        touchedStreams.removeAll(keepingCapacity: true)
+        for stream in touched {
+            stream.touchedInRead = false
+            stream.readComplete()
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        switch event {
+        case let window as NIOHTTP2WindowUpdatedEvent:
+            guard let size = window.inboundWindowSize else { return }
+            if window.streamID == .rootStream {
+                if let increment = Self.windowIncrement(size) {
+                    write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: increment)), promise: nil)
+                    flush()
+                }
+            } else {
+                streams[window.streamID]?.windowChanged(to: size)
+            }
+        case let closed as StreamClosedEvent:
+            streams[closed.streamID]?.streamClosed(reason: closed.reason, refusedBy: refusedCode(closed.streamID))
+        case is NIOHTTP2StreamCreatedEvent, is NIOHTTP2BulkStreamWindowChangeEvent:
+            break
+        default:
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    /// A stream's protocol error goes to its stream (swift-nio-http2 reset it); any other error is the
+    /// connection's: its streams fail with it, and the connection is closed (swift-nio-http2 sent GOAWAY for an
+    /// HTTP/2 connection error and leaves the connection open, but no stream can trust it any more).
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let streamError = error as? NIOHTTP2Errors.StreamError {
+            streams[streamError.streamID]?.streamError(streamError.baseError)
+            return
+        }
+        if closeReason == nil {
+            switch error {
+            case let tls as TLSError: closeReason = .tls(tls)
+            case is IOError, is ChannelError: closeReason = .transport(.connectionClosed)
+            default: closeReason = .transport(.malformedResponse("HTTP/2 connection error: \(error)"))
+            }
+        }
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finishRead()
+        let open = streams.values
+        streams = [:]
+        for stream in open { stream.connectionClosed() }
+        context.fireChannelInactive()
+    }
+
+    /// The GOAWAY error code's name when the server's GOAWAY said it never processed stream `id` (its id is above
+    /// the GOAWAY's last stream id, RFC 9113 §6.8), else nil: its request may be sent again on a new connection.
+    private func refusedCode(_ id: HTTP2StreamID) -> String? {
+        guard let goAway, id > goAway.lastStreamID else { return nil }
+        return goAway.code.name
+    }
+}

@@ -1,0 +1,350 @@
+import Logging
+import NIOCore
+import NIOHPACK
+import NIOHTTP1
+import NIOHTTP2
+
+/// One HTTP/2 stream carrying one request: it carries out ``HTTPRequestStateMachine``'s actions directly (a
+/// stream carries one request, so there is no keep-alive, no hand-over and nothing after the response to judge),
+/// turns the request's parts into frames and the response's frames into the machine's events.
+///
+/// No channel of its own: ``HTTP2ConnectionHandler`` owns every stream of its connection, hands each its frames
+/// and events, and writes its frames. Every method runs on the connection's event loop.
+///
+/// A stream closes by itself once both sides ended it, so a request whose response ended after the whole request
+/// was written is released without a reset. A response that ends before the request does resets the stream,
+/// which stops the upload (RFC 9113 §8.1). The released "connection" is the stream's slot on its connection.
+///
+/// Flow control: the stream's window is topped up as its body is handed to the reader, and not while the reader
+/// is behind, so a reader that stops holds at most a window of its stream's body, and never slows the others.
+final class HTTP2Stream: RequestHandler {
+    let id: HTTP2StreamID
+    /// Held until the stream is forgotten: the connection drops its streams when it closes.
+    private let connection: HTTP2ConnectionHandler
+
+    private var request: (context: RequestContext, machine: HTTPRequestStateMachine)?
+    /// The response ended after the whole request was written, inside the current read: the slot is released
+    /// when the read is over (or when the stream closes first), never inside the read.
+    private var ending = false
+    private var delivery = ResponseDelivery()
+    /// The request's one timer.
+    private var timer = RequestTimer()
+    /// The request head, held until the next part so that a bodiless request is one HEADERS frame with
+    /// END_STREAM.
+    private var heldHead: HTTPRequestHead?
+    /// Whether the request's HEADERS were written (the stream exists for swift-nio-http2 and the server).
+    private var opened = false
+    /// Whether swift-nio-http2 closed the stream (both ends, or a reset either way).
+    private(set) var closed = false
+    /// The stream's receive window as swift-nio-http2 last reported it, and whether an update is held back for
+    /// a reader that is behind.
+    private var window = HTTP2ConnectionHandler.streamWindowSize
+    private var readerBehind = false
+    /// Whether the response's final head arrived (a later HEADERS frame is the trailers).
+    private var finalHeadReceived = false
+    /// Set by the connection while the stream is on its list of streams to finish the current read.
+    var touchedInRead = false
+
+    init(id: HTTP2StreamID, connection: HTTP2ConnectionHandler) {
+        self.id = id
+        self.connection = connection
+    }
+
+    private var now: NIODeadline { connection.now }
+
+    // MARK: From the request's caller (RequestHandler)
+
+    func start(_ request: RequestContext) {
+        guard self.request == nil, connection.isActive else {
+            delivery.fail(
+                request,
+                .init(failure: .transport(.connectionClosed), noResponseBytes: true, headDelivered: false))
+            request.release(false)
+            connection.remove(self)
+            return
+        }
+        let machine = HTTPRequestStateMachine(
+            limits: request.limits, requestKeepAlive: request.requestKeepAlive, isHead: request.isHead, now: now)
+        self.request = (request, machine)
+        arm(machine.firstDeadline)
+    }
+
+    func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?) {
+        guard !closed, request != nil || opened else {
+            promise?.fail(HTTPSTransportError.connectionClosed)
+            return
+        }
+        switch part {
+        case .head(let head):
+            heldHead = head
+            promise?.succeed()
+            guard flush else { return }
+            writeHeldHead(endStream: false)
+        case .body(.byteBuffer(let buffer)):
+            writeHeldHead(endStream: false)
+            connection.write(.init(streamID: id, payload: .data(.init(data: .byteBuffer(buffer)))), promise: promise)
+        case .body(.fileRegion):
+            promise?.fail(HTTPSTransportError.connectionClosed)
+            return
+        case .end(let trailers):
+            if heldHead != nil {
+                writeHeldHead(endStream: trailers == nil, promise: trailers == nil ? promise : nil)
+                if trailers == nil { break }
+            }
+            if let trailers {
+                connection.write(
+                    .init(streamID: id, payload: .headers(.init(headers: HPACKHeaders(httpHeaders: trailers), endStream: true))),
+                    promise: promise)
+            } else if opened {
+                connection.write(
+                    .init(streamID: id, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))),
+                    promise: promise)
+            } else {
+                promise?.fail(HTTPSTransportError.connectionClosed)
+            }
+        }
+        if flush { connection.flush() }
+    }
+
+    private func writeHeldHead(endStream: Bool, promise: EventLoopPromise<Void>? = nil) {
+        guard let head = heldHead else { return }
+        heldHead = nil
+        opened = true
+        connection.write(
+            .init(streamID: id, payload: .headers(.init(headers: HTTP2Headers.request(head), endStream: endStream))),
+            promise: promise)
+    }
+
+    func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID) {
+        guard let request, request.context.id == id else { return }
+        // An early response resets its stream as it ends, so the request is never over here.
+        _ = self.request!.machine.requestWritten(now: now)
+    }
+
+    func requestFailed(_ id: HTTP1ConnectionStateMachine.RequestID) {
+        guard let request, request.context.id == id else { return }
+        fail(.transport(.connectionClosed))
+    }
+
+    func cancel(_ id: HTTP1ConnectionStateMachine.RequestID) {
+        guard let request, request.context.id == id else { return }
+        fail(.cancelled)
+    }
+
+    func resumeReading() {
+        guard request != nil else { return }
+        _ = request!.machine.readerCaughtUp(now: now)
+        readerBehind = false
+        updateWindow()
+        connection.flush()
+    }
+
+    // MARK: From the connection
+
+    /// A frame for this stream (HEADERS, DATA or RST_STREAM; swift-nio-http2 validated it).
+    func received(_ payload: HTTP2Frame.FramePayload) {
+        guard request != nil else { return }
+        request!.machine.bytesRead(now: now)
+        switch payload {
+        case .headers(let headers):
+            if finalHeadReceived {
+                guard headers.endStream else {
+                    fail(.transport(.malformedResponse("HTTP/2 trailers without END_STREAM")))
+                    return
+                }
+                ResponseDelivery.dropTrailers(HTTP2Headers.regularHeaders(headers.headers), logger: connection.logger)
+                responseEnded()
+                return
+            }
+            let head: HTTPResponseHead
+            do {
+                head = try HTTP2Headers.response(headers.headers)
+            } catch {
+                fail(.transport(error))
+                return
+            }
+            if head.status.code >= 200 { finalHeadReceived = true }
+            responseHead(head)
+            if headers.endStream, request != nil {
+                if !finalHeadReceived {
+                    fail(.transport(.malformedResponse("HTTP/2 stream ended after an informational response")))
+                    return
+                }
+                responseEnded()
+            }
+        case .data(let data):
+            guard case .byteBuffer(let buffer) = data.data else { return }
+            if buffer.readableBytes > 0 || !data.endStream { responseBody(buffer) }
+            if data.endStream, request != nil { responseEnded() }
+        case .rstStream(let code):
+            closed = true
+            fail(.transport(.streamReset(code: code.name)))
+        default:
+            break
+        }
+    }
+
+    /// swift-nio-http2 reported the stream's receive window.
+    func windowChanged(to size: Int) {
+        window = size
+        updateWindow()
+    }
+
+    /// swift-nio-http2 closed the stream: both sides ended it, or a reset either way, or the server's GOAWAY
+    /// dropped it (then `refusedBy` is the GOAWAY's error code).
+    func streamClosed(reason: HTTP2ErrorCode?, refusedBy goAwayCode: String?) {
+        closed = true
+        if request?.machine.isRunning == true {
+            let failure: HTTPRequestStateMachine.Failure = .transport(.streamReset(code: (reason ?? .cancel).name))
+            connection.afterEvent { [self] in fail(connection.closeReason ?? failure, refusedBy: goAwayCode) }
+        } else if ending {
+            end(reusable: true)  // the stream closed itself before the read was over
+        }
+        if request == nil { connection.remove(self) }
+    }
+
+    /// swift-nio-http2 reported a protocol error of this stream (it reset the stream).
+    func streamError(_ error: any Error) {
+        guard request?.machine.isRunning == true else { return }
+        let failure: HTTPRequestStateMachine.Failure
+        if let closed = error as? NIOHTTP2Errors.StreamClosed {
+            failure = .transport(.streamReset(code: closed.errorCode.name))
+        } else {
+            failure = .transport(.malformedResponse("HTTP/2 stream error: \(error)"))
+        }
+        connection.afterEvent { [self] in fail(connection.closeReason ?? failure) }
+    }
+
+    /// The connection closed under the stream.
+    func connectionClosed() {
+        closed = true
+        if request?.machine.isRunning == true {
+            fail(connection.closeReason ?? .transport(.connectionClosed))
+        } else if ending {
+            end(reusable: true)
+        }
+        delivery.handOverHeldHead()
+    }
+
+    /// The read is over: a response that ended in it releases its slot, then its held head goes to the caller.
+    func readComplete() {
+        if ending { end(reusable: true) }
+        delivery.readComplete()
+    }
+
+    // MARK: The response
+
+    private func responseHead(_ head: HTTPResponseHead) {
+        delivery.reading = true
+        connection.touched(self)
+        let action = request!.machine.responseHead(head)
+        switch action {
+        case .none: break
+        case .deliver(let head): delivery.deliver(head, to: request!.context)
+        case .fail(let failed): carryOut(failed)
+        }
+    }
+
+    private func responseBody(_ buffer: ByteBuffer) {
+        delivery.reading = true
+        connection.touched(self)
+        switch request!.machine.responseBody(buffer) {
+        case .deliver(let buffer):
+            if !delivery.deliver(buffer, to: request!.context) {
+                request!.machine.readerBehind()
+                readerBehind = true
+            }
+        case .fail(let failed):
+            carryOut(failed)
+        }
+    }
+
+    private func responseEnded() {
+        guard let request else { return }
+        delivery.reading = true
+        connection.touched(self)
+        switch self.request!.machine.responseEnd() {
+        case .complete:
+            // Both sides ended the stream: it closes by itself, and its slot is free once this read is over.
+            cancelTimer()
+            ending = true
+        case .earlyResponse:
+            // The server answered before the upload ended: reset the stream to stop it (RFC 9113 §8.1).
+            cancelTimer()
+            request.context.body.finish()
+            end(reusable: false)
+            reset()
+        case .fail(let failed):
+            carryOut(failed)
+        }
+    }
+
+    // MARK: Carrying out
+
+    /// Fails the running request (if any) and resets the stream.
+    private func fail(_ failure: HTTPRequestStateMachine.Failure, refusedBy goAwayCode: String? = nil) {
+        guard request != nil, let failed = request!.machine.fail(failure) else { return }
+        carryOut(failed, refusedBy: goAwayCode)
+    }
+
+    /// Carries out a failure the machine decided: the caller hears it, the slot is released, the stream reset.
+    private func carryOut(_ failed: HTTPRequestStateMachine.Failed, refusedBy goAwayCode: String? = nil) {
+        cancelTimer()
+        guard let request else { return }
+        end(reusable: false)
+        delivery.fail(request.context, failed, refusedByGoAway: goAwayCode)
+        reset()
+    }
+
+    /// Releases the stream's slot (exactly once) and, when reusable, ends the body stream normally.
+    private func end(reusable: Bool) {
+        guard let (request, _) = self.request else { return }
+        self.request = nil
+        ending = false
+        request.release(reusable)
+        if reusable { request.body.finish() }
+        if closed { connection.remove(self) }
+    }
+
+    /// Resets the stream (RST_STREAM CANCEL) unless it is closed already or was never opened; the connection
+    /// forgets it.
+    private func reset() {
+        heldHead = nil
+        if opened && !closed {
+            closed = true
+            connection.write(.init(streamID: id, payload: .rstStream(.cancel)), promise: nil)
+            connection.flush()
+        }
+        closed = true
+        if request == nil { connection.remove(self) }
+    }
+
+    /// Tops the stream's window up to its target once half of it was used, unless the reader is behind.
+    private func updateWindow() {
+        guard !readerBehind, !closed, let increment = HTTP2ConnectionHandler.windowIncrement(window) else { return }
+        window += increment
+        connection.write(.init(streamID: id, payload: .windowUpdate(windowSizeIncrement: increment)), promise: nil)
+    }
+
+    private func arm(_ deadline: NIODeadline) {
+        timer.arm(at: deadline, on: connection.eventLoop, TimerFired(stream: self))
+    }
+
+    private func cancelTimer() {
+        timer.cancel()
+    }
+
+    private struct TimerFired: NIOScheduledCallbackHandler {
+        let stream: HTTP2Stream
+
+        func handleScheduledCallback(eventLoop: some EventLoop) {
+            stream.timer.didFire()
+            guard stream.request != nil else { return }
+            switch stream.request!.machine.timerFired(now: stream.now) {
+            case .none: break
+            case .rearm(let deadline): stream.arm(deadline)
+            case .fail(let failed): stream.carryOut(failed)
+            }
+        }
+    }
+}
