@@ -34,6 +34,9 @@ package final class LoopbackHTTP2Server: Sendable {
         case hold
         /// Never answer, and send this many PING frames on the connection at once (a flood).
         case floodPings(Int)
+        /// Answer with these bytes, written on the connection under the server's HTTP/2 handler (after what it
+        /// has pending), for frames no well-behaved HTTP/2 stack sends (``RawHTTP2Frame``); given the stream's id.
+        case raw(@Sendable (HTTP2StreamID) -> [UInt8])
     }
 
     /// Decides each request's fate.
@@ -144,12 +147,13 @@ package final class LoopbackHTTP2Server: Sendable {
 
     /// The counts a test can wait for.
     fileprivate enum Counter: Sendable {
-        case held, pings
+        case held, pings, resets
 
         func value(in counts: Counts) -> Int {
             switch self {
             case .held: return counts.held
             case .pings: return counts.pings
+            case .resets: return counts.resets
             }
         }
     }
@@ -164,6 +168,12 @@ package final class LoopbackHTTP2Server: Sendable {
     /// time limit), so a test whose event never comes fails on its next expectation instead of hanging.
     package func waitUntilPinged(_ count: Int) async {
         await wait(until: .pings, reaches: count)
+    }
+
+    /// Returns once the server received at least `count` RST_STREAM frames from clients, or when the waiting task
+    /// is cancelled (a test's time limit).
+    package func waitUntilReset(_ count: Int) async {
+        await wait(until: .resets, reaches: count)
     }
 
     /// Returns once `counter` reaches `count`, or when the waiting task is cancelled.
@@ -386,6 +396,12 @@ package final class LoopbackHTTP2Server: Sendable {
                         connection.write(ping, promise: nil)
                     }
                     connection.flush()
+                case .raw(let bytes):
+                    let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID))
+                        ?? .rootStream
+                    connection.flush()
+                    let http2 = try? connection.pipeline.syncOperations.context(handlerType: NIOHTTP2Handler.self)
+                    http2?.writeAndFlush(NIOAny(connection.allocator.buffer(bytes: bytes(streamID))), promise: nil)
                 case .hold:
                     let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID))
                         ?? .rootStream
@@ -419,5 +435,35 @@ package final class LoopbackHTTP2Server: Sendable {
         func reset(_ code: HTTP2ErrorCode) {
             context?.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)
         }
+    }
+}
+
+/// HTTP/2 frames as bytes (RFC 9113 §4.1), for a server that breaks the protocol on purpose: header fields are
+/// HPACK literals without indexing (RFC 7541 §6.2.2), names and values shorter than 127 bytes.
+package enum RawHTTP2Frame {
+    /// A HEADERS frame with END_HEADERS (and END_STREAM when `endStream`).
+    package static func headers(_ streamID: HTTP2StreamID, _ fields: [(String, String)], endStream: Bool) -> [UInt8] {
+        var block: [UInt8] = []
+        for (name, value) in fields {
+            block.append(0x00)
+            for string in [name, value] {
+                precondition(string.utf8.count < 127)
+                block.append(UInt8(string.utf8.count))
+                block += Array(string.utf8)
+            }
+        }
+        return frame(type: 0x1, flags: 0x4 | (endStream ? 0x1 : 0), streamID, block)
+    }
+
+    /// A DATA frame (END_STREAM when `endStream`).
+    package static func data(_ streamID: HTTP2StreamID, _ payload: [UInt8], endStream: Bool) -> [UInt8] {
+        frame(type: 0x0, flags: endStream ? 0x1 : 0, streamID, payload)
+    }
+
+    private static func frame(type: UInt8, flags: UInt8, _ streamID: HTTP2StreamID, _ payload: [UInt8]) -> [UInt8] {
+        let length = payload.count
+        let id = UInt32(Int32(streamID))
+        return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags]
+            + [UInt8(id >> 24 & 0x7F), UInt8(id >> 16 & 0xFF), UInt8(id >> 8 & 0xFF), UInt8(id & 0xFF)] + payload
     }
 }

@@ -58,4 +58,64 @@ import Testing
         await transport.shutdown()
         try await server.shutdown()
     }
+
+    /// A response header block without `:status` fails its request as the server's fault, at once; the stream is
+    /// reset and the connection's other streams go on.
+    @Test func aHeaderBlockWithoutStatusFailsItsRequestNamingTheServer() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index == 1
+                ? .raw { RawHTTP2Frame.headers($0, [("content-length", "0")], endStream: true) }
+                : .respond(body: Array(request.path.utf8))
+        }
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55))),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        do {
+            _ = try await transport.fetch(.get, "/no-status", baseURL: base)
+            Issue.record("a response without :status must fail")
+        } catch {
+            #expect(isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)")
+        }
+        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
+        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    /// A server that ignores the stream's flow-control window (more DATA than the client allowed while its
+    /// reader was behind) has the stream reset, and the request's body fails as the server's fault; the client
+    /// never buffers more than the window, and the next request is answered.
+    @Test func dataBeyondTheStreamWindowFailsTheBodyNamingTheServer() async throws {
+        let chunk = [UInt8](repeating: 0x61, count: 16_384)
+        let server = try await LoopbackHTTP2Server.start { request in
+            request.index == 1
+                ? .raw { id in
+                    RawHTTP2Frame.headers(id, [(":status", "200")], endStream: false)
+                        + (0..<66).flatMap { _ in RawHTTP2Frame.data(id, chunk, endStream: false) }
+                }
+                : .respond(body: Array(request.path.utf8))
+        }
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55))),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/flood")
+        let (response, body) = try await transport.send(request, body: nil, baseURL: base, operationID: "flood")
+        #expect(response.status == .ok)
+        // The reader reads nothing until the client has reset the stream: it is behind, so no window is given.
+        await server.waitUntilReset(1)
+        var received = 0
+        do {
+            for try await part in try #require(body) { received += part.count }
+            Issue.record("a body beyond the window must fail")
+        } catch {
+            #expect(isTransportError(error, .malformedResponse("")), "the server's fault: \(error)")
+        }
+        #expect(received <= 1 << 20, "more than the stream's window reached the reader")
+        let (_, next) = try await transport.fetch(.get, "/next", baseURL: base)
+        #expect(String(decoding: next, as: UTF8.self) == "/next")
+        await transport.shutdown()
+        try await server.shutdown()
+    }
 }
