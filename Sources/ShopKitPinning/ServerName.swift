@@ -57,7 +57,7 @@ package struct ServerName: Sendable, Hashable, CustomStringConvertible {
     }
 
     private static func canonicalIPv6(_ name: Substring) -> String? {
-        guard name.contains(":") else { return nil }
+        guard name.utf8.contains(UInt8(ascii: ":")) else { return nil }  // not Foundation's `contains`: 4 k instructions a call
         var address = in6_addr()
         guard inet_pton(AF_INET6, String(name), &address) == 1 else { return nil }
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
