@@ -219,8 +219,10 @@ let package = Package(
             dependencies: [
                 "ShopKitPinning", "ShopKitOpenSSL", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitCredentials",
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
             ]),
         .executableTarget(name: "shopkit-fuzz", dependencies: ["ShopKitFuzzTargets"]),
         .testTarget(name: "ShopKitFuzzTests", dependencies: ["ShopKitFuzzTargets", "TestSupport"]),

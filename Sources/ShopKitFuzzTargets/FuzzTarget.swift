@@ -25,6 +25,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case httpResponse = "http-response"
     /// Server bytes facing several exchanges on one HTTP/1.1 connection, handed over as the pool does.
     case http1Connection = "http1-connection"
+    /// Server bytes facing several requests on the streams of one HTTP/2 connection.
+    case http2Connection = "http2-connection"
     /// A signed pin-set document (compact JWS), or a document's JSON signed by the target before verification.
     case pinSetDocument = "pin-set-document"
 
@@ -33,7 +35,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .spkiPin, .hostPattern, .retryAfter: return 512
         case .pinsFile, .keyringItem, .pinSetDocument: return 4_096
-        case .pem, .der, .httpResponse, .http1Connection: return 16_384
+        case .pem, .der, .httpResponse, .http1Connection, .http2Connection: return 16_384
         case .tokenFile: return 1_024
         }
     }
@@ -51,6 +53,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .retryAfter: APITargets.retryAfter(bytes)
         case .httpResponse: HTTPResponseTarget.run(bytes)
         case .http1Connection: HTTPConnectionTarget.run(bytes)
+        case .http2Connection: HTTP2ConnectionTarget.run(bytes)
         case .pinSetDocument: PinSetDocumentTarget.run(bytes)
         }
     }

@@ -75,7 +75,7 @@ final class HTTP2Connection: Sendable {
                         events().goAway()
                     }))
             handlerBox.value = handler
-            try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: Self.initialSettings))
+            try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: HTTP2ConnectionHandler.initialSettings))
             if let keepalive {
                 try sync.addHandler(
                     HTTP2KeepaliveHandler(interval: keepalive.interval, timeout: keepalive.timeout, logger: logger) {
@@ -90,14 +90,6 @@ final class HTTP2Connection: Sendable {
         channel.closeFuture.whenComplete { _ in ready.fail(HTTPSTransportError.connectionClosed) }
         return ready.futureResult
     }
-
-    /// What the client announces: no server push, the stream window, and a bound on the response header list
-    /// (a larger header block is a protocol error for that stream's connection, never unbounded memory).
-    static let initialSettings: HTTP2Settings = [
-        HTTP2Setting(parameter: .enablePush, value: 0),
-        HTTP2Setting(parameter: .initialWindowSize, value: HTTP2ConnectionHandler.streamWindowSize),
-        HTTP2Setting(parameter: .maxHeaderListSize, value: 64 * 1024),
-    ]
 
     /// On the event loop: opens a stream for one request and hands it to `opened` at once, or an
     /// ``HTTPSTransportError`` when the connection takes no more streams. Nothing is sent until the request's head

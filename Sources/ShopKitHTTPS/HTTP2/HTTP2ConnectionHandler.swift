@@ -11,9 +11,9 @@ import ShopKitTLS
 /// the connection's receive window up, watches SETTINGS (the server's stream limit) and GOAWAY, and closes the
 /// connection on a connection error. It flushes once per read, not once per frame. Every method runs on the
 /// connection's event loop.
-final class HTTP2ConnectionHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTP2Frame
-    typealias OutboundOut = HTTP2Frame
+package final class HTTP2ConnectionHandler: ChannelInboundHandler {
+    package typealias InboundIn = HTTP2Frame
+    package typealias OutboundOut = HTTP2Frame
 
     /// How many response body bytes the server may send on one stream ahead of the reader, and on the connection:
     /// 1 MiB. A window is topped up once half of it was used, so a reader that keeps up never stalls the server
@@ -21,6 +21,14 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// reader stops holds at most this much. The connection's window is topped up as frames arrive, so a slow
     /// stream never blocks the others.
     static let streamWindowSize = 1 << 20
+
+    /// What the client announces: no server push, the stream window, and a bound on the response header list
+    /// (a larger header block is a protocol error for that stream's connection, never unbounded memory).
+    package static let initialSettings: HTTP2Settings = [
+        HTTP2Setting(parameter: .enablePush, value: 0),
+        HTTP2Setting(parameter: .initialWindowSize, value: streamWindowSize),
+        HTTP2Setting(parameter: .maxHeaderListSize, value: 64 * 1024),
+    ]
 
     /// HTTP/2's initial connection window (RFC 9113 §6.9.2), before the first WINDOW_UPDATE.
     private static let initialConnectionWindow = 65_535
@@ -32,11 +40,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     }
 
     /// What the handler tells its ``HTTP2Connection``.
-    struct Observer {
+    package struct Observer {
         /// The server's SETTINGS: its `SETTINGS_MAX_CONCURRENT_STREAMS`, or nil for no limit.
         var settings: (Int?) -> Void
         /// The server's GOAWAY.
         var goAway: () -> Void
+
+        package init(settings: @escaping (Int?) -> Void, goAway: @escaping () -> Void) {
+            self.settings = settings
+            self.goAway = goAway
+        }
     }
 
     let logger: Logger
@@ -58,7 +71,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// PING acknowledgement, a TLS failure.
     var closeReason: HTTPRequestStateMachine.Failure?
 
-    init(eventLoop: any EventLoop, logger: Logger, observer: Observer) {
+    package init(eventLoop: any EventLoop, logger: Logger, observer: Observer) {
         self.eventLoop = eventLoop
         self.logger = logger
         self.observer = observer
@@ -67,7 +80,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     var now: NIODeadline { eventLoop.now }
     var isActive: Bool { context?.channel.isActive ?? false }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         // The connection's window starts at 64 KiB whatever the SETTINGS say: open it to the target at once.
         write(
@@ -78,7 +91,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         flush()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         finishRead()
         self.context = nil
         observer = nil
@@ -87,7 +100,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     // MARK: Streams
 
     /// A new stream for one request, or nil when the connection takes no more (closed, GOAWAY, ids used up).
-    func openStream() -> HTTP2Stream? {
+    package func openStream() -> HTTP2Stream? {
         guard isActive, goAway == nil, nextStreamID < Int32.max - 1 else { return nil }
         let stream = HTTP2Stream(id: HTTP2StreamID(nextStreamID), connection: self)
         nextStreamID += 2
@@ -134,7 +147,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     // MARK: From swift-nio-http2
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         reading = true
         let frame = unwrapInboundIn(data)
         if frame.streamID == .rootStream {
@@ -154,7 +167,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         finishRead()
         flush()
         context.fireChannelReadComplete()
@@ -174,7 +187,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+    package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         switch event {
         case let window as NIOHTTP2WindowUpdatedEvent:
             guard let size = window.inboundWindowSize else { return }
@@ -198,7 +211,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// A stream's protocol error goes to its stream (swift-nio-http2 reset it); any other error is the
     /// connection's: its streams fail with it, and the connection is closed (swift-nio-http2 sent GOAWAY for an
     /// HTTP/2 connection error and leaves the connection open, but no stream can trust it any more).
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if let streamError = error as? NIOHTTP2Errors.StreamError {
             streams[streamError.streamID]?.streamError(streamError.baseError)
             return
@@ -213,7 +226,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler {
         context.close(promise: nil)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         finishRead()
         let open = streams.values
         streams = [:]

@@ -17,8 +17,8 @@ import NIOHTTP2
 ///
 /// Flow control: the stream's window is topped up as its body is handed to the reader, and not while the reader
 /// is behind, so a reader that stops holds at most a window of its stream's body, and never slows the others.
-final class HTTP2Stream: RequestHandler {
-    let id: HTTP2StreamID
+package final class HTTP2Stream: RequestHandler {
+    package let id: HTTP2StreamID
     /// Held until the stream is forgotten: the connection drops its streams when it closes.
     private let connection: HTTP2ConnectionHandler
 
@@ -54,7 +54,7 @@ final class HTTP2Stream: RequestHandler {
 
     // MARK: From the request's caller (RequestHandler)
 
-    func start(_ request: RequestContext) {
+    package func start(_ request: RequestContext) {
         guard self.request == nil, connection.isActive else {
             delivery.fail(
                 request,
@@ -69,7 +69,7 @@ final class HTTP2Stream: RequestHandler {
         arm(machine.firstDeadline)
     }
 
-    func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?) {
+    package func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?) {
         guard !closed, request != nil || opened else {
             promise?.fail(HTTPSTransportError.connectionClosed)
             return
@@ -115,7 +115,7 @@ final class HTTP2Stream: RequestHandler {
             promise: promise)
     }
 
-    func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID) {
+    package func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID) {
         guard let request, request.context.id == id else { return }
         // An early response resets its stream as it ends, so the request is never over here.
         _ = self.request!.machine.requestWritten(now: now)

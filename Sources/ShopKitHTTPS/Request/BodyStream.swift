@@ -203,6 +203,22 @@ package final class BodyStream: Sendable {
         }
     }
 
+    /// What a reader would get from a stream the producer has ended, taken at once without waiting (for a harness
+    /// that runs on one thread, with no reading task): the buffered bytes, and whether the stream ended with an
+    /// error. Nil while the stream is open.
+    package func takeEnded() -> (bytes: [UInt8], failed: Bool)? {
+        state.withLockedValue { state in
+            guard let end = state.end else { return nil }
+            let bytes = state.chunks[state.nextChunk...].flatMap { $0 }
+            state.discardBuffered()
+            if case .failure = end {
+                state.end = .success(())
+                return (bytes, true)
+            }
+            return (bytes, false)
+        }
+    }
+
     /// The reader dropped the body without reading it to the end: the rest is discarded as it arrives (so the
     /// exchange still completes and the connection can be reused), and a paused producer goes on.
     func abandon() {
