@@ -8,6 +8,31 @@ import Testing
 /// A hostile HTTP/2 server (swift-nio-http2's server side behind ShopKit's TLS server handler): a connection error
 /// fails the connection's streams at once, naming the server, and the connection is never used again.
 @Suite(.timeLimit(.minutes(1))) struct HostileHTTP2ServerTests {
+    /// A transport whose idle-read and request timers are far away: a failure must not come from them.
+    static func farTimersTransport(pings: Bool = true) throws -> HTTPSTransport {
+        var timeouts = HTTPSTransport.Timeouts(idleRead: .seconds(50), request: .seconds(55))
+        if !pings { timeouts.http2PingInterval = nil }
+        return HTTPSTransport(
+            configuration: .init(timeouts: timeouts), security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+    }
+
+    /// Fetches `path`, which must fail at once as the server's fault, then `/next`, which must be answered.
+    static func expectServersFault(
+        _ path: String, on transport: HTTPSTransport, base: URL, _ why: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        do {
+            _ = try await transport.fetch(.get, path, baseURL: base)
+            Issue.record("\(why) must fail the request", sourceLocation: sourceLocation)
+        } catch {
+            #expect(
+                isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)",
+                sourceLocation: sourceLocation)
+        }
+        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
+        #expect(String(decoding: body, as: UTF8.self) == "/next", sourceLocation: sourceLocation)
+    }
+
     /// Defect: a response header block over the client's 64 KiB limit (a connection error in swift-nio-http2,
     /// which sends GOAWAY but leaves the connection open) failed the request only when `idleRead` ran out, and the
     /// next request went out on the same dead connection.
@@ -17,19 +42,9 @@ import Testing
                 ? .respond(headers: [("x-huge", String(repeating: "a", count: 80 * 1024))], body: Array("big".utf8))
                 : .respond(body: Array(request.path.utf8))
         }
-        // The idle-read and request timers are far away: the failure must not come from them.
-        let transport = HTTPSTransport(
-            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55))),
-            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let transport = try Self.farTimersTransport()
         let base = URL(string: "https://127.0.0.1:\(server.port)")!
-        do {
-            _ = try await transport.fetch(.get, "/huge", baseURL: base)
-            Issue.record("a header block over the limit must fail the request")
-        } catch {
-            #expect(isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)")
-        }
-        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
-        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        try await Self.expectServersFault("/huge", on: transport, base: base, "a header block over the limit")
         #expect(server.counts.connections == 2, "the connection that failed was used again")
         await transport.shutdown()
         try await server.shutdown()
@@ -42,43 +57,26 @@ import Testing
         let server = try await LoopbackHTTP2Server.start { request in
             request.index == 1 ? .floodPings(1_000) : .respond(body: Array(request.path.utf8))
         }
-        let transport = HTTPSTransport(
-            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55), http2PingInterval: nil)),
-            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let transport = try Self.farTimersTransport(pings: false)
         let base = URL(string: "https://127.0.0.1:\(server.port)")!
-        do {
-            _ = try await transport.fetch(.get, "/flood", baseURL: base)
-            Issue.record("a PING flood must fail the request")
-        } catch {
-            #expect(isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)")
-        }
-        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
-        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        try await Self.expectServersFault("/flood", on: transport, base: base, "a PING flood")
         #expect(server.counts.connections == 2, "the flooded connection was used again")
         await transport.shutdown()
         try await server.shutdown()
     }
 
     /// A response header block without `:status` (swift-nio-http2 takes it as a connection error) fails its
-    /// request as the server's fault, at once, and the next request is answered.
+    /// request as the server's fault, at once, and the next request is answered on a new connection.
     @Test func aHeaderBlockWithoutStatusFailsItsRequestNamingTheServer() async throws {
         let server = try await LoopbackHTTP2Server.start { request in
             request.index == 1
                 ? .raw { RawHTTP2Frame.headers($0, [("content-length", "0")], endStream: true) }
                 : .respond(body: Array(request.path.utf8))
         }
-        let transport = HTTPSTransport(
-            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55))),
-            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let transport = try Self.farTimersTransport()
         let base = URL(string: "https://127.0.0.1:\(server.port)")!
-        do {
-            _ = try await transport.fetch(.get, "/no-status", baseURL: base)
-            Issue.record("a response without :status must fail")
-        } catch {
-            #expect(isTransportError(error, .malformedResponse("")), "the server's fault, not a timeout: \(error)")
-        }
-        let (_, body) = try await transport.fetch(.get, "/next", baseURL: base)
-        #expect(String(decoding: body, as: UTF8.self) == "/next")
+        try await Self.expectServersFault("/no-status", on: transport, base: base, "a response without :status")
+        #expect(server.counts.connections == 2, "the connection that failed was used again")
         await transport.shutdown()
         try await server.shutdown()
     }
@@ -96,9 +94,7 @@ import Testing
                 }
                 : .respond(body: Array(request.path.utf8))
         }
-        let transport = HTTPSTransport(
-            configuration: .init(timeouts: .init(idleRead: .seconds(50), request: .seconds(55))),
-            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))
+        let transport = try Self.farTimersTransport()
         let base = URL(string: "https://127.0.0.1:\(server.port)")!
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/flood")
         let (response, body) = try await transport.send(request, body: nil, baseURL: base, operationID: "flood")
