@@ -220,7 +220,7 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
             switch error {
             case let tls as TLSError: closeReason = .tls(tls)
             case is IOError, is ChannelError: closeReason = .transport(.connectionClosed)
-            default: closeReason = .transport(.malformedResponse("HTTP/2 connection error: \(error)"))
+            default: closeReason = .transport(.malformedResponse("HTTP/2 connection error: \(Self.name(of: error))"))
             }
         }
         context.close(promise: nil)
@@ -232,6 +232,12 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
         streams = [:]
         for stream in open { stream.connectionClosed() }
         context.fireChannelInactive()
+    }
+
+    /// What a swift-nio-http2 error is, by its type's name only (`FlowControlViolation`): some of its descriptions
+    /// carry a header field's value, which may be a request's credential and never belongs in an error message.
+    static func name(of error: any Error) -> String {
+        String(describing: type(of: error))
     }
 
     /// The GOAWAY error code's name when the server's GOAWAY said it never processed stream `id` (its id is above

@@ -210,7 +210,7 @@ package final class HTTP2Stream: RequestHandler {
         if let closed = error as? NIOHTTP2Errors.StreamClosed {
             failure = .transport(.streamReset(code: closed.errorCode.name))
         } else {
-            failure = .transport(.malformedResponse("HTTP/2 stream error: \(error)"))
+            failure = .transport(.malformedResponse("HTTP/2 stream error: \(HTTP2ConnectionHandler.name(of: error))"))
         }
         connection.afterEvent { [self] in fail(connection.closeReason ?? failure) }
     }
