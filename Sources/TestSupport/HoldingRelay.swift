@@ -51,7 +51,7 @@ package final class HoldingRelay: Sendable {
                     return state.accepted
                 }
                 return ClientBootstrap(group: client.eventLoop)
-                    .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                    .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                     .channelInitializer { upstream in
                         upstream.eventLoop.makeCompletedFuture {
                             try upstream.pipeline.syncOperations.addHandler(

@@ -113,7 +113,7 @@ struct ConnectionFactory: Sendable {
     func tcpConnect(host: String, port: Int, on loop: any EventLoop) -> EventLoopFuture<any Channel> {
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
         return bootstrap.connect(literalOrHost: host, port: port)
     }
 
