@@ -11,10 +11,10 @@ struct WorkloadRunner: Sendable {
     /// Runs the warm-up, then the measured requests; fills in everything but client and workload names.
     func run(_ client: some BenchClient) async throws -> BenchResult {
         let warmup = workload.warmupRequests(measured: requests)
-        // idle-1000 compares against the process before any connection: its warm-up opens them all.
+        // The memory rows compare against the process before any connection: their warm-up opens them all.
         let rssBeforeConnections = ProcStatus.rssKiB()
         _ = try await drive(client, requests: warmup)
-        let rssBefore = workload == .idle1000 ? rssBeforeConnections : ProcStatus.rssKiB()
+        let rssBefore = workload.measuresMemory ? rssBeforeConnections : ProcStatus.rssKiB()
         let start = ContinuousClock.now
         let (latencies, bytes) = try await drive(client, requests: requests)
         let elapsed = (ContinuousClock.now - start).seconds
@@ -29,9 +29,16 @@ struct WorkloadRunner: Sendable {
         result.p99Micros = latencies.quantileMicros(0.99, sorted: sorted)
         result.mibPerSec = Double(bytes) / elapsed / 1_048_576
         result.peakRSSKiB = ProcStatus.peakRSSKiB()
-        if workload == .soak || workload == .idle1000 {
+        switch workload {
+        case .soak, .idle1000:
             result.rssBeforeKiB = rssBefore
             result.rssAfterKiB = rssAfter
+        case .h2Streams1000:
+            // Its streams are closed by the time the requests return: the peak is RSS with all of them open.
+            result.rssBeforeKiB = rssBefore
+            result.rssAfterKiB = result.peakRSSKiB
+        default:
+            break
         }
         return result
     }

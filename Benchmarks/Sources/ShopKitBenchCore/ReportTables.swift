@@ -75,6 +75,7 @@ public struct ReportTables: Sendable {
             }
         }
         out += idleSection()
+        out += streamsSection()
         out += http2Section()
         out += "\n### The bar (issue 13; the HTTP/2 line is issue 12's)\n\n" + bar()
         return out
@@ -82,24 +83,39 @@ public struct ReportTables: Sendable {
 
     /// Resident memory with 1 000 idle pooled HTTP/1.1 connections (idle-1000), beside AsyncHTTPClient's.
     public func idleSection() -> String {
-        let workload = Workload.idle1000.rawValue
-        let clients = Self.clientOrder.filter { !rows($0, workload).isEmpty }
+        memorySection(
+            .idle1000, title: "Memory with 1 000 idle HTTP/1.1 connections (idle-1000)",
+            state: "RSS with the connections idle", unit: "connection")
+    }
+
+    /// Resident memory at its peak with 1 000 streams open on one HTTP/2 connection (h2-streams-1000).
+    public func streamsSection() -> String {
+        memorySection(
+            .h2Streams1000, title: "Memory with 1 000 streams open on one HTTP/2 connection (h2-streams-1000)",
+            state: "peak RSS with the streams open", unit: "stream")
+    }
+
+    /// One memory row per client: RSS in `state` (`rssAfterKiB`), its spread, what each of the 1 000 connections
+    /// or streams added over the process before the first connection, and the ratio to AsyncHTTPClient's RSS.
+    private func memorySection(_ workload: Workload, title: String, state: String, unit: String) -> String {
+        let name = workload.rawValue
+        let clients = Self.clientOrder.filter { !rows($0, name).isEmpty }
         guard !clients.isEmpty else { return "" }
-        var out = "\n### Memory with 1 000 idle HTTP/1.1 connections (idle-1000)\n\n"
-        out += "| client | RSS with the connections idle MiB (median) | min–max | growth per connection KiB | × AHC |\n"
+        var out = "\n### \(title)\n\n"
+        out += "| client | \(state) MiB (median) | min–max | growth per \(unit) KiB | × AHC |\n"
         out += "|---|---:|---:|---:|---:|\n"
-        let ahc = median("ahc", workload) { $0.rssAfterKiB.map(Double.init) }
-        /// What the connections added: RSS with them idle minus RSS before the first one, per connection.
+        let ahc = median("ahc", name) { $0.rssAfterKiB.map(Double.init) }
+        /// What the connections or streams added: RSS in `state` minus RSS before the first connection, per one.
         func growth(_ result: BenchResult) -> Double? {
             guard let after = result.rssAfterKiB, let before = result.rssBeforeKiB else { return nil }
-            return Double(after - before) / 1_000
+            return Double(after - before) / Double(workload.connections)
         }
         for client in clients {
-            let values = rows(client, workload).compactMap(\.rssAfterKiB).map(Double.init)
-            let rss = median(client, workload) { $0.rssAfterKiB.map(Double.init) }
-            let perConnection = median(client, workload, growth).map { String(format: "%.0f", $0) } ?? ""
+            let values = rows(client, name).compactMap(\.rssAfterKiB).map(Double.init)
+            let rss = median(client, name) { $0.rssAfterKiB.map(Double.init) }
+            let perOne = median(client, name, growth).map { String(format: "%.0f", $0) } ?? ""
             let spread = "\(values.min().map { mib(Int($0)) } ?? "")–\(values.max().map { mib(Int($0)) } ?? "")"
-            out += "| \(client) | \(rss.map { mib(Int($0)) } ?? "") | \(spread) | \(perConnection) | \(ratio(rss, ahc)) |\n"
+            out += "| \(client) | \(rss.map { mib(Int($0)) } ?? "") | \(spread) | \(perOne) | \(ratio(rss, ahc)) |\n"
         }
         return out
     }
@@ -195,6 +211,18 @@ public struct ReportTables: Sendable {
              r(pinned, h2, "h2load", h2), 0.35)
         line("HTTP/2, 1 MiB: ShopKit (pinned) ≥ 0.85× h2load (1 stream)",
              r(pinned, Workload.h2Body1MiB.rawValue, "h2load", Workload.h2Body1MiB.rawValue), 0.85)
+        for (workload, what) in [(Workload.idle1000, "1 000 idle HTTP/1.1 connections"),
+                                 (Workload.h2Streams1000, "1 HTTP/2 connection with 1 000 streams open")] {
+            let shopkit = median(pinned, workload.rawValue) { $0.rssAfterKiB.map(Double.init) }
+            let ahc = median("ahc", workload.rawValue) { $0.rssAfterKiB.map(Double.init) }
+            let value = shopkit.flatMap { s in ahc.flatMap { $0 > 0 ? s / $0 : nil } }
+            let target = "memory, \(what): ShopKit (pinned) RSS ≤ 1.0× AHC's"
+            guard let value else {
+                out += "| \(target) | not measured in this run | |\n"
+                continue
+            }
+            out += "| \(target) | \(String(format: "%.2f×", value)) | \(value <= 1.0 ? "yes" : "**no**") |\n"
+        }
         out += "| pinning within 2% (instructions) of pins off | wall clock cannot resolve 2% here: see the instruction counts below | |\n"
         let soak = results.first { $0.client == pinned && $0.workload == "soak" && $0.status == "ok" }
         if let soak, let before = soak.rssBeforeKiB, let after = soak.rssAfterKiB {

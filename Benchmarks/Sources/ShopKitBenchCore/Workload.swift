@@ -31,12 +31,17 @@ public enum Workload: String, CaseIterable, Sendable {
     /// measured requests on those connections one each; RSS before the first connection and with all of them
     /// idle in the pool.
     case idle1000 = "idle-1000"
+    /// Against the HTTP/2 server: 1 000 concurrent GETs of `/hold` (1 000 workers) on one connection, whose
+    /// answers nginx holds back for about a second (`limit_rate`), so that all 1 000 streams are open at once;
+    /// RSS before the first connection and at its peak, with the streams open.
+    case h2Streams1000 = "h2-streams-1000"
 
     /// The path served by the benchmark nginx.
     public var path: String {
         switch self {
         case .body1MiB, .h2Body1MiB: return "/1mib"
         case .apiStack, .apiBare: return "/json"
+        case .h2Streams1000: return "/hold"
         default: return "/64b"
         }
     }
@@ -45,13 +50,16 @@ public enum Workload: String, CaseIterable, Sendable {
     public var connections: Int {
         switch self {
         case .keepalive32, .h2Keepalive32: return 32
-        case .idle1000: return 1_000
+        case .idle1000, .h2Streams1000: return 1_000
         default: return 1
         }
     }
 
     /// Whether the workload runs against the server that offers `h2` in ALPN (scripts/bench's third server).
-    public var usesHTTP2Server: Bool { self == .h2Keepalive32 || self == .h2Body1MiB }
+    public var usesHTTP2Server: Bool { self == .h2Keepalive32 || self == .h2Body1MiB || self == .h2Streams1000 }
+
+    /// Whether the row is about resident memory with every worker's connection or stream open, not about rate.
+    public var measuresMemory: Bool { self == .idle1000 || self == .h2Streams1000 }
 
     /// Whether every request carries `Connection: close`.
     public var newConnectionPerRequest: Bool {
@@ -70,14 +78,14 @@ public enum Workload: String, CaseIterable, Sendable {
         case .body1MiB, .h2Body1MiB: return 2_000
         case .apiStack, .apiBare: return 20_000
         case .soak: return 100_000
-        case .idle1000: return 1_000
+        case .idle1000, .h2Streams1000: return 1_000
         }
     }
 
     /// Unmeasured requests first (connections up, caches and allocator warm).
-    /// (idle-1000: one request per connection, which opens them all.)
+    /// (The memory rows: one request per worker, which opens every connection or stream.)
     public func warmupRequests(measured: Int) -> Int {
-        self == .idle1000 ? connections : max(connections * 10, measured / 10)
+        measuresMemory ? connections : max(connections * 10, measured / 10)
     }
 }
 

@@ -152,6 +152,21 @@ struct ReportTablesTests {
         #expect(markdown.contains("| ahc | 58.6 | 58.6–58.6 | 40 | 1.00 |"))
         #expect(ReportTables(results: [shopkit]).idleSection().contains("| shopkit-pinned | 29.3 |"))
         #expect(ReportTables(results: [result("ahc", "keepalive-1", rate: 1)]).idleSection().isEmpty)
+        #expect(markdown.contains("| memory, 1 000 idle HTTP/1.1 connections: ShopKit (pinned) RSS ≤ 1.0× AHC's | 0.50× | yes |"))
+    }
+
+    @Test func streamMemoryIsShownPerStreamBesideAHCAndAgainstTheBar() {
+        var shopkit = result("shopkit-pinned", "h2-streams-1000", rate: 100)
+        (shopkit.rssBeforeKiB, shopkit.rssAfterKiB) = (10_000, 40_000)
+        var ahc = result("ahc", "h2-streams-1000", rate: 100)
+        (ahc.rssBeforeKiB, ahc.rssAfterKiB) = (20_000, 30_000)
+        let markdown = ReportTables(results: [shopkit, ahc]).markdown()
+        #expect(markdown.contains("### Memory with 1 000 streams open on one HTTP/2 connection (h2-streams-1000)"))
+        #expect(markdown.contains("| client | peak RSS with the streams open MiB (median) | min–max | growth per stream KiB | × AHC |"))
+        #expect(markdown.contains("| shopkit-pinned | 39.1 | 39.1–39.1 | 30 | 1.33 |"))
+        #expect(markdown.contains("| ahc | 29.3 | 29.3–29.3 | 10 | 1.00 |"))
+        #expect(markdown.contains("| memory, 1 HTTP/2 connection with 1 000 streams open: ShopKit (pinned) RSS ≤ 1.0× AHC's | 1.33× | **no** |"))
+        #expect(markdown.contains("| memory, 1 000 idle HTTP/1.1 connections: ShopKit (pinned) RSS ≤ 1.0× AHC's | not measured in this run | |"))
     }
 
     @Test func theCallerOnTheLoopRowIsComparedWithWrk() {
