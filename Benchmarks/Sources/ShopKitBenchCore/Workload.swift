@@ -32,7 +32,7 @@ public enum Workload: String, CaseIterable, Sendable {
     /// idle in the pool.
     case idle1000 = "idle-1000"
     /// Against the HTTP/2 server: 1 000 concurrent GETs of `/hold` (1 000 workers) on one connection, whose
-    /// answers nginx holds back for about a second (`limit_rate`), so that all 1 000 streams are open at once;
+    /// answers nginx sends slowly (`limit_rate`: about 6 s each), so that all 1 000 streams are open at once;
     /// RSS before the first connection and at its peak, with the streams open.
     case h2Streams1000 = "h2-streams-1000"
 
