@@ -30,8 +30,12 @@ package struct OpenSSLError: Error, Equatable, Sendable, CustomStringConvertible
         return entries
     }
 
-    /// Clears the error queue before a call whose failure will be drained.
-    package static func clearQueue() { ERR_clear_error() }
+    /// Clears the error queue before a call whose failure will be drained; the first time, initialises OpenSSL
+    /// (``OpenSSLLibrary``).
+    package static func clearQueue() {
+        OpenSSLLibrary.initialize()
+        ERR_clear_error()
+    }
 
     package var description: String {
         queue.isEmpty ? "\(operation) failed" : "\(operation) failed: " + queue.joined(separator: "; ")
