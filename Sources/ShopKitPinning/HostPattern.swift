@@ -81,20 +81,37 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether `host` (a name or an IP literal, any case, with or without a trailing dot) falls under this pattern.
     package func matches(_ host: String) -> Bool {
-        if kind == .ipAddress {
-            return IPAddress(literal: host.lowercased()) == address
-        }
-        var host = host.lowercased()
-        if host.hasSuffix(".") { host.removeLast() }
+        matches(Subject(host))
+    }
+
+    /// Whether `subject` falls under this pattern (one host prepared once for every pattern it is matched against).
+    package func matches(_ subject: Subject) -> Bool {
         switch kind {
-        case .exact, .ipAddress:
-            return host == base
+        case .ipAddress:
+            return subject.address == address
+        case .exact:
+            return subject.name == base
         case .anyLabels:
-            return host == base || host.hasSuffix("." + base)
+            return subject.name == base || subject.name.hasSuffix("." + base)
         case .oneLabel:
-            guard host.hasSuffix("." + base) else { return false }
-            let head = host.dropLast(base.utf8.count + 1)
-            return !head.isEmpty && !head.contains(".")
+            guard subject.name.hasSuffix("." + base) else { return false }
+            let head = subject.name.utf8.dropLast(base.utf8.count + 1)
+            return !head.isEmpty && !head.contains(UInt8(ascii: "."))
+        }
+    }
+
+    /// A host as patterns compare it: lowercased, without its trailing dot, and as an IP address when it is one.
+    /// Preparing it once keeps a lookup over many patterns from lowercasing and parsing the host for each.
+    package struct Subject: Sendable {
+        /// The lowercased host without a trailing dot, for name patterns.
+        let name: String
+        /// The host as an IP address (parsed as given, a trailing dot included), for IP patterns.
+        let address: IPAddress?
+
+        package init(_ host: String) {
+            let lowercased = host.lowercased()
+            address = IPAddress(literal: lowercased)
+            name = lowercased.utf8.last == UInt8(ascii: ".") ? String(lowercased.dropLast()) : lowercased
         }
     }
 

@@ -78,9 +78,10 @@ package struct HostPinsFile: Sendable, Hashable {
     /// The pins for `host` on `port`: the most specific section with that port, else the most specific
     /// section without a port; nil when no section covers the host.
     package func section(host: String, port: Int) -> Section? {
+        let subject = HostPattern.Subject(host)
         for candidates in [sections.filter { $0.port == port }, sections.filter { $0.port == nil }] {
             var best: Section?
-            for section in candidates where section.hostPattern.matches(host) {
+            for section in candidates where section.hostPattern.matches(subject) {
                 if best == nil || section.hostPattern.specificity > best!.hostPattern.specificity { best = section }
             }
             if let best { return best }

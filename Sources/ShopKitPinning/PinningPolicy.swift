@@ -71,7 +71,8 @@ public struct PinningPolicy: Sendable {
 
     private func mostSpecific(for host: String, where included: (PinSet) -> Bool) -> PinSet? {
         var best: PinSet?
-        for set in pinSets where set.hostPattern.matches(host) && included(set) {
+        let subject = HostPattern.Subject(host)
+        for set in pinSets where set.hostPattern.matches(subject) && included(set) {
             if best == nil || set.hostPattern.specificity > best!.hostPattern.specificity { best = set }
         }
         return best

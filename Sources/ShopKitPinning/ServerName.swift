@@ -51,9 +51,19 @@ package struct ServerName: Sendable, Hashable, CustomStringConvertible {
     private static func canonicalIPv4(_ name: Substring) -> String? {
         var address = in_addr()
         guard inet_pton(AF_INET, String(name), &address) == 1 else { return nil }
-        var buffer = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
-        guard inet_ntop(AF_INET, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        // inet_ntop's dotted quad, written here: inet_ntop formats through sprintf, about 3.5 k instructions for
+        // every request's server name.
+        var text: [UInt8] = []
+        text.reserveCapacity(15)
+        withUnsafeBytes(of: address) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index > 0 { text.append(UInt8(ascii: ".")) }
+                if byte >= 100 { text.append(UInt8(ascii: "0") + byte / 100) }
+                if byte >= 10 { text.append(UInt8(ascii: "0") + byte / 10 % 10) }
+                text.append(UInt8(ascii: "0") + byte % 10)
+            }
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     private static func canonicalIPv6(_ name: Substring) -> String? {

@@ -6,6 +6,8 @@ import Testing
     @Test(arguments: [
         ("127.0.0.1", "127.0.0.1", true),
         ("127.0.0.1.", "127.0.0.1", true),  // OpenSSL checks the address; the pins must be looked up by it too
+        ("0.0.0.0", "0.0.0.0", true),
+        ("10.20.255.199", "10.20.255.199", true),  // one-, two- and three-digit octets written back as given
         ("[::1]", "::1", true),
         ("::1", "::1", true),
         ("0:0:0:0:0:0:0:1", "::1", true),
