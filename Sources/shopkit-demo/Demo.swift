@@ -18,6 +18,24 @@ struct Demo {
         try await apiClientDemo()
         try await pinnedTLSDemo(certificates)
         try await tokenStoreDemo()
+        try await pinCheckDemo(certificates)
+    }
+
+    // MARK: - pin-check's diagnostic
+
+    /// The three checks of `pin-check --demo`, run in process (the same code, so the demo builds one product):
+    /// exits 70, as `pin-check --demo` does, when a check does not end as expected.
+    static func pinCheckDemo(_ certificates: DemoCertificates) async throws {
+        print("\npin-check's diagnostic (what `pin-check --demo` shows):\n")
+        let unexpected = try await PinCheckDemo.run(certificates: certificates) { print($0) }
+        guard let first = unexpected.first else {
+            print("pin-check demo: all three checks behaved as expected")
+            return
+        }
+        let message = "shopkit-demo: UNEXPECTED result: check \"\(first.title)\" ended in \(first.actual.rawValue), "
+            + "expected \(first.expected.rawValue)\n"
+        FileHandle.standardError.write(Data(message.utf8))
+        exit(70)
     }
 
     // MARK: - API client over an in-process stub backend
