@@ -81,4 +81,45 @@ import ShopKitTLS
         running.advance(by: .seconds(5))
         #expect(running.failure.value == nil)
     }
+
+    /// A kept-alive connection keeps its timer from one request to the next; each request still ends on its own
+    /// clock: when the kept timer fires early the machine arms it again, and a request that needs an earlier
+    /// firing gets one.
+    @Test(arguments: [
+        // The first request's timer (armed for 0 s + 10 s) fires before the second needs it (5 s + 10 s): kept.
+        (secondIdleRead: TimeAmount.seconds(10), failsAt: TimeAmount.seconds(15)),
+        // The second needs it at 5 s + 2 s, before the kept timer: armed again, earlier.
+        (secondIdleRead: TimeAmount.seconds(2), failsAt: TimeAmount.seconds(7)),
+    ])
+    func theNextRequestOnTheConnectionEndsOnItsOwnClock(secondIdleRead: TimeAmount, failsAt: TimeAmount) throws {
+        let first = try Running(deadlineIn: .seconds(60), idleRead: .seconds(10))
+        defer { first.finish() }
+        let (channel, handler) = (first.channel, first.handler)
+        let loop = channel.embeddedEventLoop
+        let start = loop.now
+        handler.requestSent(first.exchange.id)
+        first.advance(by: .seconds(1))
+        let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["content-length": "0"])
+        try channel.writeInbound(HTTPClientResponsePart.head(head))
+        try channel.writeInbound(HTTPClientResponsePart.end(nil))
+        #expect(first.released.value == [true])
+        #expect(first.failure.value == nil)
+
+        first.advance(by: .seconds(4))
+        let failure = NIOLoopBoundBox<(any Error)?>(nil, eventLoop: loop)
+        let second = RequestContext(
+            id: .init(raw: 2),
+            limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: secondIdleRead, maxResponseBodyBytes: 1_000),
+            requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(), release: { _ in })
+        second.head.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
+        handler.start(second)
+        handler.requestSent(second.id)
+        loop.advanceTime(to: start + failsAt - .milliseconds(1))
+        #expect(failure.value == nil)
+        loop.advanceTime(by: .milliseconds(1))
+        guard case .timeout(.idleRead)? = failure.value as? HTTPSTransportError else {
+            Issue.record("the second request did not fail with an idle-read timeout at \(failsAt): \(String(describing: failure.value))")
+            return
+        }
+    }
 }

@@ -24,7 +24,9 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     private let logger: Logger
 
     private var context: ChannelHandlerContext?
-    /// The request's one timer.
+    /// The connection's one timer, for the request running. It outlives a request that ends normally: the next
+    /// request keeps it when it fires no later than that request needs, and a firing with no request running does
+    /// nothing (so an idle connection's timer fires once and is gone). Cancelled when the connection closes.
     private var timer = RequestTimer()
 
     /// A handler with no request yet; `logger` gets what it drops (trailers).
@@ -34,6 +36,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
 
     package func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     package func handlerRemoved(context: ChannelHandlerContext) {
+        cancelTimer()
         delivery.handOverHeldHead()
         self.context = nil
     }
@@ -50,7 +53,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         switch action {
         case .start(let deadline):
             current = request
-            arm(deadline)
+            timer.arm(noLaterThan: deadline, on: context?.eventLoop, TimerFired(handler: self))
         case .refuse(let failed):
             delivery.fail(request, failed)
             request.release(false)
@@ -126,7 +129,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
             case .none:
                 break
             case .awaitReadComplete(let resumeRead):
-                cancelTimer()
+                // The timer stays armed for the next request (see `timer`).
                 if resumeRead { context.read() }
             case .earlyResponse(let resumeRead):
                 cancelTimer()
@@ -169,6 +172,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     }
 
     package func channelInactive(context: ChannelHandlerContext) {
+        cancelTimer()
         switch machine.channelInactive() {
         case .none:
             break

@@ -145,6 +145,8 @@ struct ResponseDelivery {
 /// unlike `scheduleTask`), armed, re-armed and cancelled as the request's state machine says.
 struct RequestTimer {
     private var scheduled: NIOScheduledCallback?
+    /// When the armed timer fires.
+    private var armedFor: NIODeadline?
 
     /// Arms the timer for `deadline` on `loop` (none when the handler left its channel), replacing the one armed;
     /// `fired` runs when it fires.
@@ -152,16 +154,29 @@ struct RequestTimer {
         cancel()
         guard let loop else { return }
         scheduled = try? loop.assumeIsolated().scheduleCallback(at: deadline, handler: fired)
+        armedFor = scheduled == nil ? nil : deadline
+    }
+
+    /// Makes sure the timer fires at `deadline` or before: a timer already armed for no later is kept. The state
+    /// machine answers an early firing with the deadline still ahead, so a connection can keep one timer from one
+    /// request to the next instead of scheduling and cancelling one per request.
+    mutating func arm(
+        noLaterThan deadline: NIODeadline, on loop: (any EventLoop)?, _ fired: some NIOScheduledCallbackHandler
+    ) {
+        if let armedFor, armedFor <= deadline { return }
+        arm(at: deadline, on: loop, fired)
     }
 
     mutating func cancel() {
         scheduled?.cancel()
         scheduled = nil
+        armedFor = nil
     }
 
     /// The timer fired: there is nothing left to cancel.
     mutating func didFire() {
         scheduled = nil
+        armedFor = nil
     }
 }
 
