@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import ShopKitPinning
 import ShopKitTLS
 import ShopKitInspector
@@ -93,16 +94,20 @@ struct PinCheckLibraryTests {
         defer { stalled.close() }
         let mute = try await VectorServer.start(for: PinCheckVector.all.first { $0.server == "mute" }!)
         // Both wait out the same short timeout, side by side; it is long enough for a loopback connect to
-        // complete on a loaded machine.
+        // complete on a loaded machine. They run on loops of their own, as the vector tests do: NIO runs the timers
+        // that came due while a loop was held up before it polls for I/O again, so a loop shared with every other
+        // suite turned the mute server's completed connect into a connect timeout (seen once, under ASan).
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         func inspect(_ port: Int) async throws -> ServerReport {
             try await ServerInspector(
                 address: ServerAddress(host: "127.0.0.1", port: port), serverName: "localhost",
                 trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(2)
-            ).inspect()
+            ).inspect(group: group)
         }
         async let neverAccepted = inspect(stalled.port)
         async let neverAnswered = inspect(mute.port)
         let reports = try await [neverAccepted, neverAnswered]
+        try await group.shutdownGracefully()
         await mute.stop()
         #expect(reports.map(\.verdict) == [.connectFailed, .connectFailed])
         #expect(reports.map { $0.reason ?? "" } == ["connect timeout", "handshake timeout"])
