@@ -68,8 +68,8 @@ extension HTTPSTransport {
                 switch begun {
                 case .answered(let answered):
                     started = answered
-                case .writingBody(let lease, let carrier, let pending):
-                    started = try await Self.writeBody(body!, of: pending, on: carrier, lease: lease)
+                case .writingBody(let writing, let lease, let carrier):
+                    started = try await Self.writeBody(body!, of: writing, on: carrier, lease: lease)
                 }
                 if Task.isCancelled {
                     started.connection.cancel(started.exchange.id)
@@ -98,7 +98,15 @@ extension HTTPSTransport {
         /// The response head arrived (a bodiless request, written whole on the loop).
         case answered(StartedExchange)
         /// The request started and its head is written: the caller writes the body.
-        case writingBody(ConnectionPool.Lease, HTTPClientConnection, HTTPClientConnection.Pending)
+        case writingBody(BodyExchange, ConnectionPool.Lease, HTTPClientConnection)
+    }
+
+    /// A started request whose caller writes the body: the exchange, its answer (a future, which the body
+    /// races), and the promise for the request's end.
+    private struct BodyExchange: Sendable {
+        let exchange: RequestContext
+        let answered: EventLoopFuture<HTTPClientConnection.Exchange>
+        let written: EventLoopPromise<Void>
     }
 
     /// On `lease`'s event loop: opens the request's carrier and starts the request on it, then resumes `waiting`:
@@ -119,31 +127,39 @@ extension HTTPSTransport {
                 waiting.resume(throwing: LeasedFailure(failure: ExchangeFailure(error: error, noResponseBytes: true), lease: lease))
                 return
             }
-            let pending = carrier.prepare(head: head, limits: limits, release: release)
-            let exchange = pending.exchange
+            if hasBody {
+                let answered = carrier.channel.eventLoop.makePromise(of: HTTPClientConnection.Exchange.self)
+                let exchange = carrier.prepare(
+                    head: head, limits: limits, onHead: { answered.completeWith($0.mapError { $0 }) },
+                    release: release)
+                let cancelled = progress.withLockedValue {
+                    $0.running = (carrier, exchange.id)
+                    return $0.cancelled
+                }
+                let written = carrier.sendHead(exchange, head: head)
+                if cancelled { carrier.cancelOnLoop(exchange.id) }
+                let body = BodyExchange(exchange: exchange, answered: answered.futureResult, written: written)
+                waiting.resume(returning: .writingBody(body, lease, carrier))
+                return
+            }
+            // The head (or the failure) resumes the caller straight from the handler: one hand-off, no future.
+            let exchange = carrier.prepare(
+                head: head, limits: limits,
+                onHead: { result in
+                    switch result {
+                    case .success(let answered):
+                        waiting.resume(returning: .answered(StartedExchange(lease: lease, connection: carrier, exchange: answered)))
+                    case .failure(let failure):
+                        waiting.resume(throwing: LeasedFailure(failure: failure, lease: lease))
+                    }
+                },
+                release: release)
             let cancelled = progress.withLockedValue {
                 $0.running = (carrier, exchange.id)
                 return $0.cancelled
             }
-            carrier.begin(pending)
-            if hasBody {
-                if cancelled { carrier.cancelOnLoop(exchange.id) }
-                waiting.resume(returning: .writingBody(lease, carrier, pending))
-                return
-            }
-            carrier.write(.end(nil), flush: true, promise: pending.written)
+            carrier.send(exchange, head: head)
             if cancelled { carrier.cancelOnLoop(exchange.id) }
-            exchange.head.futureResult.whenComplete { result in
-                switch result {
-                case .success(let responseHead):
-                    let answered = HTTPClientConnection.Exchange(id: exchange.id, head: responseHead, body: exchange.body)
-                    waiting.resume(returning: .answered(StartedExchange(lease: lease, connection: carrier, exchange: answered)))
-                case .failure(let failure as ExchangeFailure):
-                    waiting.resume(throwing: LeasedFailure(failure: failure, lease: lease))
-                case .failure(let error):
-                    waiting.resume(throwing: error)
-                }
-            }
         }
     }
 
@@ -151,20 +167,19 @@ extension HTTPSTransport {
     /// response head. The lease goes back to the pool exactly once, on the event loop, when the request's state
     /// machine ends the request: this function never releases it itself.
     private static func writeBody(
-        _ body: HTTPBody, of pending: HTTPClientConnection.Pending, on carrier: HTTPClientConnection,
-        lease: ConnectionPool.Lease
+        _ body: HTTPBody, of started: BodyExchange, on carrier: HTTPClientConnection, lease: ConnectionPool.Lease
     ) async throws -> StartedExchange {
-        let exchange = pending.exchange
-        let written = pending.written
+        let exchange = started.exchange
+        let written = started.written
         switch await HTTPClientConnection.writeBody(
-            body, to: carrier, end: written, racing: exchange.head.futureResult, stream: exchange.body)
+            body, to: carrier, end: written, racing: started.answered, stream: exchange.body)
         {
         case .written:
             break
         case .bodyFailed(let error):
             carrier.cancel(exchange.id)
             written.fail(error)
-            _ = try? await exchange.head.futureResult.get()
+            _ = try? await started.answered.get()
             throw error
         case .writeFailed(let error):
             // The connection failed while writing: the handler reports why (or the server answered early).
@@ -177,10 +192,7 @@ extension HTTPSTransport {
             written.fail(HTTPSTransportError.connectionClosed)
         }
         do {
-            let responseHead = try await exchange.head.futureResult.get()
-            return StartedExchange(
-                lease: lease, connection: carrier,
-                exchange: HTTPClientConnection.Exchange(id: exchange.id, head: responseHead, body: exchange.body))
+            return StartedExchange(lease: lease, connection: carrier, exchange: try await started.answered.get())
         } catch let failure as ExchangeFailure {
             throw LeasedFailure(failure: failure, lease: lease)
         }

@@ -276,10 +276,12 @@ package final class TLSHandler: ChannelDuplexHandler {
         reserveCiphertext(Self.ciphertextSize(plaintext: buffer.readableBytes))
         let result = buffer.withUnsafeReadableBytes { connection.writePlaintext($0) }
         guard result == .complete else {
+            // Plaintext OpenSSL did not take whole leaves the stream in doubt: the connection is closed, so that a
+            // write sent without a promise still ends what it belonged to.
             promise?.fail(TLSError.connectionClosed)
-            if case .failed(let error) = result {
-                fail(context: context, TLSError.handshakeFailed(reason: "TLS error while writing: \(error)"))
-            }
+            let reason: String
+            if case .failed(let error) = result { reason = "\(error)" } else { reason = "\(result)" }
+            fail(context: context, TLSError.handshakeFailed(reason: "TLS error while writing: \(reason)"))
             return
         }
         if let ciphertext = takeCiphertext(context: context) {

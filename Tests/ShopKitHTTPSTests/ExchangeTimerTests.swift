@@ -13,15 +13,18 @@ import ShopKitTLS
         let channel: EmbeddedChannel
         let handler: HTTP1ConnectionHandler
         let exchange: RequestContext
+        let head: EventLoopPromise<HTTPResponseHead>
         let failure: NIOLoopBoundBox<(any Error)?>
         let released: NIOLoopBoundBox<[Bool]>
 
         init(deadlineIn: TimeAmount, idleRead: TimeAmount) throws {
             let embedded = try EmbeddedExchange(deadlineIn: deadlineIn, idleRead: idleRead)
-            (channel, handler, exchange, released) = (embedded.channel, embedded.handler, embedded.exchange, embedded.released)
+            (channel, handler, exchange, head, released) = (
+                embedded.channel, embedded.handler, embedded.exchange, embedded.head, embedded.released
+            )
             let loop = channel.embeddedEventLoop
             let failure = NIOLoopBoundBox<(any Error)?>(nil, eventLoop: loop)
-            exchange.head.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
+            head.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
             self.failure = failure
             handler.start(exchange)
         }
@@ -34,7 +37,7 @@ import ShopKitTLS
         func advance(by amount: TimeAmount) { channel.embeddedEventLoop.advanceTime(by: amount) }
 
         func finish() {
-            exchange.head.fail(HTTPSTransportError.connectionClosed)
+            head.fail(HTTPSTransportError.connectionClosed)
             _ = try? channel.finish()
         }
     }
@@ -107,11 +110,12 @@ import ShopKitTLS
 
         first.advance(by: .seconds(4))
         let failure = NIOLoopBoundBox<(any Error)?>(nil, eventLoop: loop)
+        let secondHead = loop.makePromise(of: HTTPResponseHead.self)
         let second = RequestContext(
             id: .init(raw: 2),
             limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: secondIdleRead, maxResponseBodyBytes: 1_000),
-            requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(), release: { _ in })
-        second.head.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
+            requestKeepAlive: true, isHead: false, head: secondHead, body: BodyStream(), release: { _ in })
+        secondHead.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
         handler.start(second)
         handler.requestSent(second.id)
         loop.advanceTime(to: start + failsAt - .milliseconds(1))

@@ -23,7 +23,7 @@ import Testing
             let loop = channel.embeddedEventLoop
             let releasedAtHead = NIOLoopBoundBox<[Bool]?>(nil, eventLoop: loop)
             self.releasedAtHead = releasedAtHead
-            exchange.head.futureResult.whenSuccess { _ in releasedAtHead.value = released.value }
+            embedded.head.futureResult.whenSuccess { _ in releasedAtHead.value = released.value }
             handler.start(exchange)
             handler.requestSent(exchange.id)
         }
@@ -114,7 +114,7 @@ import Testing
         #expect(embedded.released.value == [])  // not from inside the event that wrote the end
         channel.embeddedEventLoop.run()
         #expect(embedded.released.value == [true])
-        #expect(try await exchange.head.futureResult.get().status == .ok)
+        #expect(try await embedded.head.futureResult.get().status == .ok)
         _ = try channel.finish(acceptAlreadyClosed: true)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import NIOHTTP1
 import NIOEmbedded
 import OpenAPIRuntime
 import ShopKitPinning
@@ -97,6 +98,8 @@ struct EmbeddedExchange {
     let channel: EmbeddedChannel
     let handler: HTTP1ConnectionHandler
     let exchange: RequestContext
+    /// Completed with the exchange's response head, or failed with its ``ExchangeFailure``.
+    let head: EventLoopPromise<HTTPResponseHead>
     let released: NIOLoopBoundBox<[Bool]>
 
     init(deadlineIn: TimeAmount = .seconds(60), idleRead: TimeAmount = .seconds(5), maxResponseBodyBytes: Int = 1_000) throws {
@@ -107,10 +110,12 @@ struct EmbeddedExchange {
         let loop = channel.embeddedEventLoop
         let released = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
         self.released = released
+        let head = loop.makePromise(of: HTTPResponseHead.self)
+        self.head = head
         exchange = RequestContext(
             id: .init(raw: 1),
             limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxResponseBodyBytes: maxResponseBodyBytes),
-            requestKeepAlive: true, isHead: false, head: loop.makePromise(), body: BodyStream(),
+            requestKeepAlive: true, isHead: false, head: head, body: BodyStream(),
             release: { released.value.append($0) })
     }
 }

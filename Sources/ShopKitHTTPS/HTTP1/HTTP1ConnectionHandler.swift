@@ -96,6 +96,15 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         if flush { context.flush() }
     }
 
+    /// No promise: below this handler a write that fails closes the connection (TLS fails the connection on
+    /// plaintext it cannot take, the socket closes on a write error), and the close fails the request. So the
+    /// request's end counts as written once it is handed on, and the idle-read clock starts now.
+    func writeWhole(_ head: HTTPRequestHead, id: HTTP1ConnectionStateMachine.RequestID) {
+        write(.head(head), flush: false, promise: nil)
+        write(.end(nil), flush: true, promise: nil)
+        requestSent(id)
+    }
+
     func resumeReading() {
         if machine.readerCaughtUp(now: now) { context?.read() }
     }

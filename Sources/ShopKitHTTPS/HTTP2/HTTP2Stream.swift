@@ -115,6 +115,20 @@ package final class HTTP2Stream: RequestHandler {
             promise: promise)
     }
 
+    /// One HEADERS frame with END_STREAM. Its write has a promise: swift-nio-http2 can fail a frame without
+    /// closing the connection (a stream it buffered over the server's limit, then refused by GOAWAY).
+    func writeWhole(_ head: HTTPRequestHead, id: HTTP1ConnectionStateMachine.RequestID) {
+        let written = connection.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenComplete { [self] result in
+            switch result {
+            case .success: requestSent(id)
+            case .failure: requestFailed(id)
+            }
+        }
+        write(.head(head), flush: false, promise: nil)
+        write(.end(nil), flush: true, promise: written)
+    }
+
     package func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID) {
         guard let request, request.context.id == id else { return }
         // An early response resets its stream as it ends, so the request is never over here.

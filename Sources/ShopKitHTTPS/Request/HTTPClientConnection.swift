@@ -36,43 +36,46 @@ final class HTTPClientConnection: Sendable {
         let body: BodyStream
     }
 
-    /// One exchange made ready to start: its context (id, promises, body stream) and the request head.
-    struct Pending: Sendable {
-        let exchange: RequestContext
-        let requestHead: HTTPRequestHead
-        /// Completes when the request's end is written (fails when writing it does).
-        let written: EventLoopPromise<Void>
-    }
-
-    /// Makes the next exchange ready, on any thread: a new id, the head promise and the body stream.
+    /// Makes the next exchange ready, on any thread: a new id and the body stream. `onHead` receives the response
+    /// head or the failure, once, on the event loop.
     func prepare(
-        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, release: @escaping @Sendable (Bool) -> Void
-    ) -> Pending {
+        head: HTTPRequestHead, limits: HTTPRequestStateMachine.Limits, onHead: @escaping HeadReceiver,
+        release: @escaping @Sendable (Bool) -> Void
+    ) -> RequestContext {
         let loop = channel.eventLoop
         let handler = self.handler
         let stream = BodyStream()
         stream.onDemand = { loop.execute { handler.value.resumeReading() } }
-        let exchange = RequestContext(
+        return RequestContext(
             id: ExchangeID(raw: lastExchange.withLockedValue { $0 += 1; return $0 }), limits: limits,
             requestKeepAlive: !head.headers[canonicalForm: "connection"].contains {
                 $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
             },
-            isHead: head.method == .HEAD, head: loop.makePromise(), body: stream, release: release)
-        return Pending(exchange: exchange, requestHead: head, written: loop.makePromise())
+            isHead: head.method == .HEAD, onHead: onHead, body: stream, release: release)
     }
 
-    /// On the event loop: starts the exchange, reports the request's end to it, writes the head.
-    func begin(_ pending: Pending) {
+    /// On the event loop: starts a bodiless exchange and writes it whole (head and end, flushed).
+    func send(_ exchange: RequestContext, head: HTTPRequestHead) {
+        let handler = self.handler.value
+        handler.start(exchange)
+        handler.writeWhole(head, id: exchange.id)
+    }
+
+    /// On the event loop: starts an exchange with a body and writes its head. The caller then writes the body
+    /// and the end with the promise returned, whose completion reports the request's end to the exchange.
+    func sendHead(_ exchange: RequestContext, head: HTTPRequestHead) -> EventLoopPromise<Void> {
         let handler = self.handler
-        let id = pending.exchange.id
-        handler.value.start(pending.exchange)
-        pending.written.futureResult.whenComplete { result in
+        let id = exchange.id
+        handler.value.start(exchange)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { result in
             switch result {
             case .success: handler.value.requestSent(id)
             case .failure: handler.value.requestFailed(id)
             }
         }
-        handler.value.write(.head(pending.requestHead), flush: false, promise: nil)
+        handler.value.write(.head(head), flush: false, promise: nil)
+        return written
     }
 
     /// Writes a part of the request, from any thread (on the event loop at once, else hopping onto it).
@@ -119,7 +122,7 @@ final class HTTPClientConnection: Sendable {
     /// end `send`. The writing task is then cancelled and left to finish on its own.
     static func writeBody(
         _ body: HTTPBody, to carrier: HTTPClientConnection, end: EventLoopPromise<Void>,
-        racing head: EventLoopFuture<HTTPResponseHead>, stream: BodyStream
+        racing head: EventLoopFuture<Exchange>, stream: BodyStream
     ) async -> BodyOutcome {
         let first = FirstOutcome<BodyOutcome>()
         let writer = Task {

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -13,27 +14,54 @@ package struct RequestContext {
     let requestKeepAlive: Bool
     /// Whether the request was HEAD (its response has no body even with a Content-Length).
     let isHead: Bool
-    /// Succeeds with the response head, or fails with an ``ExchangeFailure``.
-    let head: EventLoopPromise<HTTPResponseHead>
+    /// Receives the response head, or the request's ``ExchangeFailure``: called exactly once, on the event loop
+    /// (a callback, not a promise: no future, callback list or metadata lookup per request).
+    let onHead: HeadReceiver
     /// Receives the body bytes.
     let body: BodyStream
     /// Gives the connection back to the pool; called exactly once, when the state machine says so.
     let release: @Sendable (_ reusable: Bool) -> Void
 
-    package init(
+    init(
         id: HTTP1ConnectionStateMachine.RequestID, limits: HTTPRequestStateMachine.Limits, requestKeepAlive: Bool,
-        isHead: Bool, head: EventLoopPromise<HTTPResponseHead>, body: BodyStream,
+        isHead: Bool, onHead: @escaping HeadReceiver, body: BodyStream,
         release: @escaping @Sendable (_ reusable: Bool) -> Void
     ) {
         self.id = id
         self.limits = limits
         self.requestKeepAlive = requestKeepAlive
         self.isHead = isHead
-        self.head = head
+        self.onHead = onHead
         self.body = body
         self.release = release
     }
+
+    /// A request whose head (or failure) completes `head`; for tests and fuzz targets, which also get the
+    /// receiver's contract checked: a second answer stops the process (the transport's receiver resumes a
+    /// continuation, which must happen exactly once).
+    package init(
+        id: HTTP1ConnectionStateMachine.RequestID, limits: HTTPRequestStateMachine.Limits, requestKeepAlive: Bool,
+        isHead: Bool, head: EventLoopPromise<HTTPResponseHead>, body: BodyStream,
+        release: @escaping @Sendable (_ reusable: Bool) -> Void
+    ) {
+        let answered = NIOLockedValueBox(false)
+        self.init(
+            id: id, limits: limits, requestKeepAlive: requestKeepAlive, isHead: isHead,
+            onHead: { result in
+                let again = answered.withLockedValue { wasAnswered in
+                    defer { wasAnswered = true }
+                    return wasAnswered
+                }
+                precondition(!again, "request \(id.raw)'s response head was answered twice")
+                head.completeWith(result.map(\.head).mapError { $0 })
+            },
+            body: body, release: release)
+    }
 }
+
+/// Receives a request's response head (with its id and body stream: all the caller needs), or the
+/// ``ExchangeFailure`` that ended the request first.
+typealias HeadReceiver = @Sendable (Result<HTTPClientConnection.Exchange, ExchangeFailure>) -> Void
 
 /// Why an exchange failed, and whether a retry on a fresh connection is safe as far as the wire is concerned.
 struct ExchangeFailure: Error {
@@ -60,6 +88,8 @@ protocol RequestHandler: AnyObject {
     func cancel(_ id: HTTP1ConnectionStateMachine.RequestID)
     /// Writes a part of the request, and flushes when `flush` is set.
     func write(_ part: HTTPClientRequestPart, flush: Bool, promise: EventLoopPromise<Void>?)
+    /// Writes bodiless request `id` whole (its head and end, flushed), then reports its end written, or failed.
+    func writeWhole(_ head: HTTPRequestHead, id: HTTP1ConnectionStateMachine.RequestID)
     /// The body reader drained the stream below its low watermark (or went away): let reads through.
     func resumeReading()
 }
@@ -73,16 +103,16 @@ struct ResponseDelivery {
     /// Inside a read (between `channelRead` and `channelReadComplete`).
     var reading = false
     /// A head held back until the end of its read. One slot, one request: never overwrites another one's head.
-    private var heldHead: (promise: EventLoopPromise<HTTPResponseHead>, head: HTTPResponseHead)?
+    private var heldHead: (receiver: HeadReceiver, exchange: HTTPClientConnection.Exchange)?
 
     /// Delivers `head` to `request`'s caller (at the end of the read, when inside one).
     mutating func deliver(_ head: HTTPResponseHead, to request: RequestContext) {
         guard reading else {
-            request.head.succeed(head)
+            request.onHead(.success(.init(id: request.id, head: head, body: request.body)))
             return
         }
         handOverHeldHead()
-        heldHead = (request.head, head)
+        heldHead = (request.onHead, .init(id: request.id, head: head, body: request.body))
     }
 
     /// Hands `buffer` to the body reader; false when the reader is behind (hold reads back).
@@ -109,18 +139,19 @@ struct ResponseDelivery {
         case .cancelled: error = CancellationError()
         }
         if !failed.headDelivered {
-            request.head.fail(
-                ExchangeFailure(
-                    error: error, noResponseBytes: failed.noResponseBytes, refusedByGoAway: refusedByGoAway))
+            request.onHead(
+                .failure(
+                    ExchangeFailure(
+                        error: error, noResponseBytes: failed.noResponseBytes, refusedByGoAway: refusedByGoAway)))
         }
         request.body.finish(throwing: error)
     }
 
     /// Hands over a head held back until the end of its read.
     mutating func handOverHeldHead() {
-        guard let (promise, head) = heldHead else { return }
+        guard let (receiver, exchange) = heldHead else { return }
         heldHead = nil
-        promise.succeed(head)
+        receiver(.success(exchange))
     }
 
     /// The failure a pipeline error means for the request.
