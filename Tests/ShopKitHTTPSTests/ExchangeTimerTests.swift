@@ -56,6 +56,38 @@ import ShopKitTLS
         #expect(running.released.value == [false])
     }
 
+    /// A bodiless request written whole (no write promise) is sent once its end is handed on: its idle-read clock
+    /// runs from there, and its bytes are on the channel.
+    @Test func aRequestWrittenWholeStartsTheIdleClockAtOnce() throws {
+        let running = try Running(deadlineIn: .seconds(60), idleRead: .seconds(1))
+        defer { running.finish() }
+        var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/a")
+        head.headers.add(name: "Host", value: "127.0.0.1")
+        running.handler.writeWhole(head, id: running.exchange.id)
+        #expect(try running.channel.readOutbound(as: HTTPClientRequestPart.self) == .head(head))
+        #expect(try running.channel.readOutbound(as: HTTPClientRequestPart.self) == .end(nil))
+        running.advance(by: .milliseconds(999))
+        #expect(running.failure.value == nil)
+        running.advance(by: .milliseconds(1))
+        #expect(running.timeout == .idleRead)
+    }
+
+    /// The connection closing after a request was written whole fails that request at once, as not answered,
+    /// and the connection is not reused: the close, not a write promise, ends the request.
+    @Test func aConnectionClosedAfterAWholeWriteFailsTheRequestAtOnce() throws {
+        let running = try Running(deadlineIn: .seconds(60), idleRead: .seconds(30))
+        defer { running.finish() }
+        let failure = NIOLoopBoundBox<ExchangeFailure?>(nil, eventLoop: running.channel.embeddedEventLoop)
+        running.head.futureResult.whenFailure { failure.value = $0 as? ExchangeFailure }
+        running.handler.writeWhole(
+            HTTPRequestHead(version: .http1_1, method: .GET, uri: "/a"), id: running.exchange.id)
+        running.channel.pipeline.fireChannelInactive()
+        #expect(failure.value?.noResponseBytes == true)
+        #expect(failure.value?.error as? HTTPSTransportError == .connectionClosed)
+        running.channel.embeddedEventLoop.run()
+        #expect(running.released.value == [false])
+    }
+
     @Test func bytesAfterTheRequestRestartTheIdleClock() throws {
         let running = try Running(deadlineIn: .seconds(60), idleRead: .seconds(1))
         defer { running.finish() }
