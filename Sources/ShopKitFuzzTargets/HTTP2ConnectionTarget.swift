@@ -16,8 +16,9 @@ import ShopKitTLS
 /// - bits 3–7: the size of the reads the bytes arrive in (1–31 bytes; 0: all at once).
 ///
 /// Invariants:
-/// - each request is released exactly once, and its head promise answered; a delivered head is followed by the
-///   end of its body stream (once the channel has closed, nothing is left without an outcome);
+/// - each request is released exactly once, and its head answered exactly once (a second answer stops the
+///   process); a delivered head is followed by the end of its body stream (once the channel has closed, nothing
+///   is left without an outcome);
 /// - the body a request received is a prefix of the DATA payloads the server sent on that request's stream:
 ///   no byte of one stream ever reaches another stream's caller;
 /// - no request received more than its body limit.

@@ -16,8 +16,9 @@ import ShopKitTLS
 /// - bit 7: the connection ends without TLS close_notify instead of a clean close.
 ///
 /// Invariants:
-/// - each started exchange is released exactly once, and its head promise answered; a delivered head is followed
-///   by the end of its body stream (once the channel has closed, nothing is left without an outcome);
+/// - each started exchange is released exactly once, and its head answered exactly once (a second answer stops
+///   the process); a delivered head is followed by the end of its body stream (once the channel has closed,
+///   nothing is left without an outcome);
 /// - a response part reaches an exchange only from a read that began after the exchange started (a response in
 ///   the read that ended the previous one never reaches the next request);
 /// - the connection is released as reusable only once a read is fully processed, never while bytes of that read

@@ -16,8 +16,9 @@ import ShopKitTLS
 ///   forged TCP close) instead of a clean close.
 ///
 /// Invariants, checked after the connection closes: the exchange was released exactly once (the state
-/// machine's promise: one owner per lease); the caller's response head was answered, success or failure;
-/// a delivered head was followed by the end of its body stream (normal or failed).
+/// machine's promise: one owner per lease); the caller's response head was answered exactly once (a second
+/// answer stops the process), success or failure; a delivered head was followed by the end of its body stream
+/// (normal or failed).
 package enum HTTPResponseTarget {
     /// What one run did, for the invariants and for tests of the harness itself.
     package struct Outcome: Equatable, Sendable {
