@@ -106,7 +106,13 @@ struct PinCheckLibraryTests {
         }
         async let neverAccepted = inspect(stalled.port)
         async let neverAnswered = inspect(mute.port)
-        let reports = try await [neverAccepted, neverAnswered]
+        let reports: [ServerReport]
+        do {
+            reports = try await [neverAccepted, neverAnswered]
+        } catch {
+            try? await group.shutdownGracefully()  // a set-up failure: the group is not left running
+            throw error
+        }
         try await group.shutdownGracefully()
         await mute.stop()
         #expect(reports.map(\.verdict) == [.connectFailed, .connectFailed])

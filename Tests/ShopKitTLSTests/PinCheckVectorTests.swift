@@ -25,11 +25,23 @@ struct PinCheckVectorTests {
         // The library's clients run on a loop of their own. A loop shared with every other suite can be held up
         // for seconds on a loaded machine, and NIO runs the timers that came due meanwhile before it polls for I/O
         // again: a connect that had completed ended as a connect timeout (seen twice, on the mute server).
+        // Both inspections run before any expectation, so that the group is shut down on every path (a set-up
+        // failure that throws included): `defer` cannot await.
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let inspector = ServerInspector(
             address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: vector.servername,
             pins: vector.resolvedPins, trustAnchorsPEM: vector.trustPEM, timeout: .seconds(timeout))
-        let report = try await inspector.inspect(group: group)
+        let inspected: Result<ServerReport, any Error>
+        do { inspected = .success(try await inspector.inspect(group: group)) } catch { inspected = .failure(error) }
+        let transported: Result<TransportVerdict.Outcome, any Error>
+        do {
+            transported = .success(
+                try await TransportVerdict.run(vector, port: server.port, timeout: .seconds(timeout), group: group))
+        } catch {
+            transported = .failure(error)
+        }
+        try await group.shutdownGracefully()
+        let report = try inspected.get()
         #expect(report.verdict.rawValue == vector.verdict, "library: \(report.reason ?? "")")
         #expect(report.verdict.exitCode == vector.exit)
         if let reason = vector.reason {
@@ -48,9 +60,7 @@ struct PinCheckVectorTests {
             #expect(report.matchedPin == nil)
         }
 
-        let viaTransport = try await TransportVerdict.run(
-            vector, port: server.port, timeout: .seconds(timeout), group: group)
-        try await group.shutdownGracefully()
+        let viaTransport = try transported.get()
         #expect(viaTransport.verdict == vector.verdict, "transport: \(viaTransport.reason)")
         if let reason = vector.reason {
             #expect(viaTransport.reason.contains(reason), "transport reason: \(viaTransport.reason)")
