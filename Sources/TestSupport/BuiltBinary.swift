@@ -1,4 +1,9 @@
 import Foundation
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One of the package's built executables (`pin-check`, `token-store`, …), run as a real child process.
 package struct BuiltBinary: Sendable {
@@ -38,44 +43,65 @@ package struct BuiltBinary: Sendable {
     /// Runs the executable with `arguments`, `stdin` written to its standard input (then closed) and the
     /// test's environment plus `overrides`, and waits for it on a thread of its own, never on the
     /// cooperative pool.
+    ///
+    /// The wait has a deadline: a child still running after `timeout`, or when the test is cancelled, is killed
+    /// (`SIGKILL`) and the run throws ``WaitEnded`` naming the command.
     package func run(
-        _ arguments: [String], stdin: String = "", environment overrides: [String: String] = [:]
+        _ arguments: [String], stdin: String = "", environment overrides: [String: String] = [:],
+        timeout: Duration = TestDeadline.child
     ) async throws -> Outcome {
         let url = self.url
-        let result: Result<Outcome, any Error> = await withCheckedContinuation { continuation in
-            Thread {
-                continuation.resume(
-                    returning: Result {
-                        let process = Process()
-                        process.executableURL = url
-                        process.arguments = arguments
-                        var environment = ProcessInfo.processInfo.environment
-                        for (name, value) in overrides { environment[name] = value }
-                        process.environment = environment
-                        let input = Pipe(), output = Pipe(), errors = Pipe()
-                        process.standardInput = input
-                        process.standardOutput = output
-                        process.standardError = errors
-                        try process.run()
-                        input.fileHandleForWriting.write(Data(stdin.utf8))
-                        try input.fileHandleForWriting.close()
-                        // Read standard error on its own thread so neither pipe can fill up and stall the child.
-                        let errorData = ErrorCollector(errors.fileHandleForReading)
-                        let out = output.fileHandleForReading.readDataToEndOfFile()
-                        let err = errorData.wait()
-                        process.waitUntilExit()
-                        return Outcome(
-                            status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-                            stderr: String(decoding: err, as: UTF8.self))
-                    })
-            }.start()
+        // The child's pid while it may still run; cleared (under the lock) before it is reaped, so a kill below
+        // never reaches a reused pid.
+        let running = NIOLockedValueBox<pid_t?>(nil)
+        let command = ([url.lastPathComponent] + arguments).joined(separator: " ")
+        do {
+            return try await offPool("`\(command)` to exit", timeout: timeout) {
+                // The child inherits this thread's signal mask, and the test runner's threads block most signals
+                // (SIGCHLD among them: a shell's `wait` would then never return). This thread is ours alone.
+                var empty = sigset_t()
+                sigemptyset(&empty)
+                pthread_sigmask(SIG_SETMASK, &empty, nil)
+                let process = Process()
+                process.executableURL = url
+                process.arguments = arguments
+                var environment = ProcessInfo.processInfo.environment
+                for (name, value) in overrides { environment[name] = value }
+                process.environment = environment
+                let input = Pipe(), output = Pipe(), errors = Pipe()
+                process.standardInput = input
+                process.standardOutput = output
+                process.standardError = errors
+                try process.run()
+                running.withLockedValue { $0 = process.processIdentifier }
+                // Standard input and standard error on threads of their own, so that no pipe can fill up and
+                // stall the child while this thread reads another.
+                let writing = input.fileHandleForWriting
+                let stdinData = Data(stdin.utf8)
+                Thread {
+                    try? writing.write(contentsOf: stdinData)
+                    try? writing.close()
+                }.start()
+                let errorData = PipeCollector(errors.fileHandleForReading)
+                let out = output.fileHandleForReading.readDataToEndOfFile()
+                let err = errorData.wait()
+                running.withLockedValue { $0 = nil }
+                process.waitUntilExit()
+                return Outcome(
+                    status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+                    stderr: String(decoding: err, as: UTF8.self))
+            }
+        } catch let error as WaitEnded {
+            running.withLockedValue { pid in
+                if let pid { kill(pid, SIGKILL) }
+            }
+            throw error
         }
-        return try result.get()
     }
 }
 
 /// Reads a pipe to its end on a thread of its own.
-private final class ErrorCollector: Sendable {
+private final class PipeCollector: Sendable {
     private let done = DispatchSemaphore(value: 0)
     // Written once by the reading thread before `done` is signalled, read only after `wait()` returns: the
     // semaphore orders the two accesses, so there is no concurrent access.

@@ -10,11 +10,17 @@ package actor Gate {
     /// Creates a closed gate.
     package init() {}
 
-    /// Suspends until ``open()``; returns at once when already open.
-    package func wait() async throws {
+    /// Suspends until ``open()``; returns at once when already open. Throws `CancellationError` when the task
+    /// is cancelled, and ``WaitEnded`` when the gate stays closed past `timeout`.
+    package func wait(timeout: Duration = TestDeadline.wait) async throws {
         if isOpen { return }
         nextID += 1
         let id = nextID
+        let deadline = Task {
+            try await Task.sleep(for: timeout)
+            self.expire(id, after: timeout)
+        }
+        defer { deadline.cancel() }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 if Task.isCancelled {
@@ -36,6 +42,11 @@ package actor Gate {
         for continuation in released { continuation.resume() }
     }
 
+    private func expire(_ id: Int, after timeout: Duration) {
+        waiters.removeValue(forKey: id)?.resume(
+            throwing: WaitEnded(reason: .timedOut(after: timeout), what: "the gate to open", saw: "closed"))
+    }
+
     private func cancel(_ id: Int) {
         waiters.removeValue(forKey: id)?.resume(throwing: CancellationError())
     }
@@ -43,7 +54,7 @@ package actor Gate {
 
 /// Counts events and lets a test wait until a number of them happened, without polling or sleeping.
 package actor EventCounter {
-    private let events = WaitableState(0)
+    private nonisolated let events = WaitableState(0)
 
     /// Creates a counter at zero.
     package init() {}
@@ -56,9 +67,9 @@ package actor EventCounter {
         events.withLockedValue { $0 += 1 }
     }
 
-    /// Returns once at least `target` events happened, or when the waiting task is cancelled (a test's time
-    /// limit), so a test whose event never comes fails on its next expectation instead of hanging.
-    package func wait(until target: Int) async {
-        await events.wait { $0 >= target }
+    /// Returns once at least `target` events happened; throws ``WaitEnded`` past `timeout` or when the waiting
+    /// task is cancelled (a test's time limit).
+    package nonisolated func wait(until target: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await events.wait(until: { $0 >= target }, for: "\(target) events", timeout: timeout)
     }
 }

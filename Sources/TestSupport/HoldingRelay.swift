@@ -76,17 +76,22 @@ package final class HoldingRelay: Sendable {
     /// Connections accepted so far.
     package var accepted: Int { state.withLockedValue { $0.accepted } }
 
-    /// Returns once the relay holds the server's first bytes on connection `number` (or when the waiting task is
-    /// cancelled, a test's time limit).
-    package func waitUntilHolding(_ number: Int) async {
-        await state.wait { $0.holding.contains(number) }
+    /// Returns once the relay holds the server's first bytes on connection `number`; throws ``WaitEnded`` past
+    /// `timeout` or when the waiting task is cancelled (a test's time limit).
+    package func waitUntilHolding(_ number: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await state.wait(
+            until: { $0.holding.contains(number) }, for: "the relay to hold the server's first bytes on connection \(number)",
+            timeout: timeout, describe: { "holding \($0.holding.sorted()), server closed \($0.serverClosed.sorted())" })
     }
 
-    /// Returns once the server closed its side of connection `number` (or when the waiting task is cancelled). The
+    /// Returns once the server closed its side of connection `number`; throws ``WaitEnded`` past `timeout` or when
+    /// the waiting task is cancelled. The
     /// relay passes a client's close on as a half-close, so a server that closes on end of input has by then read
     /// everything the client sent on that connection.
-    package func waitUntilServerClosed(_ number: Int) async {
-        await state.wait { $0.serverClosed.contains(number) }
+    package func waitUntilServerClosed(_ number: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await state.wait(
+            until: { $0.serverClosed.contains(number) }, for: "the server to close connection \(number)",
+            timeout: timeout, describe: { "holding \($0.holding.sorted()), server closed \($0.serverClosed.sorted())" })
     }
 
     /// Forwards what the server sent on connection `number`, and from then on everything it sends.

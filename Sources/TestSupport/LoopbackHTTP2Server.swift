@@ -158,27 +158,29 @@ package final class LoopbackHTTP2Server: Sendable {
         }
     }
 
-    /// Returns once at least `count` requests are being held, or when the waiting task is cancelled (a test's
-    /// time limit), so a test whose event never comes fails on its next expectation instead of hanging.
-    package func waitUntilHeld(_ count: Int) async {
-        await wait(until: .held, reaches: count)
+    /// Returns once at least `count` requests are being held; throws ``WaitEnded`` (with the counts) past
+    /// `timeout` or when the waiting task is cancelled (a test's time limit).
+    package func waitUntilHeld(_ count: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await wait(until: .held, reaches: count, timeout: timeout)
     }
 
-    /// Returns once the server received at least `count` PINGs, or when the waiting task is cancelled (a test's
-    /// time limit), so a test whose event never comes fails on its next expectation instead of hanging.
-    package func waitUntilPinged(_ count: Int) async {
-        await wait(until: .pings, reaches: count)
+    /// Returns once the server received at least `count` PINGs; throws ``WaitEnded`` past `timeout` or when the
+    /// waiting task is cancelled.
+    package func waitUntilPinged(_ count: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await wait(until: .pings, reaches: count, timeout: timeout)
     }
 
-    /// Returns once the server received at least `count` RST_STREAM frames from clients, or when the waiting task
-    /// is cancelled (a test's time limit).
-    package func waitUntilReset(_ count: Int) async {
-        await wait(until: .resets, reaches: count)
+    /// Returns once the server received at least `count` RST_STREAM frames from clients; throws ``WaitEnded``
+    /// past `timeout` or when the waiting task is cancelled.
+    package func waitUntilReset(_ count: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await wait(until: .resets, reaches: count, timeout: timeout)
     }
 
-    /// Returns once `counter` reaches `count`, or when the waiting task is cancelled.
-    private func wait(until counter: Counter, reaches count: Int) async {
-        await state.wait { counter.value(in: $0.counts) >= count }
+    /// Returns once `counter` reaches `count`; throws ``WaitEnded`` past `timeout` or when cancelled.
+    private func wait(until counter: Counter, reaches count: Int, timeout: Duration) async throws {
+        try await state.wait(
+            until: { counter.value(in: $0.counts) >= count }, for: "\(counter) to reach \(count)", timeout: timeout,
+            describe: { "\($0.counts)" })
     }
 
     /// From now on every connection drops what it receives, unread and unanswered, as a peer that vanished

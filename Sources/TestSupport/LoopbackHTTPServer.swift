@@ -126,11 +126,13 @@ package final class LoopbackHTTPServer: Sendable {
     /// Every request received so far, in order.
     package var requests: [Request] { state.withLockedValue { $0.requests } }
 
-    /// Returns once `predicate` holds for the counts (no polling, no sleeping), or when the waiting task is
-    /// cancelled (a test's time limit), so a test whose event never comes fails on its next expectation instead
-    /// of hanging.
-    package func waitUntil(_ predicate: @escaping @Sendable (Counts) -> Bool) async {
-        await state.wait { predicate($0.counts) }
+    /// Returns once `predicate` holds for the counts (no polling, no sleeping); throws ``WaitEnded``, with `what`
+    /// and the counts seen last, past `timeout` or when the waiting task is cancelled (a test's time limit).
+    package func waitUntil(
+        _ what: String = "the server's counts to reach a value", timeout: Duration = TestDeadline.wait,
+        _ predicate: @escaping @Sendable (Counts) -> Bool
+    ) async throws {
+        try await state.wait(until: { predicate($0.counts) }, for: what, timeout: timeout, describe: { "\($0.counts)" })
     }
 
     /// Closes every connection that is not in the middle of a request, as a server's idle timeout would.

@@ -12,11 +12,20 @@ import Glibc
 /// does the kernel when this process dies (a crash, a sanitizer's abort, `SIGKILL` from a time limit): the
 /// watcher's `read` returns, it sends the child `stopSignal` and waits for it. So a test binary that dies
 /// leaves no server behind on the machine.
+///
+/// ``stop()`` never blocks its caller (tests call it from `defer` on the cooperative pool, which has one thread a
+/// core): a thread of its own reaps the watcher, and a child that has not ended ``TestDeadline/stopGrace`` after
+/// its stop signal is killed with its watcher (the watcher leads a process group of its own). A test that must
+/// know the child is gone awaits ``waitUntilStopped(timeout:)``.
 package final class TiedChild: Sendable {
-    /// The watcher's pid (the child is the watcher's own child).
+    /// The watcher's pid (the child is the watcher's own child), which is also the pair's process group.
     package let watcherPID: pid_t
     /// This process's end of the tie, until ``stop()`` closes it (once: a second close could hit a reused fd).
     private let tie: NIOLockedValueBox<Int32?>
+    /// Whether the watcher has exited (it is then a zombie until the reaper thread reaps it just after).
+    private let exited = WaitableState(false)
+    /// How long after ``stop()`` the pair is killed if it has not ended.
+    private let stopGrace: Duration
 
     /// Why the child could not be started.
     package struct SpawnError: Error, CustomStringConvertible {
@@ -36,6 +45,7 @@ package final class TiedChild: Sendable {
     /// watcher unchanged. The child starts with an empty signal mask and default signal handling.
     package init(
         _ path: String, arguments: [String], environment: [String: String], stopSignal: String = "TERM",
+        stopGrace: Duration = TestDeadline.stopGrace,
         fileActions: (inout posix_spawn_file_actions_t) -> Void = { _ in }
     ) throws {
         let fds = try Self.socketPair()
@@ -54,7 +64,10 @@ package final class TiedChild: Sendable {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        // A process group of its own, so that a child that ignores its stop signal is killed with its watcher.
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
 
         let shell = "/bin/sh"
         let argv = ([shell, "-c", Self.script(stopSignal: stopSignal), "watcher", path] + arguments).map { strdup($0) }
@@ -73,6 +86,7 @@ package final class TiedChild: Sendable {
         }
         watcherPID = pid
         tie = NIOLockedValueBox(fds.1)
+        self.stopGrace = stopGrace
     }
 
     /// A connected pair of Unix stream sockets, both close-on-exec from the start: no child spawned meanwhile by
@@ -86,12 +100,33 @@ package final class TiedChild: Sendable {
         return (fds[0], fds[1])
     }
 
-    /// Stops the child (the watcher sends it `stopSignal`) and returns once it and the watcher have exited.
-    /// Calls after the first do nothing.
+    /// Stops the child: closes the tie (the watcher sends the child `stopSignal`) and returns at once. A thread of
+    /// its own reaps the watcher; if the pair has not ended `stopGrace` (``TestDeadline/stopGrace``) later, the whole process
+    /// group gets `SIGKILL`. Calls after the first do nothing.
     package func stop() {
         guard let fd = tie.withLockedValue({ fd in defer { fd = nil }; return fd }) else { return }
         close(fd)
-        var status: Int32 = 0
-        while waitpid(watcherPID, &status, 0) == -1 && errno == EINTR {}
+        let pid = watcherPID
+        let exited = self.exited
+        Thread {
+            // Wait for the exit without reaping (WNOWAIT): the pid stays reserved while `exited` is set, so the
+            // escalation below, which reads `exited` under the same lock, can never signal a reused pid.
+            var info = siginfo_t()
+            while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+            exited.withLockedValue { $0 = true }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        }.start()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(stopGrace.components.seconds))) {
+            exited.withLockedValue { done in
+                if !done { kill(-pid, SIGKILL) }
+            }
+        }
+    }
+
+    /// Returns once the watcher, and so the child, has exited after ``stop()``; throws ``WaitEnded`` when that
+    /// takes longer than `timeout` (the escalation to `SIGKILL` comes first) or the task is cancelled.
+    package func waitUntilStopped(timeout: Duration = TestDeadline.wait) async throws {
+        try await exited.wait(until: { $0 }, for: "the watcher of pid group \(watcherPID) to exit", timeout: timeout)
     }
 }

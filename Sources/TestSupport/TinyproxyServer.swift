@@ -37,22 +37,23 @@ package final class TinyproxyServer: Sendable {
     /// tinyproxy, under a watcher that stops it if this process dies without calling ``stop()``.
     private let process: TiedChild
     /// tinyproxy's output so far, which tests wait on.
-    private let output: WaitableState<String>
+    private let output: OutputReader
 
     /// The proxy URL, `http://127.0.0.1:PORT`.
     package var url: URL { URL(string: "http://127.0.0.1:\(port)")! }
 
     /// Everything tinyproxy logged so far (its `CONNECT` lines name each tunnel's target).
-    package var log: String { output.withLockedValue { $0 } }
+    package var log: String { output.text }
 
     /// The `host:port` targets of the `CONNECT` requests tinyproxy logged so far, in order.
     package var connectTargets: [String] { Self.connectTargets(in: log) }
 
-    /// Returns once tinyproxy has logged at least `count` `CONNECT` requests (it logs each as it reads it), or
-    /// when the waiting task is cancelled (a test's time limit), so a test whose tunnel never comes fails on its
-    /// next expectation instead of hanging.
-    package func waitForConnects(_ count: Int) async {
-        await output.wait { Self.connectTargets(in: $0).count >= count }
+    /// Returns once tinyproxy has logged at least `count` `CONNECT` requests (it logs each as it reads it); throws
+    /// ``WaitEnded``, with the log, past `timeout` or when the waiting task is cancelled (a test's time limit).
+    package func waitForConnects(_ count: Int, timeout: Duration = TestDeadline.wait) async throws {
+        try await output.wait(
+            until: { Self.connectTargets(in: $0).count >= count }, for: "tinyproxy to log \(count) CONNECT requests",
+            timeout: timeout)
     }
 
     private static func connectTargets(in log: String) -> [String] {
@@ -62,7 +63,7 @@ package final class TinyproxyServer: Sendable {
         }
     }
 
-    private init(port: Int, directory: URL, process: TiedChild, output: WaitableState<String>) {
+    private init(port: Int, directory: URL, process: TiedChild, output: OutputReader) {
         self.port = port
         self.directory = directory
         self.process = process
@@ -104,49 +105,20 @@ package final class TinyproxyServer: Sendable {
         let configPath = directory.appendingPathComponent("tinyproxy.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: configPath, atomically: true, encoding: .utf8)
 
-        let output = WaitableState("")
-        let ready = NIOLockedValueBox<CheckedContinuation<Void, any Error>?>(nil)
-        // Resumes the start once: on the ready line, or when tinyproxy exits (its output ends) first.
-        let resume: @Sendable ((any Error)?) -> Void = { error in
-            let waiting = ready.withLockedValue { value in
-                defer { value = nil }
-                return value
-            }
-            if let error { waiting?.resume(throwing: error) } else { waiting?.resume() }
-        }
-        var process: TiedChild?
+        let (process, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
+        let output = OutputReader(fd: readEnd)
+        let started: Bool
         do {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                ready.withLockedValue { $0 = continuation }
-                do {
-                    let (child, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
-                    process = child
-                    // A thread of its own reads the log (blocking reads, never on the cooperative pool) until
-                    // tinyproxy exits.
-                    Thread {
-                        var chunk = [UInt8](repeating: 0, count: 4096)
-                        while true {
-                            let count = read(readEnd, &chunk, chunk.count)
-                            if count < 0 && errno == EINTR { continue }
-                            guard count > 0 else { break }
-                            let started = output.withLockedValue { text in
-                                text += String(decoding: chunk[..<count], as: UTF8.self)
-                                return text.contains("Accepting connections")
-                            }
-                            if started { resume(nil) }
-                        }
-                        close(readEnd)
-                        resume(StartError(description: "tinyproxy exited: \(output.withLockedValue { $0 })"))
-                    }.start()
-                } catch {
-                    resume(error)
-                }
-            }
+            try await output.wait(until: { $0.contains("Accepting connections") }, for: "tinyproxy to accept connections")
+            started = output.text.contains("Accepting connections")
         } catch {
-            process?.stop()  // reaps a tinyproxy that exited on its own
-            throw error
+            process.stop()
+            throw StartError(description: "\(error)")
         }
-        guard let process else { throw StartError(description: "tinyproxy was not started") }
+        guard started else {
+            process.stop()  // reaps a tinyproxy that exited on its own
+            throw StartError(description: "tinyproxy exited: \(output.text)")
+        }
         return TinyproxyServer(port: port, directory: directory, process: process, output: output)
     }
 

@@ -217,7 +217,7 @@ import TestSupport
         }
         let client = APIClient(baseURL: baseURL, transport: stub)
         let task = Task { () async throws(APIError) -> Product in try await client.send(GetProduct(id: "42")) }
-        await stub.arrivals.wait(until: 1)
+        try await stub.arrivals.wait(until: 1)
         task.cancel()
         let result = await task.result
         #expect(throws: APIError.cancelled) { try result.get() }

@@ -67,7 +67,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let stub = StubTransport { request in
             if request.authorization == "Bearer new-access" { return .status(200) }
             await arrivals.increment()
-            await arrivals.wait(until: callers)  // every caller holds the old token before any 401 goes out
+            try await arrivals.wait(until: callers)  // every caller holds the old token before any 401 goes out
             return .status(401)
         }
         let store = CountingTokenStore(oldTokens)
@@ -98,7 +98,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let auth = authenticating(stub, store: InMemoryTokenStore(oldTokens), refresher: refresher)
 
         let slow = Task { try await get(auth, path: "/slow") }
-        await stub.arrivals.wait(until: 1)  // sent with the old token, held
+        try await stub.arrivals.wait(until: 1)  // sent with the old token, held
         #expect(try await get(auth, path: "/fast").status.code == 200)  // 401 → refresh → replay
         #expect(await refresher.count == 1)
 
@@ -130,7 +130,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let stub = StubTransport { request in
             if request.authorization == "Bearer old-access" {
                 await held.increment()
-                await held.wait(until: callers)
+                try await held.wait(until: callers)
             }
             return .status(401)
         }
@@ -164,8 +164,8 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
 
         let leaving = Task { try await get(auth, path: "/leaving") }
         let staying = Task { try await get(auth, path: "/staying") }
-        await stub.arrivals.wait(until: 2)
-        await refresher.started.wait(until: 1)
+        try await stub.arrivals.wait(until: 2)
+        try await refresher.started.wait(until: 1)
         leaving.cancel()
         await #expect(throws: CancellationError.self) { try await leaving.value }  // while the refresh is held
         await gate.open()
@@ -223,7 +223,7 @@ let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh
         let observer = RecordingSignOutObserver()
         let auth = authenticating(stub, store: store, refresher: refresher, observer: observer)
         let call = Task { try await get(auth) }
-        await refresher.started.wait(until: 1)
+        try await refresher.started.wait(until: 1)
         try await store.saveTokens(signedInAgain)  // the user signs in again while the refresh is running
         await gate.open()
         await #expect(throws: APIError.unauthorized) { try await call.value }

@@ -130,7 +130,7 @@ import TestSupport
         let dedup = deduplicating(stub)
         async let first = Self.fetch(dedup, Self.request(.post), body: HTTPBody("{}"))
         async let second = Self.fetch(dedup, Self.request(.post), body: HTTPBody("{}"))
-        await stub.arrivals.wait(until: 2)  // both reached the transport: not merged
+        try await stub.arrivals.wait(until: 2)  // both reached the transport: not merged
         #expect(await dedup.inFlightCount == 0)
         await gate.open()
         _ = try await (first, second)
@@ -141,7 +141,7 @@ import TestSupport
         let stub = Self.heldStub(gate)
         let dedup = deduplicating(stub)
         let leader = Task { try await Self.fetch(dedup, Self.request()) }
-        await stub.arrivals.wait(until: 1)  // the leader's request is upstream
+        try await stub.arrivals.wait(until: 1)  // the leader's request is upstream
         let leaving = Task { try await Self.fetch(dedup, Self.request()) }
         let staying = Task { try await Self.fetch(dedup, Self.request()) }
         await Self.waitForWaiters(dedup, 3)
@@ -161,13 +161,13 @@ import TestSupport
         let stub = Self.heldStub(gate)
         let dedup = deduplicating(stub)
         let leader = Task { try await Self.fetch(dedup, Self.request()) }
-        await stub.arrivals.wait(until: 1)
+        try await stub.arrivals.wait(until: 1)
         let waiting = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
         await Self.waitForWaiters(dedup, 3)
         leader.cancel()
         await #expect(throws: CancellationError.self) { try await leader.value }  // at once, while the gate is shut
-        await stub.cancellations.wait(until: 1)  // its request saw the cancellation
-        await stub.arrivals.wait(until: 2)  // and a waiting caller sent it again
+        try await stub.cancellations.wait(until: 1)  // its request saw the cancellation
+        try await stub.arrivals.wait(until: 2)  // and a waiting caller sent it again
         #expect(await dedup.inFlightCount == 1)
         #expect(await dedup.waiterCount == 2)
         await gate.open()
@@ -189,10 +189,10 @@ import TestSupport
         let dedup = deduplicating(stub)
         let tasks = [Task { try await Self.fetch(dedup, Self.request()) }, Task { try await Self.fetch(dedup, Self.request()) }]
         await Self.waitForWaiters(dedup, 2)
-        await stub.arrivals.wait(until: 1)
+        try await stub.arrivals.wait(until: 1)
         for task in tasks { task.cancel() }
         for task in tasks { await #expect(throws: CancellationError.self) { try await task.value } }
-        await stub.cancellations.wait(until: 1)  // the upstream request saw the cancellation
+        try await stub.cancellations.wait(until: 1)  // the upstream request saw the cancellation
         #expect(await dedup.inFlightCount == 0)
 
         // A new identical request is not joined to the cancelled one.

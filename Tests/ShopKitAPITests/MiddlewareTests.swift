@@ -98,14 +98,14 @@ import TestSupport
             }.0.status.code
         }
         let starter = Task { try await call(starterStub) }
-        await starterStub.arrivals.wait(until: 1)  // the starter's request is upstream
+        try await starterStub.arrivals.wait(until: 1)  // the starter's request is upstream
         let other = Task { try await call(otherStub) }
         while await dedup.waiterCount < 2 && !Task.isCancelled { await Task.yield() }
         #expect(await otherStub.requests.isEmpty)  // joined, not sent
         starter.cancel()
         await #expect(throws: CancellationError.self) { try await starter.value }  // with the gate still shut
         #expect(await starterStub.cancellations.count == 1)
-        await otherStub.arrivals.wait(until: 1)  // sent again, through the waiting caller's own `next`
+        try await otherStub.arrivals.wait(until: 1)  // sent again, through the waiting caller's own `next`
         await gate.open()
         #expect(try await other.value == 200)
         #expect(await starterStub.requests.count == 1)

@@ -199,7 +199,7 @@ import TestSupport
         let sleeper = RecordingSleeper()
         let retrying = retrying(stub, sleeper: sleeper)
         let task = Task { try await send(retrying) }
-        await stub.arrivals.wait(until: 1)
+        try await stub.arrivals.wait(until: 1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(await stub.requests.count == 1)

@@ -116,7 +116,7 @@ import Testing
         try await withTempDirectory { dir in
             let cwd = dir.url.appendingPathComponent("cwd")
             try FileManager.default.createDirectory(at: cwd, withIntermediateDirectories: true)
-            let (limits, status) = try await offPool { () throws -> (String, Int32) in
+            let (limits, status) = try await offPool("pin-check to report its limits and exit") { () throws -> (String, Int32) in
                 let (listener, port) = try SilentListener.open()
                 defer { close(listener) }
                 let process = Process()
@@ -156,7 +156,7 @@ import Testing
     /// process) (issue 26, item 3).
     @Test func pinCheckRunsWithoutTheBacktracer() async throws {
         guard let binary = BuiltBinary(named: "pin-check") else { throw FixtureError(description: "pin-check not built") }
-        let (reason, status, errors) = try await offPool { () throws -> (Process.TerminationReason, Int32, String) in
+        let (reason, status, errors) = try await offPool("pin-check to end on SIGQUIT") { () throws -> (Process.TerminationReason, Int32, String) in
             let (listener, port) = try SilentListener.open()
             defer { close(listener) }
             let process = Process()

@@ -1,6 +1,7 @@
 import Foundation
 import ShopKitAPI
 import Testing
+import TestSupport
 
 @testable import ShopKitCredentials
 
@@ -54,7 +55,7 @@ import Testing
             StoredCredential(tokens: AuthTokens(accessToken: Self.pem), policy: .afterFirstUnlock), for: token.of(.clientKey))
         try await store.write(
             StoredCredential(tokens: AuthTokens(accessToken: "kind-token"), policy: .afterFirstUnlock), for: token)
-        let listing = try await offPool { () throws -> String in
+        let listing = try await offPool("secret-tool to list the items") { () throws -> String in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/secret-tool")
             process.arguments = ["search", "--all", "service", token.service]

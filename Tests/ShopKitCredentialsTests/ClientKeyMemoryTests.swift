@@ -2,6 +2,7 @@ import Foundation
 import ShopKitAPI
 import ShopKitOpenSSL
 import Testing
+import TestSupport
 
 @testable import ShopKitCredentials
 
@@ -19,7 +20,7 @@ struct ClientKeyMemoryTests {
     func noCopyOfTheKeyIsLeftInMemory(backend: String) async throws {
         if backend == "keyring" && !KeyringTestEnvironment.isPrivate { return }
         try await withTempDirectory { dir in
-            let (keyPath, chainPEM, needle) = try Self.makeKey(in: dir)
+            let (keyPath, chainPEM, needle) = try await Self.makeKey(in: dir)
             let store: any CredentialBackend = backend == "file" ? makeStore(dir.storeURL) : KeyringStore(timeout: .seconds(60))
             let vault = CredentialVault(backend: store)
             let item = CredentialKey(service: "dev.shopkit.memory.\(UUID().uuidString)", account: "client")
@@ -38,7 +39,7 @@ struct ClientKeyMemoryTests {
     @Test(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
     func migratingAKeyLeavesNoCopy() async throws {
         try await withTempDirectory { dir in
-            let (keyPath, chainPEM, needle) = try Self.makeKey(in: dir)
+            let (keyPath, chainPEM, needle) = try await Self.makeKey(in: dir)
             let file = makeStore(dir.storeURL)
             let keyring = KeyringStore(timeout: .seconds(60))
             let item = CredentialKey(service: "dev.shopkit.memory.\(UUID().uuidString)", account: "client")
@@ -58,21 +59,16 @@ struct ClientKeyMemoryTests {
 
     /// A fresh key and self-signed client certificate made by the `openssl` command: the key's path, the
     /// certificate's PEM, and the key's first base64 line reversed.
-    static func makeKey(in dir: TempDirectory) throws -> (keyPath: String, chainPEM: String, needle: [UInt8]) {
+    static func makeKey(in dir: TempDirectory) async throws -> (keyPath: String, chainPEM: String, needle: [UInt8]) {
         let keyPath = dir.url.appendingPathComponent("client.key").path
         let certificatePath = dir.url.appendingPathComponent("client.pem").path
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = [
+        let openssl = try await BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl")).run([
             "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", keyPath,
             "-out", certificatePath, "-subj", "/CN=shopkit-memory-scan", "-days", "2",
             "-addext", "extendedKeyUsage=clientAuth",
-        ]
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0)
+        ])
+        #expect(openssl.status == 0, "\(openssl.stderr)")
+        try #require(openssl.status == 0)
         let needle = try #require(reversedSecondLine(keyPath), "cannot read the key")
         try #require(needle.count >= 40)
         return (keyPath, try String(contentsOfFile: certificatePath, encoding: .utf8), needle)

@@ -1,6 +1,7 @@
 import Foundation
 import ShopKitAPI
 import Testing
+import TestSupport
 @testable import ShopKitCredentials
 
 /// The access policy over a real file store; only the presence prompt and the clock are stubbed.
@@ -197,38 +198,48 @@ import Testing
             let vault = vault(dir, verifier: ClosurePresenceVerifier { _ in await gate.ask() })
             try await vault.write(aliceTokens, for: aliceKey, policy: Self.presence)
             async let first = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
-            await gate.waitUntilAsked()
+            try await gate.waitUntilAsked()
             async let second = caughtError { () async throws(CredentialError) in try await vault.read(aliceKey) }
-            await vault.joinedVerifications(atLeast: 1)
-            await gate.answerAll(answer)
+            try await withDeadline("a second read to join the first one's prompt") {
+                await vault.joinedVerifications(atLeast: 1)
+            }
+            gate.answerAll(answer)
             let outcomes = await [first, second]
-            #expect(await gate.asked == 1)
+            #expect(gate.asked == 1)
             #expect(outcomes == (answer ? [nil, nil] : Array(repeating: .accessDenied("the user did not confirm presence"), count: 2)))
         }
     }
 }
 
 /// A presence prompt the test answers: `ask` waits until `answerAll`; `waitUntilAsked` returns once it is asked.
-private actor PresenceGate {
-    private var waiters: [CheckedContinuation<Bool, Never>] = []
-    private var askedWaiters: [CheckedContinuation<Void, Never>] = []
-    private(set) var asked = 0
+/// Both waits have deadlines: a prompt never answered denies presence, and a prompt never asked fails the test.
+private final class PresenceGate: Sendable {
+    private struct State: Sendable, CustomStringConvertible {
+        var asked = 0
+        var answer: Bool?
+        var description: String { "asked \(asked) times, answer \(answer.map { "\($0)" } ?? "none yet")" }
+    }
+
+    private let state = WaitableState(State())
+
+    var asked: Int { state.withLockedValue { $0.asked } }
 
     func ask() async -> Bool {
-        asked += 1
-        for waiter in askedWaiters { waiter.resume() }
-        askedWaiters.removeAll()
-        return await withCheckedContinuation { waiters.append($0) }
+        state.withLockedValue { $0.asked += 1 }
+        do {
+            try await state.wait(until: { $0.answer != nil }, for: "the test to answer the presence prompt")
+        } catch {
+            return false
+        }
+        return state.withLockedValue { $0.answer! }
     }
 
     /// Returns once the prompt has been asked at least once.
-    func waitUntilAsked() async {
-        guard asked == 0 else { return }
-        await withCheckedContinuation { askedWaiters.append($0) }
+    func waitUntilAsked() async throws {
+        try await state.wait(until: { $0.asked > 0 }, for: "the presence prompt to be asked")
     }
 
     func answerAll(_ answer: Bool) {
-        for waiter in waiters { waiter.resume(returning: answer) }
-        waiters.removeAll()
+        state.withLockedValue { $0.answer = answer }
     }
 }

@@ -1,7 +1,9 @@
+import NIOConcurrencyHelpers
 import Dispatch
 import Foundation
 import ShopKitAPI
 import Testing
+import TestSupport
 @testable import ShopKitCredentials
 
 /// Real child processes against one store file: this test binary re-runs itself with a filter and a role.
@@ -41,11 +43,13 @@ enum ChildProcess {
 
     /// Runs the child role `test` and, when `killAfter` is set, SIGKILLs it right after that many markers; the
     /// outcome holds every marker the child printed before it died. Blocking work (spawn, pipe reads, wait) runs
-    /// on its own dispatch queue.
+    /// on a thread of its own; a child still running at the deadline is killed and the run throws.
     static func run(test: String, environment extra: [String: String], killAfter: Int?) async throws -> Outcome {
         let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
-        return try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue(label: "child-\(test)").async {
+        // The child's pid while it runs, so that a child past the deadline is killed (cleared before it is reaped).
+        let running = NIOLockedValueBox<pid_t?>(nil)
+        do {
+            return try await offPool("the child role \(test) to end", timeout: TestDeadline.child) {
                 let process = Process()
                 process.executableURL = URL(fileURLWithPath: executable)
                 process.arguments = ["--testing-library", "swift-testing", "--filter", "FileStoreChildRoles/\(test)"]
@@ -53,10 +57,8 @@ enum ChildProcess {
                 let pipe = Pipe()
                 process.standardOutput = pipe
                 process.standardError = pipe
-                do { try process.run() } catch {
-                    continuation.resume(throwing: error)
-                    return
-                }
+                try process.run()
+                running.withLockedValue { $0 = process.processIdentifier }
                 var output = "", markers: [Int] = [], killed = false
                 let handle = pipe.fileHandleForReading
                 while true {
@@ -73,10 +75,15 @@ enum ChildProcess {
                         // between the marker seen here and the kill, and those markers are still in the pipe.
                     }
                 }
+                running.withLockedValue { $0 = nil }
                 process.waitUntilExit()
-                continuation.resume(returning: Outcome(
-                    markers: markers, status: process.terminationStatus, killed: killed, output: output))
+                return Outcome(markers: markers, status: process.terminationStatus, killed: killed, output: output)
             }
+        } catch {
+            running.withLockedValue { pid in
+                if let pid { kill(pid, SIGKILL) }
+            }
+            throw error
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ShopKitAPI
 import Testing
+import TestSupport
 
 @testable import ShopKitCredentials
 
@@ -66,7 +67,7 @@ struct KeyringMidRunTests {
         let keyring = try await PrivateKeyring.start()
         let reports: [String]
         do {
-            reports = try await offPool { try body(keyring) }
+            reports = try await offPool("the keyring child scenario to end", timeout: TestDeadline.child) { try body(keyring) }
         } catch {
             await keyring.stop()
             throw error
@@ -143,7 +144,7 @@ struct KeyringChildScenario {
     /// Reports "waiting" and blocks (off the pool) until the parent has acted and says go.
     static func waitForGo() async throws {
         report("waiting")
-        _ = try await offPool { LineReader(fd: STDIN_FILENO).next() }
+        _ = try await offPool("the parent's go line on stdin") { LineReader(fd: STDIN_FILENO).next() }
     }
 
     static func kind(_ error: CredentialError?) -> String {

@@ -27,14 +27,6 @@ func credentialError<T>(_ body: () async throws(CredentialError) -> T) async -> 
     }
 }
 
-/// Runs blocking work (waiting for a child process, reading its pipe) on its own thread, off the cooperative pool.
-func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    let result: Result<T, any Error> = await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: Result { try body() }) }.start()
-    }
-    return try result.get()
-}
-
 struct FixtureError: Error, CustomStringConvertible {
     let description: String
 }
@@ -70,7 +62,7 @@ final class PrivateKeyring: Sendable {
     /// Starts the bus, then the keyring daemon (login keyring created with a known password, unlocked), and waits
     /// until the keyring owns org.freedesktop.secrets on the bus.
     static func start() async throws -> PrivateKeyring {
-        try await offPool { try startBlocking() }
+        try await offPool("a private dbus-daemon and gnome-keyring-daemon to start", timeout: TestDeadline.child) { try startBlocking() }
     }
 
     private static func startBlocking() throws -> PrivateKeyring {
@@ -136,7 +128,7 @@ final class PrivateKeyring: Sendable {
     /// Starts a keyring daemon on the bus, which opens the login keyring in `directory` with the known password
     /// (creating it the first time) and so leaves it unlocked, and waits until it owns org.freedesktop.secrets.
     func startKeyring() async throws {
-        try await offPool { try self.startKeyringBlocking() }
+        try await offPool("gnome-keyring-daemon to start", timeout: TestDeadline.child) { try self.startKeyringBlocking() }
     }
 
     /// ``startKeyring()`` for callers already off the cooperative pool.
@@ -168,7 +160,7 @@ final class PrivateKeyring: Sendable {
     /// Kills the keyring daemon (SIGKILL) while the bus lives on, and returns once the bus has noticed: nothing
     /// owns org.freedesktop.secrets any more (the bus answers NameHasOwner in order with what it has processed).
     func killKeyring() async throws {
-        try await offPool { try self.killKeyringBlocking() }
+        try await offPool("gnome-keyring-daemon to be killed and gone from the bus") { try self.killKeyringBlocking() }
     }
 
     /// ``killKeyring()`` for callers already off the cooperative pool.
@@ -197,12 +189,12 @@ final class PrivateKeyring: Sendable {
     func killBus() async throws {
         let bus = self.bus
         kill(busPID, SIGKILL)
-        try await offPool { bus.waitUntilExit() }
+        try await offPool("the private dbus-daemon to exit") { bus.waitUntilExit() }
     }
 
     /// Locks the default collection through the Secret Service D-Bus API (`Lock` never prompts).
     func lockDefaultCollection() async throws {
-        try await offPool { try self.lockDefaultCollectionBlocking() }
+        try await offPool("the keyring's default collection to lock") { try self.lockDefaultCollectionBlocking() }
     }
 
     /// ``lockDefaultCollection()`` for callers already off the cooperative pool.
@@ -217,7 +209,7 @@ final class PrivateKeyring: Sendable {
     /// Whether the keyring holds an item for `key`, locked or not, asked through the Secret Service D-Bus API
     /// (`SearchItems` lists locked items too, and never prompts).
     func holdsItem(_ key: CredentialKey) async throws -> Bool {
-        try await offPool { try self.holdsItemBlocking(key) }
+        try await offPool("the keyring to answer whether it holds an item") { try self.holdsItemBlocking(key) }
     }
 
     /// ``holdsItem(_:)`` for callers already off the cooperative pool.
@@ -261,7 +253,7 @@ final class PrivateKeyring: Sendable {
 
     /// Stops both daemons and removes the directory.
     func stop() async {
-        _ = try? await offPool { self.stopBlocking() }
+        _ = try? await offPool("the private keyring and bus to stop") { self.stopBlocking() }
     }
 
     private func stopBlocking() {

@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 import Foundation
 import ShopKitAPI
 import Testing
+import TestSupport
 @testable import ShopKitCredentials
 
 /// A keyring write or delete that its timeout interrupts is reported as `.outcomeUnknown`, never `.unavailable`
@@ -101,11 +102,11 @@ struct KeyringTimeoutTests {
             busy.signal()
             blocker.wait()
         }
-        try await offPool { busy.wait() }
+        try await offPool("the keyring thread to be busy") { busy.wait() }
         async let write = credentialError { () throws(CredentialError) in
             try await store.write(StoredCredential(tokens: AuthTokens(accessToken: "late"), policy: .afterFirstUnlock), for: key)
         }
-        try await offPool { timer.waitUntilScheduled() }
+        try await offPool("the keyring timeout to be scheduled") { timer.waitUntilScheduled() }
         timer.fire()
         let error = await write
         blocker.signal()

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
+import TestSupport
 @testable import ShopKitCredentials
 
 /// A real pseudo-terminal: the verifier reads the slave side, the test types on the master side.
@@ -28,23 +29,21 @@ private final class PseudoTerminal {
         close(master)
     }
 
-    /// Waits (blocking, on a dispatch queue) until the terminal has shown `marker`, then types `line`;
-    /// returns everything the terminal showed up to and including the marker.
-    func answer(after marker: String, with line: String) async -> String {
+    /// Waits (blocking, on a thread of its own, with a deadline) until the terminal has shown `marker`, then types
+    /// `line`; returns everything the terminal showed up to and including the marker.
+    func answer(after marker: String, with line: String) async throws -> String {
         let master = self.master
-        return await withCheckedContinuation { continuation in
-            DispatchQueue(label: "pty-typist").async {
-                var shown = [UInt8]()
-                var chunk = [UInt8](repeating: 0, count: 256)
-                while !String(decoding: shown, as: UTF8.self).contains(marker) {
-                    let count = read(master, &chunk, chunk.count)
-                    if count <= 0 { break }
-                    shown += chunk[0..<count]
-                }
-                let bytes = Array(line.utf8)
-                _ = write(master, bytes, bytes.count)
-                continuation.resume(returning: String(decoding: shown, as: UTF8.self))
+        return try await offPool("the terminal to show \"\(marker)\"") {
+            var shown = [UInt8]()
+            var chunk = [UInt8](repeating: 0, count: 256)
+            while !String(decoding: shown, as: UTF8.self).contains(marker) {
+                let count = read(master, &chunk, chunk.count)
+                if count <= 0 { break }
+                shown += chunk[0..<count]
             }
+            let bytes = Array(line.utf8)
+            _ = write(master, bytes, bytes.count)
+            return String(decoding: shown, as: UTF8.self)
         }
     }
 }
@@ -62,7 +61,7 @@ private final class PseudoTerminal {
         async let verdict: CredentialError? = caughtError { () async throws(CredentialError) in
             try await verifier.verifyPresence(reason: "read the credential shop/alice")
         }
-        let shown = await terminal.answer(after: "confirm it is you: ", with: "open sesame\n")
+        let shown = try await terminal.answer(after: "confirm it is you: ", with: "open sesame\n")
         #expect(await verdict == nil)
         #expect(shown.contains("ShopKit wants to read the credential shop/alice."))
         // Whatever the terminal printed after the answer must not contain the passphrase (echo was off).
@@ -80,7 +79,7 @@ private final class PseudoTerminal {
         async let verdict: CredentialError? = caughtError { () async throws(CredentialError) in
             try await verifier.verifyPresence(reason: "read x")
         }
-        _ = await terminal.answer(after: "confirm it is you: ", with: "guess\n")
+        _ = try await terminal.answer(after: "confirm it is you: ", with: "guess\n")
         #expect(await verdict == .accessDenied("the passphrase did not match after 1 tries"))
     }
 
@@ -100,9 +99,9 @@ private final class PseudoTerminal {
         async let verdict: CredentialError? = caughtError { () async throws(CredentialError) in
             try await verifier.verifyPresence(reason: "read y")
         }
-        let first = await terminal.answer(after: "confirm it is you: ", with: "nope\n")
+        let first = try await terminal.answer(after: "confirm it is you: ", with: "nope\n")
         #expect(first.contains("Passphrase"))
-        _ = await terminal.answer(after: "confirm it is you: ", with: "presence\n")
+        _ = try await terminal.answer(after: "confirm it is you: ", with: "presence\n")
         #expect(await verdict == nil)
     }
 
@@ -124,7 +123,7 @@ private final class PseudoTerminal {
         let terminal = try PseudoTerminal()
         let path = terminal.slavePath
         async let typed = Passphrase.prompt("Token file passphrase: ", terminalPath: path)
-        let shown = await terminal.answer(after: "passphrase: ", with: "typed secret\n")
+        let shown = try await terminal.answer(after: "passphrase: ", with: "typed secret\n")
         #expect(try await typed.withBytes { Array($0) } == Array("typed secret".utf8))
         #expect(!shown.contains("typed secret"))
         await #expect(throws: CredentialError.self) { try await Passphrase.prompt("x", terminalPath: "/dev/null") }

@@ -1,6 +1,7 @@
 import Foundation
 import ShopKitCore
 import Testing
+import TestSupport
 
 @testable import ShopKitCredentials
 
@@ -28,7 +29,7 @@ struct TokenStoreOutcomeCLITests {
         let arguments = [command, "--backend", "keyring", "--timeout", "1", "--service", "s", "--account", "a"]
         let outcome: FrozenAfterProbe.Outcome
         do {
-            outcome = try await offPool {
+            outcome = try await offPool("token-store frozen after its probe to end", timeout: TestDeadline.child) {
                 try FrozenAfterProbe.run(
                     binary, arguments, stdin: command == "set" ? "unknown-outcome-token\n" : "",
                     environment: childEnvironment, freeze: { keyring.pauseKeyring() })

@@ -1,6 +1,7 @@
 import Foundation
 import ShopKitAPI
 import Testing
+import TestSupport
 
 @testable import ShopKitCredentials
 
@@ -132,7 +133,7 @@ enum TerminalSession {
     static func run(
         _ command: String, environment extra: [String: String] = [:], steps: [(marker: String, action: Action)]
     ) async throws -> (status: Int32, screen: String) {
-        try await offPool { () throws -> (Int32, String) in
+        try await offPool("the token-store session under script(1) to end", timeout: TestDeadline.child) { () throws -> (Int32, String) in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
             process.arguments = ["-qec", command, "/dev/null"]

@@ -52,14 +52,14 @@ import Testing
         let transport = try transport(pingInterval: .milliseconds(50), pingTimeout: .seconds(30))
         let base = url(server)
         let held = Task { try await transport.fetch(baseURL: base) }
-        await server.waitUntilHeld(1)
+        try await server.waitUntilHeld(1)
         // The held stream is silent: the client checks the connection, the server answers, nothing fails.
-        await server.waitUntilPinged(3)
+        try await server.waitUntilPinged(3)
         server.releaseHeld(body: Array("late".utf8))
         #expect(try await held.value.1 == Array("late".utf8))
         // Idle in the pool, it is pinged too, and still the one connection the next request uses.
         let pinged = server.counts.pings
-        await server.waitUntilPinged(pinged + 2)
+        try await server.waitUntilPinged(pinged + 2)
         #expect(try await transport.fetch(baseURL: base).1 == Array("h2".utf8))
         #expect(server.counts.connections == 1)
         await transport.shutdown()
@@ -75,7 +75,7 @@ import Testing
         let transport = try transport(pingInterval: .milliseconds(100), pingTimeout: .seconds(2))
         let base = url(server)
         let held = (0..<2).map { _ in Task { try await transport.fetch(baseURL: base) } }
-        await server.waitUntilHeld(2)
+        try await server.waitUntilHeld(2)
         server.goSilent()
         for task in held {
             await #expect(throws: HTTPSTransportError.timeout(.ping)) { _ = try await task.value }
@@ -95,7 +95,7 @@ import Testing
         let server = try await start { _ in .hold }
         let transport = try transport(timeouts: HTTPSTransport.Timeouts(idleRead: .milliseconds(300), http2PingInterval: nil))
         let held = Task { try await transport.fetch(baseURL: url(server)) }
-        await server.waitUntilHeld(1)
+        try await server.waitUntilHeld(1)
         server.goSilent()
         await #expect(throws: HTTPSTransportError.timeout(.idleRead)) { _ = try await held.value }
         #expect(server.counts.pings == 0)

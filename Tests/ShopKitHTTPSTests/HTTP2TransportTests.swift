@@ -45,7 +45,7 @@ import Testing
             for _ in 0..<200 {
                 group.addTask { String(decoding: try await transport.fetch(baseURL: base).1, as: UTF8.self) }
             }
-            await server.waitUntilHeld(200)
+            try await server.waitUntilHeld(200)
             #expect(server.counts.maxOpenStreams == 200)
             server.releaseHeld()
             var bodies: [String] = []
@@ -66,7 +66,7 @@ import Testing
         let base = url(server)
         try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<50 { group.addTask { try await transport.fetch(baseURL: base).1.count } }
-            await server.waitUntilHeld(10)
+            try await server.waitUntilHeld(10)
             #expect(server.counts.requests == 10)  // the other 40 wait for a free stream
             server.releaseHeld()
             var completed = 0
@@ -85,7 +85,7 @@ import Testing
         let base = url(server)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<8 { group.addTask { _ = try await transport.fetch(baseURL: base) } }
-            await server.waitUntilHeld(8)
+            try await server.waitUntilHeld(8)
             #expect(server.counts.connections == 2)  // 5 streams on the first, 3 on the second
             server.releaseHeld()
             try await group.waitForAll()
@@ -104,7 +104,7 @@ import Testing
             for _ in 0..<20 {
                 group.addTask { String(decoding: try await transport.fetch(baseURL: base).1, as: UTF8.self) }
             }
-            await server.waitUntilHeld(20)
+            try await server.waitUntilHeld(20)
             server.goAway(processing: 5)
             var bodies: [String: Int] = [:]
             for try await body in group { bodies[body, default: 0] += 1 }
@@ -122,9 +122,9 @@ import Testing
         let transport = try transport()
         let base = url(server)
         let first = Task { try await transport.fetch(.get, baseURL: base) }
-        await server.waitUntilHeld(1)
+        try await server.waitUntilHeld(1)
         let second = Task { try await transport.fetch(.post, baseURL: base, body: HTTPBody("order")) }
-        await server.waitUntilHeld(2)
+        try await server.waitUntilHeld(2)
         server.goAway(processing: 1)
         #expect(try await first.value.0.status == .ok)
         // Named for what happened: the server's GOAWAY (NO_ERROR) left it unprocessed (it was reported as the
@@ -145,7 +145,7 @@ import Testing
             for _ in 0..<5 {
                 group.addTask { String(decoding: try await transport.fetch(baseURL: base).1, as: UTF8.self) }
             }
-            await server.waitUntilHeld(5)
+            try await server.waitUntilHeld(5)
             await #expect(throws: HTTPSTransportError.streamReset(code: "INTERNAL_ERROR")) {
                 _ = try await transport.fetch(.get, "/reset", baseURL: base)
             }
@@ -167,7 +167,7 @@ import Testing
         let base = url(server)
         let others = (0..<4).map { _ in Task { try await transport.fetch(baseURL: base) } }
         let cancelled = Task { try await transport.fetch(baseURL: base) }
-        await server.waitUntilHeld(5)
+        try await server.waitUntilHeld(5)
         cancelled.cancel()
         await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
         server.releaseHeld()
@@ -319,7 +319,7 @@ import Testing
         let transport = try transport()
         let base = url(server)
         let held = (0..<3).map { _ in Task { try await transport.fetch(baseURL: base) } }
-        await server.waitUntilHeld(3)
+        try await server.waitUntilHeld(3)
         server.closeConnections()
         for task in held {
             await #expect(throws: HTTPSTransportError.self) { _ = try await task.value }

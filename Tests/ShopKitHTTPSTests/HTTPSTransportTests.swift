@@ -66,7 +66,7 @@ import ShopKitTLS
         let transport = makeTransport()
         _ = try await transport.fetch(baseURL: server.baseURL)
         await server.closeIdleConnections()
-        await server.waitUntil { $0.closed == 1 }
+        try await server.waitUntil { $0.closed == 1 }
         let (response, _) = try await transport.fetch(baseURL: server.baseURL)
         #expect(response.status == .ok)
         #expect(server.counts.accepted == 2)
@@ -78,7 +78,7 @@ import ShopKitTLS
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = makeTransport(pool: HTTPSTransport.Pool(idleTimeout: .milliseconds(20)))
         _ = try await transport.fetch(baseURL: server.baseURL)
-        await server.waitUntil { $0.closed == 1 }  // closed by the client's idle timer
+        try await server.waitUntil { $0.closed == 1 }  // closed by the client's idle timer
         _ = try await transport.fetch(baseURL: server.baseURL)
         #expect(server.counts.accepted == 2)
         await transport.shutdown()

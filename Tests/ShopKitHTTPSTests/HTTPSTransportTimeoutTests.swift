@@ -59,8 +59,8 @@ import ShopKitTLS
         await #expect(throws: TLSError.handshakeTimeout) {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
         }
-        await reads.wait(until: 1)  // the server did get the ClientHello
-        await closed.wait(until: 1)  // and the client closed the connection when the timeout fired
+        try await reads.wait(until: 1)  // the server did get the ClientHello
+        try await closed.wait(until: 1)  // and the client closed the connection when the timeout fired
         await transport.shutdown()
         try await server.close()
     }
@@ -97,7 +97,7 @@ import ShopKitTLS
         let transport = makeTransport(
             timeouts: .init(idleRead: Self.long, request: Self.long), pool: .init(maxConnectionsPerHost: 1))
         let hanging = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
-        await server.waitUntil { $0.requests == 1 }
+        try await server.waitUntil { $0.requests == 1 }
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
         await #expect(throws: HTTPSTransportError.timeout(.request)) {
             _ = try await transport.send(
@@ -138,7 +138,7 @@ import ShopKitTLS
             .bind(host: "127.0.0.1", port: 0).get()
         let port = try #require(server.localAddress?.port)
         let hanging = Task { try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!) }
-        await reads.wait(until: 1)
+        try await reads.wait(until: 1)
         hanging.cancel()
         await #expect(throws: CancellationError.self) { _ = try await hanging.value }
         await transport.shutdown()
@@ -153,10 +153,10 @@ import ShopKitTLS
         let transport = makeTransport()
         if reused { _ = try await transport.fetch(baseURL: server.baseURL) }
         let task = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
-        await server.waitUntil { $0.requests == (reused ? 2 : 1) }
+        try await server.waitUntil { $0.requests == (reused ? 2 : 1) }
         task.cancel()
         await #expect(throws: CancellationError.self) { _ = try await task.value }
-        await server.waitUntil { $0.closed == 1 }
+        try await server.waitUntil { $0.closed == 1 }
         _ = try await transport.fetch(baseURL: server.baseURL)
         #expect(server.counts.accepted == 2)
         await transport.shutdown()
@@ -174,7 +174,7 @@ import ShopKitTLS
         let reader = Task { try await [UInt8](collecting: body!, upTo: .max) }
         reader.cancel()
         await #expect(throws: CancellationError.self) { _ = try await reader.value }
-        await server.waitUntil { $0.closed == 1 }
+        try await server.waitUntil { $0.closed == 1 }
         _ = try await transport.fetch(baseURL: server.baseURL)
         #expect(server.counts.accepted == 2)
         await transport.shutdown()

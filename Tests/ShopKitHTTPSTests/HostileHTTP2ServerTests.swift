@@ -100,7 +100,7 @@ import Testing
         let (response, body) = try await transport.send(request, body: nil, baseURL: base, operationID: "flood")
         #expect(response.status == .ok)
         // The reader reads nothing until the client has reset the stream: it is behind, so no window is given.
-        await server.waitUntilReset(1)
+        try await server.waitUntilReset(1)
         var received = 0
         do {
             for try await part in try #require(body) { received += part.count }

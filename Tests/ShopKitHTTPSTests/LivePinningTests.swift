@@ -44,7 +44,7 @@ import Testing
             for _ in 0..<32 {
                 group.addTask { try await transport.fetch(.get, "/hold", baseURL: server.baseURL).1 }
             }
-            await server.waitUntil { $0.held == 32 }
+            try await server.waitUntil { $0.held == 32 }
             let before = server.counts
             #expect(before.accepted == 32)
 
@@ -72,7 +72,7 @@ import Testing
             #expect(bodies == Array(repeating: Array("released".utf8), count: 32))
         }
         // Their connections are not reused: every connection closes (the 32 verified under A once released).
-        await server.waitUntil { $0.closed == $0.accepted }
+        try await server.waitUntil { $0.closed == $0.accepted }
         await #expect { _ = try await transport.fetch(baseURL: server.baseURL) } throws: { Self.isMismatch($0, version: 2) }
         #expect(server.counts.requests == 33)
         await transport.shutdown()
@@ -87,7 +87,7 @@ import Testing
             for _ in 0..<32 {
                 group.addTask { try await transport.fetch(.get, "/hold", baseURL: base).1 }
             }
-            await server.waitUntilHeld(32)
+            try await server.waitUntilHeld(32)
             #expect(server.counts.connections == 1)
 
             transport.replacePinning(Self.policy(Self.pinsB, version: 5))
@@ -123,7 +123,7 @@ import Testing
         let transport = try Self.transport(httpVersion: .automatic)
         let base = URL(string: "https://127.0.0.1:\(server.port)")!
         let held = (0..<3).map { _ in Task { try await transport.fetch(.get, "/hold", baseURL: base).1 } }
-        await server.waitUntilHeld(3)
+        try await server.waitUntilHeld(3)
         transport.replacePinning(Self.policy(Self.pinsB, version: 6))
         server.releaseHeldInOneWrite()
         for task in held { #expect(try await task.value == Array("released".utf8)) }
@@ -141,7 +141,7 @@ import Testing
         #expect(server.counts.accepted == 1)
         // Back to a policy the chain fails: the idle connection is closed at once, before any use.
         transport.replacePinning(Self.policy(Self.pinsB, version: 3))
-        await server.waitUntil { $0.closed == 1 }
+        try await server.waitUntil { $0.closed == 1 }
         await #expect { _ = try await transport.fetch(baseURL: server.baseURL) } throws: { Self.isMismatch($0, version: 3) }
         #expect(server.counts.requests == 2)
         await transport.shutdown()

@@ -38,7 +38,7 @@ import ShopKitTLS
         let stub = StubTransport(replies: [.status(204)])
         let reporter = try Self.reporter(stub)
         reporter.report(Self.report())
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         let requests = await stub.requests
         #expect(requests.count == 1)
         let sent = try #require(requests.first)
@@ -84,7 +84,7 @@ import ShopKitTLS
         reporter.report(Self.report())
         clock.withLockedValue { $0 = Date(timeIntervalSince1970: 1_800_000_000 + 86_400) }
         reporter.report(Self.report())
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         let hosts = await stub.requests.compactMap { request in
             (try? JSONSerialization.jsonObject(with: request.body ?? Data()) as? [String: Any])?["hostname"] as? String
         }
@@ -100,17 +100,17 @@ import ShopKitTLS
         }
         let reporter = try Self.reporter(stub, capacity: 2)
         reporter.report(Self.report(host: "h0.example.com"))
-        await stub.arrivals.wait(until: 1)  // the first is being sent, held by the gate
+        try await stub.arrivals.wait(until: 1)  // the first is being sent, held by the gate
         for index in 1...9 { reporter.report(Self.report(host: "h\(index).example.com")) }
         #expect(reporter.statistics.accepted == 3)
         #expect(reporter.statistics.dropped == 7)
         await gate.open()
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         #expect(await stub.requests.count == 3)
         #expect(reporter.statistics.delivered == 3)
         // A dropped report was never sent, so it is not a duplicate later.
         reporter.report(Self.report(host: "h9.example.com"))
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         #expect(reporter.statistics.delivered == 4)
     }
 
@@ -122,7 +122,7 @@ import ShopKitTLS
         reporter.report(Self.report(host: "collector.example.net", port: 443))
         // The same host on another port is another endpoint.
         reporter.report(Self.report(host: "backup-collector.example.org", port: 443))
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         let sent = await stub.requests.map(\.baseURL.absoluteString)
         #expect(sent == ["https://backup-collector.example.org:8443", "https://collector.example.net", "https://backup-collector.example.org:8443"])
     }
@@ -132,7 +132,7 @@ import ShopKitTLS
         let reporter = try Self.reporter(stub)
         reporter.report(Self.report(host: "a.example.com"))
         reporter.report(Self.report(host: "b.example.com"))
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         #expect(reporter.statistics.failed == 2)
         #expect(reporter.statistics.delivered == 0)
         #expect(await stub.requests.count == 2)

@@ -73,12 +73,12 @@ import ShopKitTLS
             await #expect { _ = try await app.fetch(baseURL: base) } throws: { error in
                 if case .pinMismatch = error as? TLSError { true } else { false }
             }
-            await reporter.waitUntilIdle()
+            try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         }
         // A day later the same failure is reported again.
         clock.withLockedValue { $0 += 86_400 }
         await #expect(throws: TLSError.self) { _ = try await app.fetch(baseURL: base) }
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
 
         let reports = collector.reports
         #expect(reports.count == 2)
@@ -119,7 +119,7 @@ import ShopKitTLS
         let (response, body) = try await app.fetch(baseURL: URL(string: "https://localhost:\(appServer.port)")!)
         #expect(response.status == .ok)
         #expect(body == Array("hello".utf8))
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         #expect(collector.reports.map { $0["enforce-pinning"] as? Bool } == [false])
         await app.shutdown()
         try await appServer.shutdown()
@@ -175,7 +175,7 @@ import ShopKitTLS
         // The stalled collector goes away: its waiting connects are refused at their next SYN, so every report
         // has now failed, none was delivered.
         hanging.close()
-        await reporter.waitUntilIdle()
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         #expect(reporter.statistics.delivered == 0)
         #expect(reporter.statistics.failed == 6)
         await reportingApp.shutdown()

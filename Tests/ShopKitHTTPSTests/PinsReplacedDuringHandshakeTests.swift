@@ -51,12 +51,17 @@ import Testing
     /// connection, replaces the pins with `replacement`, releases the flight, and returns the request's outcome.
     static func fetchReplacingPinsDuringHandshake(
         _ transport: HTTPSTransport, relay: HoldingRelay, replacement: PinningPolicy
-    ) async -> Result<[UInt8], any Error> {
+    ) async throws -> Result<[UInt8], any Error> {
         let base = URL(string: "https://127.0.0.1:\(relay.port)")!
         let request = Task { () -> Result<[UInt8], any Error> in
             do { return .success(try await transport.fetch(baseURL: base).1) } catch { return .failure(error) }
         }
-        await relay.waitUntilHolding(1)
+        do {
+            try await relay.waitUntilHolding(1)
+        } catch {
+            request.cancel()
+            throw error
+        }
         transport.replacePinning(replacement)
         relay.release(1)
         return await request.value
@@ -67,7 +72,7 @@ import Testing
         let relay = try await HoldingRelay.start(to: server.port)
         let transport = try Self.transport(pinning: Self.matching(version: 1), httpVersion: .http1Only)
 
-        let outcome = await Self.fetchReplacingPinsDuringHandshake(
+        let outcome = try await Self.fetchReplacingPinsDuringHandshake(
             transport, relay: relay, replacement: Self.mismatching(version: 2))
 
         // Refused as under the new pins alone: their mismatch, naming their version.
@@ -79,7 +84,7 @@ import Testing
         // The first connection finished its handshake under the old pins and carried no request; the request's
         // own connection (the second) was refused by the new pins during its handshake.
         #expect(relay.accepted == 2)
-        await server.waitUntil { $0.closed == $0.accepted }
+        try await server.waitUntil { $0.closed == $0.accepted }
         #expect(server.counts.accepted == 2)
         #expect(server.requests.isEmpty)
         #expect(serverTLS.statistics.fullHandshakes == 1)
@@ -94,7 +99,7 @@ import Testing
         let relay = try await HoldingRelay.start(to: server.port)
         let transport = try Self.transport(pinning: Self.mismatching(version: 1), httpVersion: .http1Only)
 
-        let outcome = await Self.fetchReplacingPinsDuringHandshake(
+        let outcome = try await Self.fetchReplacingPinsDuringHandshake(
             transport, relay: relay, replacement: Self.matching(version: 2))
 
         #expect(try outcome.get() == Array("ok".utf8))
@@ -102,7 +107,7 @@ import Testing
         // new ones.
         #expect(relay.accepted == 2)
         #expect(server.requests.map(\.connection) == [2])
-        await server.waitUntil { $0.closed >= 1 }
+        try await server.waitUntil { $0.closed >= 1 }
         #expect(serverTLS.statistics.fullHandshakes == 1)
         // And that connection is pooled as any other.
         #expect(try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(relay.port)")!).1 == Array("ok".utf8))
@@ -118,7 +123,7 @@ import Testing
         let relay = try await HoldingRelay.start(to: server.port)
         let transport = try Self.transport(pinning: Self.matching(version: 1), httpVersion: .automatic)
 
-        let outcome = await Self.fetchReplacingPinsDuringHandshake(
+        let outcome = try await Self.fetchReplacingPinsDuringHandshake(
             transport, relay: relay, replacement: Self.mismatching(version: 7))
 
         if case .failure(let error) = outcome {
@@ -128,7 +133,7 @@ import Testing
         }
         #expect(relay.accepted == 2)
         // Once the server closed the first connection it has read all the client sent there.
-        await relay.waitUntilServerClosed(1)
+        try await relay.waitUntilServerClosed(1)
         #expect(server.counts.connections == 2)
         #expect(server.counts.requests == 0)
 
@@ -142,7 +147,7 @@ import Testing
         let relay = try await HoldingRelay.start(to: server.port)
         let transport = try Self.transport(pinning: Self.mismatching(version: 1), httpVersion: .automatic)
 
-        let outcome = await Self.fetchReplacingPinsDuringHandshake(
+        let outcome = try await Self.fetchReplacingPinsDuringHandshake(
             transport, relay: relay, replacement: Self.matching(version: 2))
 
         #expect(try outcome.get() == Array("h2".utf8))

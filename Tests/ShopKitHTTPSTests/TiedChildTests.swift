@@ -14,39 +14,29 @@ struct TiedChildTests {
     private func startSleeper() async throws -> (TiedChild, pid_t) {
         let fds = try TiedChild.socketPair()
         let child = try TiedChild(
-            "/bin/sh", arguments: ["-c", "echo $$; exec sleep 600"], environment: ProcessInfo.processInfo.environment
+            "/bin/sh", arguments: ["-c", "echo $$; exec sleep 600"], environment: ProcessInfo.processInfo.environment,
+            stopGrace: .seconds(600)  // only the tie may end it here, never the escalation
         ) { actions in
             posix_spawn_file_actions_adddup2(&actions, fds.1, 1)
         }
         close(fds.1)
-        let line = await Self.firstLine(of: fds.0)
+        let output = OutputReader(fd: fds.0)
+        try await output.wait(until: { $0.contains("\n") }, for: "the sleeper's pid")
+        let line = output.text.split(separator: "\n").first.map(String.init) ?? ""
         let pid = try #require(pid_t(line))
         return (child, pid)
     }
 
-    /// Reads `fd` to its first newline on a thread of its own (a blocking read), then closes it.
-    private static func firstLine(of fd: Int32) async -> String {
-        await withCheckedContinuation { continuation in
-            Thread {
-                var bytes: [UInt8] = []
-                var byte: UInt8 = 0
-                while read(fd, &byte, 1) == 1, byte != UInt8(ascii: "\n") { bytes.append(byte) }
-                close(fd)
-                continuation.resume(returning: String(decoding: bytes, as: UTF8.self))
-            }.start()
-        }
-    }
-
-    /// Stops `child` on a thread of its own and returns whether that finished: a tie that never closes (leaked
-    /// into another process) would block `stop()` in `waitpid` forever, and the time limit then fails the test.
+    /// Stops `child` and returns whether it ended: a tie that never closes (leaked into another process) would
+    /// leave the watcher waiting in `read` (the sleepers' stop grace is far longer than this wait's deadline).
     private static func stopped(_ child: TiedChild) async -> Bool {
-        let done = EventCounter()
-        Thread {
-            child.stop()
-            Task { await done.increment() }
-        }.start()
-        await done.wait(until: 1)
-        return await done.count == 1
+        child.stop()
+        do {
+            try await child.waitUntilStopped()
+            return true
+        } catch {
+            return false
+        }
     }
 
     private static func isRunning(_ pid: pid_t) -> Bool {

@@ -30,7 +30,7 @@ import ShopKitTLS
             #expect(response.status == .ok)
             #expect(body == Array("through the tunnel".utf8))
         }
-        await proxy.waitForConnects(1)
+        try await proxy.waitForConnects(1)
         // Kept alive inside one tunnel: one CONNECT, one TLS connection at the origin.
         #expect(proxy.connectTargets == ["127.0.0.1:\(origin.port)"])
         #expect(origin.counts.accepted == 1)
@@ -54,7 +54,7 @@ import ShopKitTLS
             return report.host == "127.0.0.1"
                 && report.chainPins.first?.pin == TestCertificates.pin("leaf-localhost-ecdsa")
         }
-        await proxy.waitForConnects(1)
+        try await proxy.waitForConnects(1)
         #expect(origin.counts.requests == 0)
         await transport.shutdown()
         await origin.stop()
@@ -117,7 +117,7 @@ import ShopKitTLS
         let transport = try Self.transport(through: configuration)
         #expect(try await transport.fetch(baseURL: bypassed.baseURL).1 == Array("direct".utf8))
         #expect(try await transport.fetch(baseURL: proxied.baseURL).1 == Array("proxied".utf8))
-        await proxy.waitForConnects(1)
+        try await proxy.waitForConnects(1)
         // tinyproxy logs in order: had the first request gone through it, its CONNECT would come first.
         #expect(proxy.connectTargets == ["127.0.0.1:\(proxied.port)"])
         await transport.shutdown()
@@ -135,7 +135,7 @@ import ShopKitTLS
         async let second = transport.fetch(baseURL: base)
         let bodies = try await [first.1, second.1]
         #expect(bodies == [Array("h2".utf8), Array("h2".utf8)])
-        await proxy.waitForConnects(1)
+        try await proxy.waitForConnects(1)
         #expect(proxy.connectTargets == ["127.0.0.1:\(origin.port)"])
         #expect(origin.counts.connections == 1)
         await transport.shutdown()

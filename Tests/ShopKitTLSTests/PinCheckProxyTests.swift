@@ -31,7 +31,7 @@ import Testing
         #expect(object["proxy"] as? String == "http://127.0.0.1:\(proxy.port)")
         #expect(object["verdict"] as? String == "ok")
         #expect(object["matchedPin"] as? String == Self.leafPin)
-        await proxy.waitForConnects(1)
+        try await proxy.waitForConnects(1)
         #expect(proxy.connectTargets == ["127.0.0.1:\(port)"])
     }
 

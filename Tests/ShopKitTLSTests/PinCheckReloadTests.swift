@@ -47,21 +47,21 @@ struct PinCheckReloadTests {
 
         // Host 1 is in flight (the SIGHUP source was installed before it started). A file that does not parse
         // is refused, and the pins stay.
-        await relay.waitUntilHolding(1)
+        try await relay.waitUntilHolding(1)
         try Self.rewrite(pinsURL, "[127.0.0.1]\n\(Self.mismatching[0])\nnot-a-pin\n")
         child.signal(SIGHUP)
-        await child.waitForStandardError { $0.contains("pins not reloaded") }
+        try await child.waitForStandardError("pin-check to refuse the broken pins file") { $0.contains("pins not reloaded") }
         relay.release(1)
 
         // Host 2 started after the refused reload: with the first pins. It is in flight while a good file is
         // loaded.
-        await relay.waitUntilHolding(2)
+        try await relay.waitUntilHolding(2)
         try Self.rewrite(pinsURL, Self.pinsFile(Self.mismatching.map(\.description)))
         child.signal(SIGHUP)
-        await child.waitForStandardError { $0.contains("reloaded pins from") }
+        try await child.waitForStandardError("pin-check to reload the pins") { $0.contains("reloaded pins from") }
         relay.release(2)
 
-        let outcome = await child.waitForExit()
+        let outcome = try await child.waitForExit()
         await relay.stop()
         try await server.shutdown()
 
@@ -95,9 +95,9 @@ struct PinCheckReloadTests {
         let child = try await StreamingChild.start(
             PinCheckBinary.binary().url, ["--hosts-file", hostsURL.path, "--ca-file", caURL.path, "--json"])
         defer { child.kill() }
-        await relay.waitUntilHolding(1)
+        try await relay.waitUntilHolding(1)
         child.signal(SIGHUP)
-        let outcome = await child.waitForExit()
+        let outcome = try await child.waitForExit()
         await relay.stop()
         try await server.shutdown()
 
@@ -177,7 +177,7 @@ private final class StreamingChild: Sendable {
                 $0 = Outcome(status: status, endedBySignal: bySignal, stdout: String(decoding: data, as: UTF8.self), stderr: "")
             }
         }.start()
-        await launch.wait { if case .starting = $0 { false } else { true } }
+        try await launch.wait(until: { if case .starting = $0 { false } else { true } }, for: "pin-check to start")
         if case .failed(let reason) = launch.withLockedValue({ $0 }) { throw LaunchError(description: reason) }
         return child
     }
@@ -187,15 +187,16 @@ private final class StreamingChild: Sendable {
         launch.withLockedValue { if case .running(let pid) = $0 { _ = Glibc.kill(pid, signal) } }
     }
 
-    /// Returns once standard error so far satisfies `predicate` (or the test's time limit cancels the wait).
-    func waitForStandardError(_ predicate: @escaping @Sendable (String) -> Bool) async {
-        await errors.wait { predicate($0.text) }
+    /// Returns once standard error so far satisfies `predicate`; throws ``WaitEnded``, with what it saw, past the
+    /// deadline or when the test's time limit cancels the wait.
+    func waitForStandardError(_ what: String, _ predicate: @escaping @Sendable (String) -> Bool) async throws {
+        try await errors.wait(until: { predicate($0.text) }, for: what, describe: { $0.text })
     }
 
     /// The exit status and everything written, once the child ended.
-    func waitForExit() async -> Outcome {
-        await outcome.wait { $0 != nil }
-        await errors.wait { $0.ended }
+    func waitForExit() async throws -> Outcome {
+        try await outcome.wait(until: { $0 != nil }, for: "pin-check to exit", timeout: TestDeadline.child)
+        try await errors.wait(until: { $0.ended }, for: "pin-check's standard error to end")
         var result = outcome.withLockedValue { $0! }
         result.stderr = errors.withLockedValue { $0.text }
         return result

@@ -88,17 +88,6 @@ import Testing
 /// `-naccept 1`, so its output ends when it exits; `-www`, so it does not read its empty stdin): with wrong pins, s_server never verifies a client
 /// certificate (no `verify return` line from its verify callback), over TLS 1.2 and 1.3.
 @Suite struct PinsBeforeClientCertificateSServerTests {
-    /// Reads `fd` until `done` holds for what was read, or to EOF.
-    static func read(_ fd: Int32, into text: inout String, until done: (String) -> Bool = { _ in false }) {
-        var buffer = [UInt8](repeating: 0, count: 4_096)
-        while !done(text) {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return }
-            text += String(decoding: buffer[0..<count], as: UTF8.self)
-        }
-    }
-
     @Test(arguments: ["-tls1_2", "-tls1_3"])
     func sServerSeesNoClientCertificateWhenThePinsDoNotMatch(version: String) async throws {
         let certs = TestCertificates.directory
@@ -124,12 +113,10 @@ import Testing
                 posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
             }
         }
-        defer {
-            server.stop()
-            close(fds.0)
-        }
-        var output = ""
-        Self.read(fds.0, into: &output) { $0.contains("ACCEPT") && $0.hasSuffix("\n") }
+        defer { server.stop() }
+        let reader = OutputReader(fd: fds.0)
+        try await reader.wait(until: { $0.contains("ACCEPT") && $0.hasSuffix("\n") }, for: "s_server's ACCEPT line")
+        let output = reader.text
         let port = try #require(
             output.split(separator: "\n").first { $0.hasPrefix("ACCEPT") }?.split(separator: ":").last.flatMap { Int($0) },
             "no ACCEPT line from s_server: \(output)")
@@ -140,13 +127,13 @@ import Testing
             Issue.record("connected with wrong pins")
         } catch let error as TLSError {
             guard case .pinMismatch = error else {
-                Self.read(fds.0, into: &output)
-                Issue.record("expected pinMismatch, got \(error); s_server:\n\(output)")
+                Issue.record("expected pinMismatch, got \(error); s_server:\n\(reader.text)")
                 return
             }
         }
-        Self.read(fds.0, into: &output)  // to EOF: s_server exits after its one connection
-        #expect(!output.contains("verify return"), "s_server verified a client certificate:\n\(output)")
-        #expect(!output.contains("CN=shopkit-client-rsa") && !output.contains("CN = shopkit-client-rsa"))
+        // To its end: s_server exits after its one connection.
+        let log = try await reader.waitForEnd("s_server to exit after its one connection")
+        #expect(!log.contains("verify return"), "s_server verified a client certificate:\n\(log)")
+        #expect(!log.contains("CN=shopkit-client-rsa") && !log.contains("CN = shopkit-client-rsa"))
     }
 }

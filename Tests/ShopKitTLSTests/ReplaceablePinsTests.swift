@@ -52,7 +52,7 @@ import Testing
             try await fleet.run { index, report in reports[index] = report }
             return reports
         }
-        await relay.waitUntilHolding(1)
+        try await relay.waitUntilHolding(1)
         pins.replace(with: try Self.file(Self.mismatching))
         relay.release(1)
         let reports = try await run.value

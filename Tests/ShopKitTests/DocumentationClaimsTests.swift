@@ -56,7 +56,7 @@ import TestSupport
     }
 
     /// The README's `openssl` one-liners compute the pins `TestCerts/generate.sh` recorded.
-    @Test func theREADMEsOpenSSLPinCommandsGiveThePin() throws {
+    @Test func theREADMEsOpenSSLPinCommandsGiveThePin() async throws {
         let readme = try READMESnippets.readme()
         let commands = readme.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { $0.hasPrefix("openssl x509 -in cert.pem") || $0.hasPrefix("openssl pkey -in key.pem") }
@@ -67,16 +67,9 @@ import TestSupport
             let concrete = command
                 .replacingOccurrences(of: "cert.pem", with: "'\(directory)/leaf-localhost-ecdsa.pem'")
                 .replacingOccurrences(of: "key.pem", with: "'\(directory)/leaf-localhost-ecdsa.key'")
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/bin/sh")
-            process.arguments = ["-c", concrete]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
-            #expect(process.terminationStatus == 0, "\(command)")
-            #expect("sha256/" + printed.trimmingCharacters(in: .whitespacesAndNewlines) == expected, "\(command)")
+            let run = try await BuiltBinary(url: URL(fileURLWithPath: "/bin/sh")).run(["-c", concrete])
+            #expect(run.status == 0, "\(command): \(run.stderr)")
+            #expect("sha256/" + run.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == expected, "\(command)")
         }
     }
 }

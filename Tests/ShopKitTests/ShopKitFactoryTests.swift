@@ -68,7 +68,7 @@ import TestSupport
             transport: stub)
 
         let held = Task { try await client.send(Me()) }
-        await stub.arrivals.wait(until: 1)  // the first user's GET is in flight under dedup
+        try await stub.arrivals.wait(until: 1)  // the first user's GET is in flight under dedup
         try await store.saveTokens(AuthTokens(accessToken: "second"))  // another user signs in
         #expect(try await client.send(Me()) == NoContent())  // not merged with the held one: it completes alone
         await gate.open()
