@@ -116,11 +116,14 @@ package final class WaitableState<State: Sendable>: Sendable {
 
 /// How long tests wait for things that are not what they test.
 ///
+/// The suites' time limits are 3 minutes, above every default here, so a wait that never ends fails with its own
+/// message (what it waited for, what it saw) before the time limit cancels the test.
+///
 /// Wide on purpose: a test about pins, framing or proxies must not fail because a loaded machine took seconds to
 /// do what an idle one does in milliseconds. A wait that reaches its deadline means the event never came.
 package enum TestDeadline {
     /// The default deadline of every wait in TestSupport (server counts, gates, counters, child processes).
-    package static let wait: Duration = .seconds(45)
+    package static let wait: Duration = .seconds(90)
     /// The default deadline of a child process (``BuiltBinary``), after which it is killed.
     package static let child: Duration = .seconds(120)
     /// How long a stopped server (``TiedChild``) may take to end on its stop signal before it is killed.

@@ -9,7 +9,7 @@ import TestSupport
 let oldTokens = AuthTokens(accessToken: "old-access", refreshToken: "old-refresh")
 let newTokens = AuthTokens(accessToken: "new-access", refreshToken: "new-refresh")
 
-@Suite(.timeLimit(.minutes(1))) struct AuthenticationChainTests {
+@Suite(.timeLimit(.minutes(3))) struct AuthenticationChainTests {
     func get(_ transport: some ClientTransport, path: String = "/me", headers: HTTPFields = [:]) async throws -> HTTPResponse {
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path, headerFields: headers)
         return try await transport.send(request, body: nil, baseURL: baseURL, operationID: "test").0

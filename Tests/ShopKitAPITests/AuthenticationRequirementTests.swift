@@ -7,7 +7,7 @@ import TestSupport
 @testable import ShopKitAPI
 
 /// Per-operation auth for generated clients: public operations go out without a token, even signed out.
-@Suite(.timeLimit(.minutes(1))) struct AuthenticationRequirementTests {
+@Suite(.timeLimit(.minutes(3))) struct AuthenticationRequirementTests {
     static func request(_ method: HTTPRequest.Method = .get, path: String) -> HTTPRequest {
         HTTPRequest(method: method, scheme: nil, authority: nil, path: path, headerFields: [:])
     }

@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import ShopKitAPI
 
-@Suite(.timeLimit(.minutes(1))) struct DeduplicationChainTests {
+@Suite(.timeLimit(.minutes(3))) struct DeduplicationChainTests {
     static func request(
         _ method: HTTPRequest.Method = .get, path: String = "/products", headers: HTTPFields = [.authorization: "Bearer a"]
     ) -> HTTPRequest {

@@ -7,7 +7,7 @@ import TestSupport
 @testable import ShopKitAPI
 
 /// The decorators as `ClientMiddleware`s: the same logic as the transports, driven through `intercept`.
-@Suite(.timeLimit(.minutes(1))) struct MiddlewareTests {
+@Suite(.timeLimit(.minutes(3))) struct MiddlewareTests {
     static let get = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/products", headerFields: [:])
 
     /// A generated client wraps whatever an inner middleware or the transport throws in `ClientError`.

@@ -8,7 +8,7 @@ import TestSupport
 /// A wait that wrongly never returns must fail a test, not hang it: the time limit only cancels the test's own task,
 /// so the waits run in child tasks (cancelled with the test) or, where the test cancels them itself, report their
 /// return through a `Gate`, which does not depend on `WaitableState`.
-@Suite(.timeLimit(.minutes(1))) struct WaitableStateTests {
+@Suite(.timeLimit(.minutes(3))) struct WaitableStateTests {
     /// Waits (without sleeping) until `count` tasks are parked on `state`, or the test is cancelled.
     static func waitForWaiters(_ state: WaitableState<Int>, _ count: Int) async {
         while state.waiterCount < count && !Task.isCancelled { await Task.yield() }

@@ -23,7 +23,7 @@ import Testing
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: [try PinSet(hostPattern: HostPattern("127.0.0.1"), pins: wrongPins)]),
             sessionResumption: false)
-        let transport = try HTTPSTransport(configuration: .init(tls: tls))
+        let transport = try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide()))
         let attempts = AttemptCounter(upstream: transport)
         let sleeper = RecordingSleeper()
         let retrying = MiddlewareChain(attempts, [RetryMiddleware(policy: RetryPolicy(maxAttempts: 3), sleeper: sleeper)])

@@ -32,7 +32,7 @@ func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTranspo
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let body = pattern(200_000)
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok(body) }
-        let transport = HTTPSTransport(configuration: .init(eventLoopGroup: group), security: realSecurity())
+        let transport = HTTPSTransport(configuration: .init(timeouts: .wide(), eventLoopGroup: group), security: realSecurity())
         let executor = try #require(transport.executor as? EventLoopTaskExecutor)
         let loop = executor.loop
         #expect(loop === transport.pool.loops[0])
@@ -68,7 +68,7 @@ func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTranspo
 
     @Test func theReadmeExampleRunsAndIsShownVerbatim() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
-        let transport = HTTPSTransport(configuration: .init(), security: realSecurity())
+        let transport = HTTPSTransport(configuration: .init(timeouts: .wide()), security: realSecurity())
         let responses = try await fetchAll(["/a", "/b"], from: server.baseURL, with: transport)
         #expect(responses.map(\.status) == [.ok, .ok])
         #expect(server.counts.accepted == 1)
@@ -81,7 +81,7 @@ func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTranspo
     @Test func withoutThePreferenceTheCallerStaysOffTheLoop() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
-        let transport = HTTPSTransport(configuration: .init(eventLoopGroup: group), security: realSecurity())
+        let transport = HTTPSTransport(configuration: .init(timeouts: .wide(), eventLoopGroup: group), security: realSecurity())
         let loop = try #require(transport.executor as? EventLoopTaskExecutor).loop
         let (response, bytes) = try await transport.fetch(baseURL: server.baseURL)
         #expect(response.status == .ok)

@@ -13,7 +13,7 @@ import TestSupport
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 3)
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = HTTPSTransport(
-            configuration: .init(eventLoopGroup: group), security: realSecurity())
+            configuration: .init(timeouts: .wide(), eventLoopGroup: group), security: realSecurity())
         let target = try RequestTarget(baseURL: server.baseURL)
         let deadline = NIODeadline.now() + .seconds(30)
         // Three held at once: one per loop.

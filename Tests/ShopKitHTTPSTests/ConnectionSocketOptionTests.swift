@@ -12,7 +12,7 @@ import TestSupport
 @Suite struct ConnectionSocketOptionTests {
     @Test func connectionsTurnNagleOffAndLeaveSocketDebuggingAlone() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
-        let transport = HTTPSTransport(configuration: .init(), security: realSecurity())
+        let transport = HTTPSTransport(configuration: .init(timeouts: .wide()), security: realSecurity())
         let target = try RequestTarget(baseURL: server.baseURL)
         let lease = try await transport.pool.lease(target, deadline: .now() + .seconds(30))
         let channel = lease.connection.channel

@@ -20,7 +20,7 @@ import Testing
         tls: TLSClientConfiguration = loopbackClientTLS
     ) throws -> HTTPSTransport {
         HTTPSTransport(
-            configuration: .init(pool: pool, httpVersion: httpVersion),
+            configuration: .init(timeouts: .wide(), pool: pool, httpVersion: httpVersion),
             security: try HTTPSTransport.makeSecurity(for: tls, httpVersion: httpVersion))
     }
 
@@ -255,7 +255,7 @@ import Testing
         let security = try HTTPSTransport.makeSecurity(for: loopbackClientTLS)
         for _ in 0..<2 {
             // A transport of its own each time: a new connection, resuming the shared context's session.
-            let transport = HTTPSTransport(configuration: .init(), security: security)
+            let transport = HTTPSTransport(configuration: .init(timeouts: .wide()), security: security)
             #expect(try await transport.fetch(baseURL: url(server)).1 == Array("h2".utf8))
             await transport.shutdown()
         }

@@ -28,7 +28,7 @@ import ShopKitTLS
         let credentials = ProxyConfiguration.Credentials(username: "ci", password: "inside-tls")
         let transport = try HTTPSTransport(
             configuration: HTTPSTransport.Configuration(
-                tls: loopbackClientTLS, proxy: Self.proxyConfiguration(port: proxy.port, credentials: credentials)))
+                tls: loopbackClientTLS, timeouts: .wide(), proxy: Self.proxyConfiguration(port: proxy.port, credentials: credentials)))
         for _ in 0..<2 {
             let (response, body) = try await transport.fetch(baseURL: origin.baseURL)
             #expect(response.status == .ok)
@@ -49,7 +49,7 @@ import ShopKitTLS
         let origin = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = try HTTPSTransport(
             configuration: HTTPSTransport.Configuration(
-                tls: loopbackClientTLS, proxy: Self.proxyConfiguration(port: proxy.port, anchor: "other-root")))
+                tls: loopbackClientTLS, timeouts: .wide(), proxy: Self.proxyConfiguration(port: proxy.port, anchor: "other-root")))
         await #expect {
             _ = try await transport.fetch(baseURL: origin.baseURL)
         } throws: { error in
@@ -71,7 +71,7 @@ import ShopKitTLS
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: [try PinSet(hostPattern: HostPattern("127.0.0.1"), pins: pins)]))
         let transport = try HTTPSTransport(
-            configuration: HTTPSTransport.Configuration(tls: tls, proxy: Self.proxyConfiguration(port: proxy.port)))
+            configuration: HTTPSTransport.Configuration(tls: tls, timeouts: .wide(), proxy: Self.proxyConfiguration(port: proxy.port)))
         await #expect {
             _ = try await transport.fetch(baseURL: origin.baseURL)
         } throws: { error in

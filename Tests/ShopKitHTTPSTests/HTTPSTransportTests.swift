@@ -293,7 +293,7 @@ import ShopKitTLS
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let http = LogCapture()
         let transport = HTTPSTransport(
-            configuration: .init(tls: loopbackClientTLS, logger: http.logger()), security: realSecurity())
+            configuration: .init(tls: loopbackClientTLS, timeouts: .wide(), logger: http.logger()), security: realSecurity())
         _ = try await transport.fetch(baseURL: server.baseURL)
         _ = try await transport.fetch(baseURL: server.baseURL)
         let messages = http.records.map(\.message)

@@ -18,7 +18,7 @@ import ShopKitTLS
 
     @Test func idleReadTimeout() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .neverRespond }
-        let transport = makeTransport(timeouts: .init(idleRead: .milliseconds(50), request: Self.long))
+        let transport = makeTransport(timeouts: .wide(idleRead: .milliseconds(50), request: Self.long))
         await #expect(throws: HTTPSTransportError.timeout(.idleRead)) { _ = try await transport.fetch(baseURL: server.baseURL) }
         await transport.shutdown()
         await server.stop()
@@ -26,7 +26,7 @@ import ShopKitTLS
 
     @Test func wholeRequestTimeout() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .neverRespond }
-        let transport = makeTransport(timeouts: .init(idleRead: Self.long, request: .milliseconds(50)))
+        let transport = makeTransport(timeouts: .wide(idleRead: Self.long, request: .milliseconds(50)))
         await #expect(throws: HTTPSTransportError.timeout(.request)) { _ = try await transport.fetch(baseURL: server.baseURL) }
         await transport.shutdown()
         await server.stop()
@@ -35,7 +35,7 @@ import ShopKitTLS
     @Test func handshakeTimeout() async throws {
         let server = try await LoopbackHTTPServer.start { _ in .ok() }
         let transport = makeTransport(
-            timeouts: .init(handshake: .milliseconds(50), request: Self.long), security: neverVerifyingSecurity)
+            timeouts: .wide(handshake: .milliseconds(50), request: Self.long), security: neverVerifyingSecurity)
         await #expect(throws: TLSError.handshakeTimeout) { _ = try await transport.fetch(baseURL: server.baseURL) }
         #expect(server.counts.requests == 0)
         await transport.shutdown()
@@ -55,7 +55,7 @@ import ShopKitTLS
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let port = try #require(server.localAddress?.port)
-        let transport = makeTransport(timeouts: .init(handshake: .milliseconds(100), request: Self.long))
+        let transport = makeTransport(timeouts: .wide(handshake: .milliseconds(100), request: Self.long))
         await #expect(throws: TLSError.handshakeTimeout) {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
         }
@@ -65,13 +65,13 @@ import ShopKitTLS
         try await server.close()
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func requestBodyThatNeverYieldsEndsAtTheRequestDeadlineNotAsIdleRead() async throws {
         // The upload stalls: the server rightly waits for the rest, so its silence is no idle read, and `send`
         // must still return at the request deadline although the body stream never finishes. (The deadline is
         // long enough for connecting on a busy machine; the idle-read timeout is far shorter.)
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
-        let transport = makeTransport(timeouts: .init(idleRead: .milliseconds(50), request: .seconds(2)))
+        let transport = makeTransport(timeouts: .wide(idleRead: .milliseconds(50), request: .seconds(2)))
         let (stream, continuation) = AsyncStream<HTTPBody.ByteChunk>.makeStream()
         await #expect(throws: HTTPSTransportError.timeout(.request)) {
             _ = try await transport.fetch(.post, baseURL: server.baseURL, body: HTTPBody(stream, length: .unknown))
@@ -85,7 +85,7 @@ import ShopKitTLS
     @Test func connectTimeout() async throws {
         let listener = try StalledListener()
         defer { listener.close() }
-        let transport = makeTransport(timeouts: .init(connect: .milliseconds(100), request: Self.long))
+        let transport = makeTransport(timeouts: .wide(connect: .milliseconds(100), request: Self.long))
         await #expect(throws: HTTPSTransportError.timeout(.connect)) {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!)
         }
@@ -95,7 +95,7 @@ import ShopKitTLS
     @Test func waitingForAPooledConnectionCountsTowardsTheRequestTimeout() async throws {
         let server = try await LoopbackHTTPServer.startTLS { request in request.uri == "/hang" ? .neverRespond : .ok() }
         let transport = makeTransport(
-            timeouts: .init(idleRead: Self.long, request: Self.long), pool: .init(maxConnectionsPerHost: 1))
+            timeouts: .wide(idleRead: Self.long, request: Self.long), pool: .init(maxConnectionsPerHost: 1))
         let hanging = Task { try await transport.fetch(.get, "/hang", baseURL: server.baseURL) }
         try await server.waitUntil { $0.requests == 1 }
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/")
@@ -114,7 +114,7 @@ import ShopKitTLS
         // The connect hangs in SYN-SENT; the request's deadline, far shorter than the connect timeout, ends it.
         let listener = try StalledListener()
         defer { listener.close() }
-        let transport = makeTransport(timeouts: .init(connect: .seconds(5), request: .milliseconds(100)))
+        let transport = makeTransport(timeouts: .wide(connect: .seconds(5), request: .milliseconds(100)))
         await #expect(throws: HTTPSTransportError.timeout(.request)) {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!)
         }
@@ -125,7 +125,7 @@ import ShopKitTLS
         // Cancelled before it starts: the request never waits for a connection.
         let listener = try StalledListener()
         defer { listener.close() }
-        let transport = makeTransport(timeouts: .init(connect: .seconds(5), request: Self.long))
+        let transport = makeTransport(timeouts: .wide(connect: .seconds(5), request: Self.long))
         let early = Task { try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!) }
         early.cancel()
         await #expect(throws: CancellationError.self) { _ = try await early.value }
@@ -183,7 +183,7 @@ import ShopKitTLS
 
     @Test func publicInitializerRequiresTLS() async throws {
         let server = try await LoopbackHTTPServer.start { _ in .ok() }
-        let transport = try HTTPSTransport(configuration: .init())
+        let transport = try HTTPSTransport(configuration: .init(timeouts: .wide()))
         await #expect {
             _ = try await transport.fetch(baseURL: server.baseURL)
         } throws: { error in

@@ -59,7 +59,7 @@ final class FakeVerifyingHandler: ChannelInboundHandler, Sendable {
         let server = try await LoopbackHTTPServer.start { _ in .ok() }
         let silent = HandlerSecurity(
             makeHandler: { _, _ in FakeVerifyingHandler(failure: nil) }, isVerified: { _ in false })
-        let transport = makeTransport(timeouts: .init(handshake: .milliseconds(50)), security: silent)
+        let transport = makeTransport(timeouts: .wide(handshake: .milliseconds(50)), security: silent)
         await #expect(throws: TLSError.handshakeTimeout) { _ = try await transport.fetch(baseURL: server.baseURL) }
         #expect(server.counts.requests == 0)
         await transport.shutdown()

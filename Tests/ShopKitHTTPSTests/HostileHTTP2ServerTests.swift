@@ -7,10 +7,10 @@ import Testing
 
 /// A hostile HTTP/2 server (swift-nio-http2's server side behind ShopKit's TLS server handler): a connection error
 /// fails the connection's streams at once, naming the server, and the connection is never used again.
-@Suite(.timeLimit(.minutes(1))) struct HostileHTTP2ServerTests {
+@Suite(.timeLimit(.minutes(3))) struct HostileHTTP2ServerTests {
     /// A transport whose idle-read and request timers are far away: a failure must not come from them.
     static func farTimersTransport(pings: Bool = true) throws -> HTTPSTransport {
-        var timeouts = HTTPSTransport.Timeouts(idleRead: .seconds(50), request: .seconds(55))
+        var timeouts = HTTPSTransport.Timeouts.wide(idleRead: .seconds(50), request: .seconds(55))
         if !pings { timeouts.http2PingInterval = nil }
         return HTTPSTransport(
             configuration: .init(timeouts: timeouts), security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))

@@ -8,7 +8,7 @@ import Testing
 
 /// Replacing a transport's pins while requests run: 32 requests in flight over HTTP/1.1 and over HTTP/2 while the
 /// policy changes from pins A (the server's chain matches) to pins B (it does not).
-@Suite(.timeLimit(.minutes(1))) struct LivePinningTests {
+@Suite(.timeLimit(.minutes(3))) struct LivePinningTests {
     static let pinsA = ["leaf-localhost-ecdsa", "backup-intermediate"]
     static let pinsB = ["other-root", "other-intermediate"]
 
@@ -25,7 +25,7 @@ import Testing
         tls.pinning = policy(pinsA, version: 1)
         return try HTTPSTransport(
             configuration: .init(
-                tls: tls, pool: .init(maxConnectionsPerHost: maxConnections), httpVersion: httpVersion))
+                tls: tls, timeouts: .wide(), pool: .init(maxConnectionsPerHost: maxConnections), httpVersion: httpVersion))
     }
 
     /// Whether `error` is a pin mismatch refused by policy `version`.

@@ -34,7 +34,7 @@ import ShopKitTLS
 
     /// The reporter's own transport: pinned to the collector's key at 127.0.0.1 (a report URI can be pinned).
     static func reporterTransport(handshakeTimeout: Duration = .seconds(10)) throws -> HTTPSTransport {
-        var configuration = HTTPSTransport.Configuration(tls: loopbackClientTLS)
+        var configuration = HTTPSTransport.Configuration(tls: loopbackClientTLS, timeouts: .wide())
         configuration.timeouts.handshake = handshakeTimeout
         configuration.timeouts.connect = handshakeTimeout
         return try HTTPSTransport(configuration: configuration)
@@ -48,7 +48,7 @@ import ShopKitTLS
         let tls = TLSClientConfiguration(
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: [set]), pinFailureReporter: reporter)
-        return try HTTPSTransport(configuration: .init(tls: tls))
+        return try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide()))
     }
 
     static func base64(_ pem: String) -> String {

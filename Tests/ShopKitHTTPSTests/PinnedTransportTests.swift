@@ -13,7 +13,7 @@ import ShopKitTLS
         let tls = TLSClientConfiguration(
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: pinSets))
-        return try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls))
+        return try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls, timeouts: .wide()))
     }
 
     private static func startServer() async throws -> LoopbackTLSServer {
@@ -64,7 +64,7 @@ import ShopKitTLS
     @Test func untrustedAnchorsFailBeforeAnyPin() async throws {
         let server = try await Self.startServer()
         let tls = TLSClientConfiguration(trustRoots: .pem(TestCertificates.certificate("other-root"), addingToSystem: false))
-        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls))
+        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls, timeouts: .wide()))
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
@@ -88,7 +88,7 @@ import ShopKitTLS
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false),
             pinning: PinningPolicy(pinSets: [try PinSet(hostPattern: HostPattern("127.0.0.1"), pins: pins)]))
         // A resolver that answers the dotted name with the address, as DNS does for `203.0.113.5.`.
-        let transport = try HTTPSTransport(configuration: .init(tls: tls, connectAddresses: ["127.0.0.1.": "127.0.0.1"]))
+        let transport = try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide(), connectAddresses: ["127.0.0.1.": "127.0.0.1"]))
         for host in ["127.0.0.1", "127.0.0.1."] {
             await #expect("\(host)") {
                 _ = try await transport.fetch(baseURL: URL(string: "https://\(host):\(server.port)/")!)
@@ -107,7 +107,7 @@ import ShopKitTLS
         let proxy = try await LoopbackHTTPServer.start { _ in .closeWithoutResponse }
         let configuration = try ProxyConfiguration(
             url: URL(string: "http://127.0.0.1:\(proxy.port)")!, credentials: .init(username: "u", password: "p"))
-        let transport = try HTTPSTransport(configuration: .init(tls: loopbackClientTLS, proxy: configuration))
+        let transport = try HTTPSTransport(configuration: .init(tls: loopbackClientTLS, timeouts: .wide(), proxy: configuration))
         for base in ["https://localhost%0D%0AX:443/", "https://localhost%0AX-Injected:%201/", "https://a%20b/"] {
             guard let url = URL(string: base) else { continue }
             await #expect("\(base)") {

@@ -13,7 +13,7 @@ import Testing
 /// pool hands out no connection checked under pins that are no longer in force, and opens a new connection for
 /// the request instead, checked under the new ones. So the request ends as it would have under the new pins
 /// alone: refused with their pin mismatch, or answered on a connection they verified.
-@Suite(.timeLimit(.minutes(1))) struct PinsReplacedDuringHandshakeTests {
+@Suite(.timeLimit(.minutes(3))) struct PinsReplacedDuringHandshakeTests {
     /// Pins the loopback chain matches (version 1 or 2, as the test says).
     static func matching(version: Int) -> PinningPolicy {
         LivePinningTests.policy(LivePinningTests.pinsA, version: version)
@@ -29,7 +29,7 @@ import Testing
     ) throws -> HTTPSTransport {
         var tls = loopbackClientTLS
         tls.pinning = pinning
-        return try HTTPSTransport(configuration: .init(tls: tls, httpVersion: httpVersion))
+        return try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide(), httpVersion: httpVersion))
     }
 
     /// An HTTP/1.1 server with a TLS context of its own, so its handshake count is this test's alone.

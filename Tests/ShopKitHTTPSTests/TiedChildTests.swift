@@ -8,7 +8,7 @@ import Glibc
 
 /// `TiedChild` runs the servers the tests start (nginx, tinyproxy): closing its tie, which the kernel also does
 /// when the test process dies, must end the child; and one child's tie must not leak into another's watcher.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct TiedChildTests {
     /// A child that prints its pid, then sleeps far longer than any test: only the tie ends it.
     private func startSleeper() async throws -> (TiedChild, pid_t) {

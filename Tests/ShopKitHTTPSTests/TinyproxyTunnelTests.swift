@@ -17,7 +17,7 @@ import ShopKitTLS
         through proxy: ProxyConfiguration, tls: TLSClientConfiguration = loopbackClientTLS,
         httpVersion: HTTPSTransport.HTTPVersionPolicy = .automatic
     ) throws -> HTTPSTransport {
-        try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls, httpVersion: httpVersion, proxy: proxy))
+        try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: tls, timeouts: .wide(), httpVersion: httpVersion, proxy: proxy))
     }
 
     @Test func requestsGoThroughTheTunnelWithPinsAndOneConnection() async throws {
@@ -148,7 +148,7 @@ import ShopKitTLS
     @Test func aProxyThatClosesDuringConnectIsProxyClosed() async throws {
         let fakeProxy = try await LoopbackHTTPServer.start { _ in .closeWithoutResponse }
         let proxy = try ProxyConfiguration(url: URL(string: "http://127.0.0.1:\(fakeProxy.port)")!)
-        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: loopbackClientTLS, proxy: proxy))
+        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: loopbackClientTLS, timeouts: .wide(), proxy: proxy))
         await #expect(throws: HTTPSTransportError.proxyClosed) {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:1")!)
         }
@@ -162,7 +162,7 @@ import ShopKitTLS
             .raw(Array("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n".utf8), close: true)
         }
         let proxy = try ProxyConfiguration(url: URL(string: "http://127.0.0.1:\(fakeProxy.port)")!)
-        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: loopbackClientTLS, proxy: proxy))
+        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: loopbackClientTLS, timeouts: .wide(), proxy: proxy))
         await #expect(throws: HTTPSTransportError.proxyRefused(status: 502)) {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:1")!)
         }
@@ -175,7 +175,7 @@ import ShopKitTLS
         let closed = try BoundClosedPort()
         defer { closed.release() }
         let proxy = try ProxyConfiguration(url: URL(string: "http://127.0.0.1:\(closed.port)")!)
-        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: loopbackClientTLS, proxy: proxy))
+        let transport = try HTTPSTransport(configuration: HTTPSTransport.Configuration(tls: loopbackClientTLS, timeouts: .wide(), proxy: proxy))
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:443")!)
         } throws: { error in

@@ -30,7 +30,7 @@ func realSecurity() -> any ConnectionSecurity {
 
 /// A transport to the loopback server over real TLS (or over a test security given by the caller).
 func makeTransport(
-    timeouts: HTTPSTransport.Timeouts = HTTPSTransport.Timeouts(),
+    timeouts: HTTPSTransport.Timeouts = HTTPSTransport.Timeouts.wide(),
     pool: HTTPSTransport.Pool = HTTPSTransport.Pool(),
     maxResponseBodyBytes: Int = 16 * 1024 * 1024,
     security: any ConnectionSecurity = realSecurity()

@@ -152,7 +152,7 @@ import Testing
 
     /// One GET through an `HTTPSTransport` with `tls`: the status and the body as text.
     static func get(_ path: String, tls: TLSClientConfiguration, port: Int) async throws -> (HTTPResponse.Status, String) {
-        let transport = try HTTPSTransport(configuration: .init(tls: tls))
+        let transport = try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide()))
         defer { Task { await transport.shutdown() } }
         let (response, body) = try await transport.send(
             HTTPRequest(method: .get, scheme: nil, authority: nil, path: path), body: nil,

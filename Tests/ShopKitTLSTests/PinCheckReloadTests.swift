@@ -10,10 +10,13 @@ import Glibc
 /// `pin-check --hosts-file … --pins-file FILE`: SIGHUP re-reads FILE, for the checks that start afterwards. The
 /// built binary as a child process, one check at a time, its first checks held in flight by a relay in front of
 /// the server until the test has sent its signals and seen them answered on standard error.
-@Suite("PinCheck pins reload", .timeLimit(.minutes(1)))
+@Suite("PinCheck pins reload", .timeLimit(.minutes(3)))
 struct PinCheckReloadTests {
     static let matching = ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin)
     static let mismatching = ["other-root", "other-intermediate"].map(TestCertificates.pin)
+    /// pin-check's per-host timeout: the relay holds a check's handshake while the test signals and waits, which
+    /// a loaded machine can make last far longer than the default 10 s.
+    static let timeout = "150"
 
     /// A hosts' pins file giving every port of 127.0.0.1 `pins`.
     static func pinsFile(_ pins: [String]) -> String {
@@ -42,7 +45,7 @@ struct PinCheckReloadTests {
         let child = try await StreamingChild.start(
             PinCheckBinary.binary().url,
             ["--hosts-file", hostsURL.path, "--pins-file", pinsURL.path, "--ca-file", caURL.path, "--concurrency", "1",
-             "--json"])
+             "--json", "--timeout", Self.timeout])
         defer { child.kill() }
 
         // Host 1 is in flight (the SIGHUP source was installed before it started). A file that does not parse
@@ -93,7 +96,7 @@ struct PinCheckReloadTests {
         defer { for url in [hostsURL, caURL] { try? FileManager.default.removeItem(at: url) } }
 
         let child = try await StreamingChild.start(
-            PinCheckBinary.binary().url, ["--hosts-file", hostsURL.path, "--ca-file", caURL.path, "--json"])
+            PinCheckBinary.binary().url, ["--hosts-file", hostsURL.path, "--ca-file", caURL.path, "--json", "--timeout", Self.timeout])
         defer { child.kill() }
         try await relay.waitUntilHolding(1)
         child.signal(SIGHUP)

@@ -123,7 +123,9 @@ enum PinCheckBinary {
         let caFile = try temporaryFile(TestCertificates.certificate("root"))
         defer { try? FileManager.default.removeItem(at: caFile) }
         let target = host.contains(":") ? "[\(host)]:\(server.port)" : "\(host):\(server.port)"
-        let outcome = try await run([target, "--servername", "localhost", "--ca-file", caFile.path] + extra)
+        // A wide timeout unless the test sets one: a loaded machine can hold a handshake past the default 10 s.
+        let timeout = extra.contains("--timeout") ? [] : ["--timeout", "60"]
+        let outcome = try await run([target, "--servername", "localhost", "--ca-file", caFile.path] + timeout + extra)
         try await server.shutdown()
         return outcome
     }
@@ -184,7 +186,7 @@ enum TransportVerdict {
                 // reason the connect has that margin too, except against the listener that never completes one
                 // (`silent`), whose vector is the connect timeout: a loopback connect to the `mute` server, which
                 // accepts at once, was seen to end in a connect timeout on a loaded machine.
-                timeouts: HTTPSTransport.Timeouts(
+                timeouts: HTTPSTransport.Timeouts.wide(
                     connect: vector.server == "silent" ? timeout : timeout * 10, handshake: timeout,
                     request: timeout * 10),
                 eventLoopGroup: group, connectAddresses: [name: "127.0.0.1"]))

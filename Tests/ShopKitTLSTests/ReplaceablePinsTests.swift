@@ -7,7 +7,7 @@ import Testing
 
 /// Pins replaced while checks run (`pin-check --hosts-file` reloads its pins file on SIGHUP): each check reads its
 /// host's pins as it starts; a replacement reaches the checks that start after it, never one in flight.
-@Suite(.timeLimit(.minutes(1))) struct ReplaceablePinsTests {
+@Suite(.timeLimit(.minutes(3))) struct ReplaceablePinsTests {
     static let matching = ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin)
     static let mismatching = ["other-root", "other-intermediate"].map(TestCertificates.pin)
 
@@ -46,7 +46,7 @@ import Testing
         let pins = ReplaceablePins(try Self.file(Self.matching))
         let fleet = FleetInspector(
             addresses: [ServerAddress(host: "127.0.0.1", port: relay.port), ServerAddress(host: "127.0.0.1", port: server.port)],
-            pins: pins, trustAnchorsPEM: TestCertificates.certificate("root"), concurrency: 1)
+            pins: pins, trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(150), concurrency: 1)
         let run = Task { () throws -> [Int: ServerReport] in
             var reports: [Int: ServerReport] = [:]
             try await fleet.run { index, report in reports[index] = report }

@@ -7,7 +7,7 @@ import TestSupport
 /// Issue 16 item 14: the README promises that a large or broken error page never hides a 401 or a 503. These
 /// run it through the composed chain (retry → auth → dedup over a stub), where the dedup decorator buffers the
 /// shared GET body and used to turn such a page into a size-limit or transport error.
-@Suite(.timeLimit(.minutes(1))) struct ChainErrorStatusTests {
+@Suite(.timeLimit(.minutes(3))) struct ChainErrorStatusTests {
     struct Me: APIRequest {
         typealias Response = NoContent
         var path: String { "/me" }

@@ -24,7 +24,7 @@ import Testing
         defer { nginx.stop() }
         let tls = TLSClientConfiguration(
             trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false), clientIdentity: identity)
-        let transport = try HTTPSTransport(configuration: .init(tls: tls))
+        let transport = try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide()))
         let (response, body) = try await transport.send(
             HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/client"), body: nil,
             baseURL: URL(string: "https://localhost:\(nginx.port)")!, operationID: "mtls")

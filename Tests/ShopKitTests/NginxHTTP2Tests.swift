@@ -28,7 +28,7 @@ import Testing
                 try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin))
             ]),
             minimumVersion: minimumVersion)
-        return try HTTPSTransport(configuration: .init(tls: tls, httpVersion: httpVersion))
+        return try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide(), httpVersion: httpVersion))
     }
 
     private static func get(_ path: String, _ transport: HTTPSTransport, port: Int) async throws -> (HTTPResponse, [UInt8]) {

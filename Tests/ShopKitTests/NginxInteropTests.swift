@@ -35,7 +35,7 @@ import Testing
             pinning: PinningPolicy(pinSets: [
                 try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin))
             ]))
-        return HTTPSTransport.Configuration(tls: tls)
+        return HTTPSTransport.Configuration(tls: tls, timeouts: .wide())
     }
 
     private static let configuration = ShopKitConfiguration(

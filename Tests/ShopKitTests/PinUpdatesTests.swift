@@ -61,7 +61,7 @@ import Testing
         try HTTPSTransport(
             configuration: .init(
                 tls: TLSClientConfiguration(
-                    trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false), pinning: baseline),
+                    trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false), pinning: baseline), timeouts: .wide(),
                 httpVersion: .http1Only))
     }
 

@@ -31,7 +31,7 @@ import Testing
         let baseline = PinningPolicy(pinSets: [
             try PinSet(hostPattern: HostPattern("127.0.0.1"), pins: ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin))
         ])
-        return try HTTPSTransport(configuration: .init(tls: TLSClientConfiguration(pinning: baseline)))
+        return try HTTPSTransport(configuration: .init(tls: TLSClientConfiguration(pinning: baseline), timeouts: .wide()))
     }
 
     func watcher(_ transport: HTTPSTransport, sleep: @escaping @Sendable (Duration) async throws -> Void) -> PinsFileWatcher {

@@ -53,7 +53,7 @@ import ShopKit
         try HTTPSTransport(
             configuration: .init(
                 tls: TLSClientConfiguration(
-                    trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false), pinning: pinning),
+                    trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false), pinning: pinning), timeouts: .wide(),
                 connectAddresses: ["localhost": "127.0.0.1"]))
     }
 

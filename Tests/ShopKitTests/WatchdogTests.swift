@@ -13,7 +13,7 @@ import Glibc
 /// Each pass here starts an "orphan": a detached process (its own session) that ignores TERM, HUP and INT and
 /// holds the pass's standard output open. The output reaching its end therefore proves, without polling, that
 /// every process holding it (the orphan included) is gone.
-@Suite(.timeLimit(.minutes(2))) struct WatchdogTests {
+@Suite(.timeLimit(.minutes(3))) struct WatchdogTests {
     static let watchdog = READMESnippets.root.appendingPathComponent("scripts/watchdog").path
 
     /// A shell line that starts the orphan, says so, and then runs `then`.
