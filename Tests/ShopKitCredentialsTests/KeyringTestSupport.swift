@@ -115,6 +115,8 @@ final class PrivateKeyring: Sendable {
             "XDG_RUNTIME_DIR": directory.appendingPathComponent("run").path,
         ]
         environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        // scripts/with-keyring ends whatever carries its run's mark, should this test die before stopping it.
+        environment["SHOPKIT_TEST_RUN"] = ProcessInfo.processInfo.environment["SHOPKIT_TEST_RUN"]
         let fixture = PrivateKeyring(directory: directory, address: address, bus: bus, keyringEnvironment: environment)
         do {
             try fixture.startKeyringBlocking()

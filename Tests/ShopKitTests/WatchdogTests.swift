@@ -87,4 +87,35 @@ import Glibc
         watchdog.stop()
         _ = try await output.waitForEnd("every process of the pass to end after the watchdog was killed")
     }
+
+    /// The pids of the processes whose environment holds `entry` (those this process may read).
+    static func processes(withEnvironment entry: String) -> [String] {
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.filter { Int($0) != nil } ?? []
+        return pids.filter { pid in
+            guard let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+            return environ.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == entry }
+        }
+    }
+
+    /// `scripts/with-keyring` ends the bus and keyring daemons its command leaves running (as a test that dies
+    /// before stopping its private keyring does; gnome-keyring-daemon detaches and blocks most signals), without
+    /// a PID namespace, and keeps the command's status.
+    @Test func withKeyringLeavesNoDaemonRunning() async throws {
+        let script = READMESnippets.root.appendingPathComponent("scripts/with-keyring").path
+        // A bus of the command's own, forked into the background, and a keyring daemon on it, left behind.
+        let leaveDaemons = #"""
+            echo "$SHOPKIT_TEST_RUN"
+            address=$(dbus-daemon --session --fork --print-address=1)
+            DBUS_SESSION_BUS_ADDRESS=$address gnome-keyring-daemon --start --components=secrets >/dev/null
+            for e in /proc/[0-9]*/environ; do tr '\0' '\n' <"$e" 2>/dev/null | grep -qxF "SHOPKIT_TEST_RUN=$SHOPKIT_TEST_RUN" && echo marked; done | wc -l
+            exit 5
+            """#
+        let run = try await BuiltBinary(url: URL(fileURLWithPath: "/bin/bash")).run([script, "bash", "-c", leaveDaemons])
+        #expect(run.status == 5, "\(run.stderr)")
+        let lines = run.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let mark = try #require(lines.first, "no run mark printed: \(run.stderr)")
+        // While the command ran, its shell and the daemons carried the mark (so this test can fail); none is left.
+        #expect((lines.dropFirst().first.flatMap { Int($0) } ?? 0) >= 4, "\(run.stdout)")
+        #expect(Self.processes(withEnvironment: "SHOPKIT_TEST_RUN=\(mark)") == [])
+    }
 }
