@@ -56,6 +56,6 @@ struct KeyringKeyEqualityTests {
         let unique = UUID().uuidString
         let nfc = CredentialKey(service: "dev.shopkit.tests.\(unique).caf\u{E9}", account: "jos\u{E9}")
         let nfd = CredentialKey(service: "dev.shopkit.tests.\(unique).cafe\u{301}", account: "jose\u{301}")
-        try await UnicodeKeys.checkTwoItems(KeyringStore(timeout: .seconds(30)), nfc: nfc, nfd: nfd)
+        try await UnicodeKeys.checkTwoItems(KeyringStore(timeout: .seconds(120)), nfc: nfc, nfd: nfd)
     }
 }

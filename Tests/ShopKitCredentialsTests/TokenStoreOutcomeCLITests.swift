@@ -26,7 +26,10 @@ struct TokenStoreOutcomeCLITests {
         environment["XDG_DATA_HOME"] = data
         environment["SHOPKIT_KEYRING_MARKER_DIR"] = data
         let childEnvironment = environment
-        let arguments = [command, "--backend", "keyring", "--timeout", "1", "--service", "s", "--account", "a"]
+        // The probe and the change share the timeout, and the probe must finish within it on a loaded machine
+        // (1 s was seen to run out): 10 s. The frozen keyring never answers the change, so the timeout still ends
+        // it (its subject here), and it fires well before D-Bus's own 25 s call timeout, which would end it first.
+        let arguments = [command, "--backend", "keyring", "--timeout", "10", "--service", "s", "--account", "a"]
         let outcome: FrozenAfterProbe.Outcome
         do {
             outcome = try await offPool("token-store frozen after its probe to end", timeout: TestDeadline.child) {

@@ -56,7 +56,7 @@ func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTranspo
         // The one connection was opened on that loop.
         #expect(server.counts.accepted == 1)
         let lease = try await transport.pool.lease(
-            try RequestTarget(baseURL: server.baseURL), deadline: .now() + .seconds(30))
+            try RequestTarget(baseURL: server.baseURL), deadline: .now() + .seconds(120))
         #expect(lease.reused)
         #expect(lease.connection.channel.eventLoop === loop)
         transport.pool.release(lease, reusable: true)

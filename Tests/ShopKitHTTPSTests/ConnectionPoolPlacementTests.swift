@@ -15,7 +15,7 @@ import TestSupport
         let transport = HTTPSTransport(
             configuration: .init(timeouts: .wide(), eventLoopGroup: group), security: realSecurity())
         let target = try RequestTarget(baseURL: server.baseURL)
-        let deadline = NIODeadline.now() + .seconds(30)
+        let deadline = NIODeadline.now() + .seconds(120)
         // Three held at once: one per loop.
         let held = try await withThrowingTaskGroup(of: ConnectionPool.Lease.self) { tasks in
             for _ in 0..<3 { tasks.addTask { try await transport.pool.lease(target, deadline: deadline) } }

@@ -14,7 +14,7 @@ import TestSupport
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = HTTPSTransport(configuration: .init(timeouts: .wide()), security: realSecurity())
         let target = try RequestTarget(baseURL: server.baseURL)
-        let lease = try await transport.pool.lease(target, deadline: .now() + .seconds(30))
+        let lease = try await transport.pool.lease(target, deadline: .now() + .seconds(120))
         let channel = lease.connection.channel
         #expect(try await channel.getOption(.tcpOption(.tcp_nodelay)).get() == 1)
         #expect(try await channel.getOption(.socketOption(.init(rawValue: SO_DEBUG))).get() == 0)

@@ -125,7 +125,7 @@ import ShopKitTLS
         // Cancelled before it starts: the request never waits for a connection.
         let listener = try StalledListener()
         defer { listener.close() }
-        let transport = makeTransport(timeouts: .wide(connect: .seconds(5), request: Self.long))
+        let transport = makeTransport(timeouts: .wide(request: Self.long))
         let early = Task { try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(listener.port)")!) }
         early.cancel()
         await #expect(throws: CancellationError.self) { _ = try await early.value }

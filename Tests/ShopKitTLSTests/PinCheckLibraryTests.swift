@@ -42,7 +42,7 @@ struct PinCheckLibraryTests {
         let report = try await ServerInspector(
             address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
             pins: [TestCertificates.pin("leaf-localhost-ecdsa"), TestCertificates.pin("backup-intermediate")],
-            trustAnchorsPEM: TestCertificates.certificate("root"), now: { date }
+            trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(60), now: { date }
         ).inspect()
         try await server.shutdown()
         return report
@@ -127,7 +127,8 @@ struct PinCheckLibraryTests {
         let server = try await LoopbackHTTP2Server.start(applicationProtocols: ["h2"])
         let report = try await ServerInspector(
             address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
-            pins: [TestCertificates.pin("leaf-localhost-ecdsa")], trustAnchorsPEM: TestCertificates.certificate("root")
+            pins: [TestCertificates.pin("leaf-localhost-ecdsa")], trustAnchorsPEM: TestCertificates.certificate("root"),
+            timeout: .seconds(60)
         ).inspect()
         #expect(report.verdict == .ok)
         #expect(report.alpn == "h2")

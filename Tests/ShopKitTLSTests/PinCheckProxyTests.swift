@@ -15,7 +15,7 @@ import Testing
         let caFile = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
         defer { try? FileManager.default.removeItem(at: caFile) }
         let outcome = try await PinCheckBinary.binary().run(
-            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", caFile.path] + extra,
+            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", caFile.path, "--timeout", "60"] + extra,
             environment: environment)
         try await server.shutdown()
         return (outcome, server.port)

@@ -115,6 +115,7 @@ struct PinCheckSignPinsTests {
             try await PinCheckBinary.run([
                 "127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", "\(dir)/root.pem",
                 "--pins-document", "\(dir)/\(name).jws", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub",
+                "--timeout", "60",
             ])
         }
         let matching = try await check("matching")

@@ -25,7 +25,7 @@ import Testing
         let pins = ReplaceablePins(try Self.file(Self.matching))
         let inspector = ServerInspector(
             address: ServerAddress(host: "127.0.0.1", port: server.port),
-            trustAnchorsPEM: TestCertificates.certificate("root"), replaceablePins: pins)
+            trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(60), replaceablePins: pins)
 
         let before = try await inspector.inspect()
         pins.replace(with: try Self.file(Self.mismatching))

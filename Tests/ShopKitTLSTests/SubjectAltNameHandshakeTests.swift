@@ -30,7 +30,7 @@ import Testing
         defer { Task { try? await server.shutdown() } }
         let inspector = ServerInspector(
             address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
-            trustAnchorsPEM: TestCertificates.certificate("root"))
+            trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(60))
         let report = try await inspector.inspect()
         #expect(report.verdict == .untrusted)
         #expect(report.verifiedChain.isEmpty)
