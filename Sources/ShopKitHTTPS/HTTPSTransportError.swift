@@ -43,6 +43,10 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
     case proxyRefused(status: Int)
     /// The proxy closed the connection before answering `CONNECT`.
     case proxyClosed
+    /// The request body (the `HTTPBody` passed to `send`) yielded more or fewer bytes than the length it declared.
+    /// The caller's fault, not the server's: nothing past the declared length was written, and the connection,
+    /// which may hold part of a request, was closed. `yielded` counts the bytes up to the first one too many.
+    case requestBodyLengthMismatch(declared: Int64, yielded: Int64)
 
     /// Which of the transport's timers fired.
     public enum Timeout: String, Sendable, Equatable {
@@ -66,6 +70,10 @@ public enum HTTPSTransportError: Error, Sendable, Equatable, CustomStringConvert
             return "response body exceeds the \(limit)-byte limit; raise HTTPSTransport.Configuration.maxResponseBodyBytes if it is expected"
         case .malformedResponse(let why): return "malformed response: \(why)"
         case .connectionClosed: return "connection closed before the response was complete"
+        case .requestBodyLengthMismatch(let declared, let yielded):
+            return yielded > declared
+                ? "the request body yielded more than its declared length of \(declared) bytes; the extra bytes were not sent and the connection was closed: fix the HTTPBody's length"
+                : "the request body ended after \(yielded) of its declared \(declared) bytes; the request was not completed and the connection was closed: fix the HTTPBody's length"
         case .http2NotNegotiated(let alpn):
             return "HTTP/2 is required but the server chose \(alpn.map { "'\($0)'" } ?? "no protocol") in ALPN"
         case .streamReset(let code): return "the server reset the HTTP/2 stream (\(code))"
@@ -105,6 +113,8 @@ extension HTTPSTransportError: RetryClassifiableError {
         case .streamReset(let code): return !["PROTOCOL_ERROR", "COMPRESSION_ERROR", "FRAME_SIZE_ERROR"].contains(code)
         // Not processed: another connection may take it.
         case .refusedByGoAway: return true
+        // The caller's body is wrong: the same body is wrong again.
+        case .requestBodyLengthMismatch: return false
         }
     }
 }

@@ -226,7 +226,7 @@ enum TransportVerdict {
         case .connectFailed, .timeout(.connect): return "connect-failed"
         case .invalidURL, .timeout, .responseBodyTooLarge, .malformedResponse, .connectionClosed, .http2NotNegotiated,
             .streamReset, .refusedByGoAway, .invalidProxy, .proxyConnectFailed, .proxyTLSFailed, .proxyAuthenticationRequired,
-            .proxyRefused, .proxyClosed:
+            .proxyRefused, .proxyClosed, .requestBodyLengthMismatch:
             return "unexpected: \(error)"
         }
     }

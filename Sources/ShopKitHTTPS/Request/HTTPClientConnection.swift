@@ -127,7 +127,7 @@ final class HTTPClientConnection: Sendable {
         let first = FirstOutcome<BodyOutcome>()
         let writer = Task {
             do {
-                try await writeBody(body, to: carrier, end: end)
+                try await writeBody(body, declared: body.length, to: carrier, end: end)
                 first.complete(.written)
             } catch let error as BodyError {
                 first.complete(.bodyFailed(error.underlying))
@@ -144,20 +144,35 @@ final class HTTPClientConnection: Sendable {
         return outcome
     }
 
+    /// Writes the body's chunks, counting them against the `declared` length that the head's `Content-Length`
+    /// (HTTP/1.1) or `content-length` (HTTP/2) announced: the server frames the request by that number, so a byte
+    /// past it would be read as the start of another request. A chunk that would run past it is not written at all,
+    /// and a body that ends short writes no request end; either way the caller's body is at fault
+    /// (``HTTPSTransportError/requestBodyLengthMismatch(declared:yielded:)``) and the exchange is cancelled, which
+    /// closes a connection holding part of a request.
     private static func writeBody(
-        _ body: HTTPBody, to carrier: HTTPClientConnection, end: EventLoopPromise<Void>
+        _ body: HTTPBody, declared: HTTPBody.Length, to carrier: HTTPClientConnection, end: EventLoopPromise<Void>
     ) async throws {
         let channel = carrier.channel
         var iterator = body.makeAsyncIterator()
+        var yielded: Int64 = 0
         while true {
             let chunk: ArraySlice<UInt8>?
             do { chunk = try await iterator.next() } catch { throw BodyError(underlying: error) }
             guard let chunk else { break }
             if chunk.isEmpty { continue }
+            yielded += Int64(chunk.count)
+            if case .known(let length) = declared, yielded > length {
+                throw BodyError(
+                    underlying: HTTPSTransportError.requestBodyLengthMismatch(declared: length, yielded: yielded))
+            }
             let buffer = channel.allocator.buffer(bytes: chunk)
             let written = channel.eventLoop.makePromise(of: Void.self)
             carrier.write(.body(.byteBuffer(buffer)), flush: true, promise: written)
             try await written.futureResult.get()
+        }
+        if case .known(let length) = declared, yielded != length {
+            throw BodyError(underlying: HTTPSTransportError.requestBodyLengthMismatch(declared: length, yielded: yielded))
         }
         // `end` completes on the event loop when the end is written, ordered with the response's events.
         carrier.write(.end(nil), flush: true, promise: end)
