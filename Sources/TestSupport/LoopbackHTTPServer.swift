@@ -141,6 +141,15 @@ package final class LoopbackHTTPServer: Sendable {
         for channel in idle { try? await channel.close() }
     }
 
+    /// Writes `bytes` on every connection that is not in the middle of a request (bytes nobody asked for, on a
+    /// connection the client holds idle in its pool); returns how many connections they went to.
+    @discardableResult
+    package func writeToIdleConnections(_ bytes: [UInt8]) -> Int {
+        let idle = state.withLockedValue { $0.children.values.filter { !$0.busy }.map(\.channel) }
+        for channel in idle { channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil) }
+        return idle.count
+    }
+
     /// Answers every held request with `200 OK` and `body`.
     package func releaseHeld(body: [UInt8] = Array("released".utf8)) {
         let held = state.withLockedValue { state -> [@Sendable ([UInt8]) -> Void] in

@@ -60,7 +60,7 @@ import ShopKitTLS
             ("a second head", { $0.responseHead(head(200, length: 0)) == .close(.none) }),
             ("a body part", { $0.responseBody(ByteBuffer(string: "x")) == .close(.none) }),
             ("an end", { $0.responseEnd() == .close(.none) }),
-            ("raw bytes", { $0.bytesRead(now: t0); return true }),
+            ("raw bytes", { !$0.bytesRead(now: t0) }),
             ("an unclean shutdown", { $0.uncleanShutdown() == .none }),
         ]
         for (what, stray) in strays {
@@ -76,6 +76,24 @@ import ShopKitTLS
     }
 
     /// An error after the response's end, before the read completes: the response stands, the connection closes.
+    /// Bytes on an idle connection (before the first request, or between two) answer nobody: the connection
+    /// closes, and they never reach the decoder, which would keep a partial head for the next request's response.
+    @Test func bytesOnAnIdleConnectionCloseItAndAreNotDecoded() {
+        var fresh = Machine()
+        #expect(fresh.bytesRead(now: t0) == true)
+        let refused = fresh.start(id, limits: limits, requestKeepAlive: true, isHead: false, now: t0, channelActive: true)
+        guard case .refuse = refused else { Issue.record("a closed connection started a request: \(refused)"); return }
+
+        var machine = started()
+        #expect(machine.requestWritten(id, now: t0) == .none)
+        #expect(machine.bytesRead(now: t0) == false)
+        #expect(machine.responseHead(head(200, length: 0)) == .deliver(head(200, length: 0)))
+        #expect(machine.responseEnd() == .awaitReadComplete(resumeRead: false))
+        #expect(machine.readComplete() == .release(reusable: true))
+        #expect(machine.bytesRead(now: t0 + .seconds(1)) == true)
+        #expect(machine.bytesRead(now: t0 + .seconds(2)) == false)  // closed already: nothing more to do
+    }
+
     @Test func anErrorAfterTheEndKeepsTheResponseAndClosesTheConnection() {
         var machine = started()
         _ = machine.requestWritten(id, now: t0)
@@ -165,7 +183,7 @@ import ShopKitTLS
                 == .failRequest(Failed(failure: .transport(.connectionClosed), noResponseBytes: true, headDelivered: false)))
 
         var read = started()
-        read.bytesRead(now: t0)
+        #expect(read.bytesRead(now: t0) == false)
         guard case .failRequest(let failed) = read.channelInactive() else {
             Issue.record("a close under a running request must fail it")
             return
@@ -218,7 +236,7 @@ import ShopKitTLS
         // Still uploading at the first firing: not the server's silence.
         #expect(machine.timerFired(now: t0 + .seconds(5)) == .rearm(t0 + .seconds(10)))
         _ = machine.requestWritten(id, now: t0 + .seconds(6))
-        machine.bytesRead(now: t0 + .seconds(8))
+        #expect(machine.bytesRead(now: t0 + .seconds(8)) == false)
         #expect(machine.timerFired(now: t0 + .seconds(10)) == .rearm(t0 + .seconds(13)))
         // A slow reader holds reads back, and its wait is not the server's silence either.
         machine.readerBehind()
@@ -237,7 +255,7 @@ import ShopKitTLS
     @Test func theRequestDeadlineWins() {
         var machine = started()
         _ = machine.requestWritten(id, now: t0)
-        machine.bytesRead(now: t0 + .seconds(59))
+        #expect(machine.bytesRead(now: t0 + .seconds(59)) == false)
         guard case .close(.failRequest(let late)) = machine.timerFired(now: t0 + .seconds(60)) else {
             Issue.record("the deadline must fail the request")
             return

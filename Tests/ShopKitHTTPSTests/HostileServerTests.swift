@@ -22,7 +22,8 @@ import TestSupport
     /// One connection at a time. A request left waiting would end at the suite's time limit, as a cancellation,
     /// not as the error each test expects (the timers are wide, so that load cannot end a request early).
     static func contendedTransport() -> HTTPSTransport {
-        makeTransport(timeouts: .wide(), pool: .init(maxConnectionsPerHost: 1))
+        // The pool's idle timeout is wide too: only what the server sends may close an idle connection here.
+        makeTransport(timeouts: .wide(), pool: .init(maxConnectionsPerHost: 1, idleTimeout: .seconds(600)))
     }
 
     /// GETs `paths` concurrently; each path's body or error.
@@ -111,6 +112,60 @@ import TestSupport
         }
         #expect(results.values.contains { (try? $0.get()) != nil }, "the first response on a connection is delivered")
         #expect(server.requests.map(\.uri).sorted() == paths, "a request was sent twice, or not at all")
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// A fragment that parses as the start of a response head, ending inside a header value: it would become the
+    /// next caller's status and headers, with its real status line as the value of `x-splice`.
+    static let splice = Array("HTTP/1.1 302 Found\r\nLocation: https://evil.example/\r\nSet-Cookie: sess=attacker\r\nX-Splice: ".utf8)
+
+    /// Whether `response` carries anything of ``splice``.
+    static func isSpliced(_ response: HTTPResponse) -> Bool {
+        response.status == .found || response.headerFields[.location] != nil || response.headerFields[.setCookie] != nil
+            || response.headerFields[HTTPField.Name("X-Splice")!] != nil
+    }
+
+    /// Defect: the fragment, sent while the connection sat idle in the pool, became the next caller's 302 with
+    /// the attacker's `Location` and `Set-Cookie`. Bytes on an idle connection close it: nobody asked for them.
+    @Test func aFragmentOnAnIdleConnectionClosesItAndReachesNobody() async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in .raw(Self.response(request.uri), close: false) }
+        let transport = Self.contendedTransport()
+        #expect(try await transport.fetch(.get, "/r1", baseURL: server.baseURL).1 == Array("/r1".utf8))
+        #expect(server.writeToIdleConnections(Self.splice) == 1)
+        try await server.waitUntil("the client to close the connection the fragment arrived on") { $0.closed == 1 }
+        let (response, body) = try await transport.fetch(.get, "/r2", baseURL: server.baseURL)
+        #expect(!Self.isSpliced(response), "\(response.status) \(response.headerFields)")
+        #expect(response.status == .ok && body == Array("/r2".utf8))
+        #expect(server.counts.accepted == 2)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// The same fragment in the read that ends a response (in its record, or in a record of its own). Known
+    /// defect (issue 37's exact framing): NIO's decoder takes in a fragment that parses as a header prefix
+    /// without a sign, so the next caller on the connection receives it as its status and headers. Recorded as a
+    /// known issue: the day the framing is exact, this test says so.
+    @Test(arguments: [false, true]) func aFragmentInTheReadThatEndsAResponseReachesNobody(ownRecord: Bool) async throws {
+        let server = try await LoopbackHTTPServer.startTLS { request in
+            ownRecord
+                ? .records([Self.response(request.uri), Self.splice], close: false)
+                : .raw(Self.response(request.uri) + Self.splice, close: false)
+        }
+        let transport = Self.contendedTransport()
+        let results = await Self.fetchAll(["/r1", "/r2"], on: transport, server: server)
+        let (after, _) = try await transport.fetch(.get, "/r3", baseURL: server.baseURL)
+        withKnownIssue("a fragment parsing as a header prefix in the same read is not detected yet") {
+            #expect(!Self.isSpliced(after), "\(after.status) \(after.headerFields)")
+            for path in ["/r1", "/r2"] {
+                switch results[path] {
+                case .success(let body)?: #expect(body == path, "\(path) got another response")
+                case .failure(let error)?: #expect(isTransportError(error, .malformedResponse("")), "\(path): \(error)")
+                case nil: Issue.record("\(path) has no outcome")
+                }
+            }
+            Self.expectEachSentOnceOnItsOwnConnection(server, ["/r1", "/r2", "/r3"])
+        }
         await transport.shutdown()
         await server.stop()
     }

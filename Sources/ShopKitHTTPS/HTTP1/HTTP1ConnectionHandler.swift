@@ -109,9 +109,12 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         if machine.readerCaughtUp(now: now) { context?.read() }
     }
 
-    /// Called by ``InboundByteObserver`` for every inbound read.
-    package func noteBytesRead() {
-        machine.bytesRead(now: now)
+    /// Called by ``InboundByteObserver`` for every inbound read; returns whether the bytes go on to the decoder
+    /// (not when they close the connection: nobody asked for them).
+    package func noteBytesRead() -> Bool {
+        guard machine.bytesRead(now: now) else { return true }
+        context?.close(promise: nil)
+        return false
     }
 
     // MARK: From the channel

@@ -207,16 +207,24 @@ package struct HTTP1ConnectionStateMachine {
 
     // MARK: The channel's events
 
-    /// Bytes arrived (before the HTTP decoder saw them).
-    mutating func bytesRead(now: NIODeadline) {
+    /// Bytes arrived (before the HTTP decoder saw them). Returns whether to close the connection: bytes on an idle
+    /// connection answer nobody, and the decoder would keep a partial head they start for the next request's
+    /// response (a stray `302` with its `Location` and `Set-Cookie` became the next caller's), so they are never
+    /// decoded for anyone.
+    mutating func bytesRead(now: NIODeadline) -> Bool {
         switch state {
         case .ending:
             state = .ending(reusable: false)  // bytes after a complete response: the framing is in doubt
+            return false
         case .inRequest(let id, var request):
             request.bytesRead(now: now)
             state = .inRequest(id, request)
-        case .idle, .closed:
-            break
+            return false
+        case .idle:
+            state = .closed
+            return true
+        case .closed:
+            return false
         }
     }
 

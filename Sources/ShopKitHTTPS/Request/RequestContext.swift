@@ -211,17 +211,17 @@ struct RequestTimer {
     }
 }
 
-/// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them.
+/// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them; bytes the handler
+/// refuses (`onRead` returns false: nobody asked for them) never reach the decoder.
 package final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = ByteBuffer
     package typealias InboundOut = ByteBuffer
-    private let onRead: () -> Void
+    private let onRead: () -> Bool
 
-    package init(onRead: @escaping () -> Void) { self.onRead = onRead }
+    package init(onRead: @escaping () -> Bool) { self.onRead = onRead }
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        onRead()
-        context.fireChannelRead(data)
+        if onRead() { context.fireChannelRead(data) }
     }
 }
 
