@@ -78,7 +78,8 @@ package enum HTTP2ConnectionTarget {
             started = true
             for index in 0..<wanted {
                 guard let stream = handler.openStream() else { return }
-                outcomes.value.append(StreamOutcome(streamID: Int(Int32(stream.id))))
+                // The id is taken when the HEADERS go out (below).
+                outcomes.value.append(StreamOutcome(streamID: 0))
                 let body = BodyStream()
                 bodies.value.append(body)
                 body.onEnd = { outcomes.value[index].bodyEnded = true }
@@ -103,6 +104,11 @@ package enum HTTP2ConnectionTarget {
                 let bound = NIOLoopBound(stream, eventLoop: loop)
                 written.futureResult.whenSuccess { bound.value.requestSent(id) }
                 stream.write(.end(nil), flush: true, promise: written)
+                if let id = stream.id {
+                    outcomes.value[index].streamID = Int(Int32(id))
+                    // Ids reach the wire in the order they are taken (swift-nio-http2 would refuse a smaller one).
+                    precondition(index == 0 || outcomes.value[index - 1].streamID < Int(Int32(id)), "stream ids out of order")
+                }
             }
         }
         let handler = HTTP2ConnectionHandler(

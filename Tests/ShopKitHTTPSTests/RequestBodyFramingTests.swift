@@ -105,3 +105,81 @@ import Testing
         try await server.shutdown()
     }
 }
+
+/// A request body that says when the transport first asks it for bytes (the request's head is written or held by
+/// then), and yields its one chunk only once the test opens its gate.
+struct GatedBody: AsyncSequence, Sendable {
+    typealias Element = HTTPBody.ByteChunk
+    let chunk: [UInt8]
+    let asked = EventCounter()
+    let gate = Gate()
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: GatedBody
+        var done = false
+        mutating func next() async throws -> HTTPBody.ByteChunk? {
+            guard !done else { return nil }
+            done = true
+            await body.asked.increment()
+            try await body.gate.wait()
+            return ArraySlice(body.chunk)
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+}
+
+/// HTTP/2 stream ids go out in the order they were taken (RFC 9113 §5.1.1: a client's new stream id must exceed
+/// every id it used before).
+@Suite(.timeLimit(.minutes(3))) struct HTTP2StreamOrderTests {
+    /// Defect: an upload's stream took id 1 when it opened, but its HEADERS waited for the first body chunk; a GET
+    /// went out meanwhile on stream 3, swift-nio-http2 then refused HEADERS for stream 1 (`StreamIDTooSmall`), and
+    /// the connection closed under every stream, each failing as the server's fault.
+    @Test func anUploadWhoseBodyIsLateAndARequestAfterItBothSucceedOnOneConnection() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in .respond(body: Array(request.path.utf8)) }
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: .wide(), pool: .init(maxConnectionsPerHost: 1)),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        let body = GatedBody(chunk: Array("upload".utf8))
+        let upload = Task {
+            try await transport.fetch(.post, "/upload", baseURL: base, body: HTTPBody(body, length: .known(6), iterationBehavior: .single))
+        }
+        // The upload's stream is open and its head is written (or held) before the GET starts.
+        try await body.asked.wait(until: 1)
+        let (getResponse, getBody) = try await transport.fetch(.get, "/get", baseURL: base)
+        #expect(getResponse.status == .ok && getBody == Array("/get".utf8))
+        await body.gate.open()
+        let (uploadResponse, uploadBody) = try await upload.value
+        #expect(uploadResponse.status == .ok && uploadBody == Array("/upload".utf8))
+        #expect(server.counts.connections == 1)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+
+    /// Eight uploads at once, in memory, and eight GETs: none is lost (16 of 80 were, 5 of them after reaching the
+    /// server).
+    @Test func concurrentUploadsAndRequestsOnOneConnectionAllSucceed() async throws {
+        let server = try await LoopbackHTTP2Server.start { request in .respond(body: Array(request.path.utf8)) }
+        let transport = HTTPSTransport(
+            configuration: .init(timeouts: .wide(), pool: .init(maxConnectionsPerHost: 1)),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+        let base = URL(string: "https://127.0.0.1:\(server.port)")!
+        for round in 0..<5 {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for i in 0..<16 {
+                    group.addTask {
+                        let path = "/\(round)-\(i)"
+                        let body: HTTPBody? = i % 2 == 0 ? HTTPBody(Array("payload-\(i)".utf8)) : nil
+                        let (response, bytes) = try await transport.fetch(i % 2 == 0 ? .post : .get, path, baseURL: base, body: body)
+                        #expect(response.status == .ok && bytes == Array(path.utf8), "\(path)")
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        #expect(server.counts.connections == 1)
+        await transport.shutdown()
+        try await server.shutdown()
+    }
+}

@@ -57,7 +57,12 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// Dropped with the handler, which breaks the cycle through the connection it tells.
     private var observer: Observer?
     private var context: ChannelHandlerContext?
+    /// The streams whose HEADERS were written, by id.
     private var streams: [HTTP2StreamID: HTTP2Stream] = [:]
+    /// The streams opened for a request whose HEADERS are not written yet: they have no id. A stream takes its id
+    /// when its HEADERS go out (``assignID(to:)``), so ids reach the wire in increasing order whatever order the
+    /// requests write their heads in (RFC 9113 §5.1.1; swift-nio-http2 refuses a smaller one as a connection error).
+    private var unopened: [ObjectIdentifier: HTTP2Stream] = [:]
     private var nextStreamID: Int32 = 1
     private var maxStreams: Int?
     /// The last stream id and the error code of the server's GOAWAY.
@@ -99,18 +104,33 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     // MARK: Streams
 
-    /// A new stream for one request, or nil when the connection takes no more (closed, GOAWAY, ids used up).
+    /// A new stream for one request, or nil when the connection takes no more (closed, GOAWAY, ids used up). It
+    /// has no id until its HEADERS are written.
     package func openStream() -> HTTP2Stream? {
         guard isActive, goAway == nil, nextStreamID < Int32.max - 1 else { return nil }
-        let stream = HTTP2Stream(id: HTTP2StreamID(nextStreamID), connection: self)
-        nextStreamID += 2
-        streams[stream.id] = stream
+        let stream = HTTP2Stream(connection: self)
+        unopened[ObjectIdentifier(stream)] = stream
         return stream
+    }
+
+    /// The id for `stream`'s HEADERS, which its caller writes next (nothing is written in between: ids go out in
+    /// the order they are taken), or nil when the connection can open no more streams (GOAWAY, ids used up).
+    func assignID(to stream: HTTP2Stream) -> HTTP2StreamID? {
+        guard unopened.removeValue(forKey: ObjectIdentifier(stream)) != nil, goAway == nil, nextStreamID < Int32.max - 1
+        else { return nil }
+        let id = HTTP2StreamID(nextStreamID)
+        nextStreamID += 2
+        streams[id] = stream
+        return id
     }
 
     /// Forgets `stream`: it ended and is closed.
     func remove(_ stream: HTTP2Stream) {
-        if streams[stream.id] === stream { streams[stream.id] = nil }
+        if let id = stream.id {
+            if streams[id] === stream { streams[id] = nil }
+        } else {
+            unopened[ObjectIdentifier(stream)] = nil
+        }
     }
 
     /// `stream` received a frame in this read: it finishes the read with the others at its end.
@@ -157,6 +177,10 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 observer?.settings(maxStreams)
             case .goAway(let lastStreamID, let code, _):
                 goAway = (min(goAway?.lastStreamID ?? lastStreamID, lastStreamID), code)
+                // A stream that never wrote its HEADERS never reached the server: refused, safe to send again.
+                let refused = unopened.values
+                unopened = [:]
+                for stream in refused { stream.streamClosed(reason: nil, refusedBy: code.name) }
                 observer?.goAway()
             default:
                 break
@@ -228,8 +252,9 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     package func channelInactive(context: ChannelHandlerContext) {
         finishRead()
-        let open = streams.values
+        let open = Array(streams.values) + Array(unopened.values)
         streams = [:]
+        unopened = [:]
         for stream in open { stream.connectionClosed() }
         context.fireChannelInactive()
     }

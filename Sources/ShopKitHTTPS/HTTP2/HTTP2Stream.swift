@@ -18,7 +18,9 @@ import NIOHTTP2
 /// Flow control: the stream's window is topped up as its body is handed to the reader, and not while the reader
 /// is behind, so a reader that stops holds at most a window of its stream's body, and never slows the others.
 package final class HTTP2Stream: RequestHandler {
-    package let id: HTTP2StreamID
+    /// The stream's id, taken when its HEADERS are written (nil before: see
+    /// ``HTTP2ConnectionHandler/assignID(to:)``).
+    package private(set) var id: HTTP2StreamID?
     /// Held until the stream is forgotten: the connection drops its streams when it closes.
     private let connection: HTTP2ConnectionHandler
 
@@ -33,7 +35,7 @@ package final class HTTP2Stream: RequestHandler {
     /// END_STREAM.
     private var heldHead: HTTPRequestHead?
     /// Whether the request's HEADERS were written (the stream exists for swift-nio-http2 and the server).
-    private var opened = false
+    private var opened: Bool { id != nil }
     /// Whether swift-nio-http2 closed the stream (both ends, or a reset either way).
     private(set) var closed = false
     /// The stream's receive window as swift-nio-http2 last reported it, and whether an update is held back for
@@ -45,8 +47,7 @@ package final class HTTP2Stream: RequestHandler {
     /// Set by the connection while the stream is on its list of streams to finish the current read.
     var touchedInRead = false
 
-    init(id: HTTP2StreamID, connection: HTTP2ConnectionHandler) {
-        self.id = id
+    init(connection: HTTP2ConnectionHandler) {
         self.connection = connection
     }
 
@@ -82,6 +83,10 @@ package final class HTTP2Stream: RequestHandler {
             writeHeldHead(endStream: false)
         case .body(.byteBuffer(let buffer)):
             writeHeldHead(endStream: false)
+            guard let id else {
+                promise?.fail(HTTPSTransportError.connectionClosed)
+                return
+            }
             connection.write(.init(streamID: id, payload: .data(.init(data: .byteBuffer(buffer)))), promise: promise)
         case .body(.fileRegion):
             promise?.fail(HTTPSTransportError.connectionClosed)
@@ -91,11 +96,11 @@ package final class HTTP2Stream: RequestHandler {
                 writeHeldHead(endStream: trailers == nil, promise: trailers == nil ? promise : nil)
                 if trailers == nil { break }
             }
-            if let trailers {
+            if let trailers, let id {
                 connection.write(
                     .init(streamID: id, payload: .headers(.init(headers: HPACKHeaders(httpHeaders: trailers), endStream: true))),
                     promise: promise)
-            } else if opened {
+            } else if trailers == nil, let id {
                 connection.write(
                     .init(streamID: id, payload: .data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))),
                     promise: promise)
@@ -106,10 +111,16 @@ package final class HTTP2Stream: RequestHandler {
         if flush { connection.flush() }
     }
 
+    /// Writes the held head as the stream's HEADERS, taking the stream's id right before: no other frame goes out
+    /// in between, so ids reach the wire in the order they are taken.
     private func writeHeldHead(endStream: Bool, promise: EventLoopPromise<Void>? = nil) {
         guard let head = heldHead else { return }
         heldHead = nil
-        opened = true
+        guard let id = connection.assignID(to: self) else {
+            promise?.fail(HTTPSTransportError.connectionClosed)
+            return
+        }
+        self.id = id
         connection.write(
             .init(streamID: id, payload: .headers(.init(headers: HTTP2Headers.request(head), endStream: endStream))),
             promise: promise)
@@ -324,7 +335,7 @@ package final class HTTP2Stream: RequestHandler {
     /// forgets it.
     private func reset() {
         heldHead = nil
-        if opened && !closed {
+        if let id, !closed {
             closed = true
             connection.write(.init(streamID: id, payload: .rstStream(.cancel)), promise: nil)
             connection.flush()
@@ -335,7 +346,7 @@ package final class HTTP2Stream: RequestHandler {
 
     /// Tops the stream's window up to its target once half of it was used, unless the reader is behind.
     private func updateWindow() {
-        guard !readerBehind, !closed, let increment = HTTP2ConnectionHandler.windowIncrement(window) else { return }
+        guard !readerBehind, !closed, let id, let increment = HTTP2ConnectionHandler.windowIncrement(window) else { return }
         window += increment
         connection.write(.init(streamID: id, payload: .windowUpdate(windowSizeIncrement: increment)), promise: nil)
     }
