@@ -75,7 +75,8 @@ public struct HTTPSTransport: ClientTransport {
     public struct Timeouts: Sendable, Hashable {
         /// Opening the TCP connection (default 10 s).
         public var connect: Duration
-        /// The TLS handshake with chain, hostname and pin checks (default 10 s).
+        /// The TLS handshake with chain, hostname and pin checks, and for HTTP/2 the server's first SETTINGS frame:
+        /// a connection is ready only then (default 10 s).
         public var handshake: Duration
         /// The longest silence while waiting for response bytes (default 30 s).
         public var idleRead: Duration

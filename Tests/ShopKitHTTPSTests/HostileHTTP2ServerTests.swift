@@ -1,4 +1,7 @@
 import Foundation
+import NIOCore
+import NIOPosix
+import ShopKitTLS
 import HTTPTypes
 import TestSupport
 import Testing
@@ -113,5 +116,40 @@ import Testing
         #expect(String(decoding: next, as: UTF8.self) == "/next")
         await transport.shutdown()
         try await server.shutdown()
+    }
+}
+
+/// A server that completes TLS with ALPN `h2` and then says nothing: no SETTINGS ever comes.
+@Suite(.timeLimit(.minutes(3))) struct HTTP2PrefaceDeadlineTests {
+    /// Defect: the connection waited for the server's first SETTINGS with no deadline of its own, and every request
+    /// for the host queued behind it (for ever with pings off). The handshake deadline covers the HTTP/2 preface.
+    @Test func aServerThatNeverSendsSettingsFailsAtTheHandshakeDeadline() async throws {
+        let tls = try TLSServerContext(
+            certificateChainPEM: TestCertificates.standardChain(),
+            privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"), applicationProtocols: ["h2"])
+        let reads = EventCounter()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(tls.makeHandler())
+                    try child.pipeline.syncOperations.addHandler(CountingSink(counter: reads))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        // The handshake deadline is the subject; the request's is longer, so only a missing preface deadline lets
+        // the request reach it. Pings are off, so no keepalive ends the connection either.
+        let transport = HTTPSTransport(
+            configuration: .init(
+                timeouts: .wide(handshake: .seconds(5), request: .seconds(60), http2PingInterval: nil),
+                pool: .init(maxConnectionsPerHost: 1)),
+            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+        await #expect(throws: TLSError.handshakeTimeout) {
+            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
+        }
+        // TLS did complete: the server read the client's HTTP/2 preface, and nothing came back.
+        try await reads.wait(until: 1)
+        await transport.shutdown()
+        try await server.close()
     }
 }

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
+import ShopKitTLS
 
 /// One verified HTTP/2 connection: the TLS channel with swift-nio-http2's `NIOHTTP2Handler` (framing, HPACK,
 /// validation, stream states, flow control on what is sent), optionally a PING keepalive, and one
@@ -46,11 +47,22 @@ final class HTTP2Connection: Sendable {
 
     /// Sets up HTTP/2 on a verified channel (on its event loop) and succeeds once the server's first SETTINGS
     /// frame arrived, so the stream capacity is known. `events` is set once the pool knows the connection.
+    ///
+    /// A server that completed TLS but sends no SETTINGS by `settingsDeadline` (the connection's handshake
+    /// deadline) fails it with ``TLSError/handshakeTimeout`` and the connection is closed: every request for the
+    /// host would otherwise queue behind a connection that never becomes ready.
     static func start(
-        on channel: any Channel, keepalive: Keepalive?, logger: Logger, events: @escaping @Sendable () -> Events
+        on channel: any Channel, settingsDeadline: NIODeadline, keepalive: Keepalive?, logger: Logger,
+        events: @escaping @Sendable () -> Events
     ) -> EventLoopFuture<HTTP2Connection> {
         let loop = channel.eventLoop
         let ready = loop.makePromise(of: HTTP2Connection.self)
+        // The deadline lives with what it races: the first SETTINGS.
+        let deadline = loop.scheduleTask(deadline: settingsDeadline) {
+            ready.fail(TLSError.handshakeTimeout)
+            channel.close(promise: nil)
+        }
+        ready.futureResult.whenComplete { _ in deadline.cancel() }
         do {
             let sync = channel.pipeline.syncOperations
             let box = NIOLoopBoundBox<HTTP2Connection?>(nil, eventLoop: loop)

@@ -88,12 +88,16 @@ struct ConnectionFactory: Sendable {
         let keepalive = self.http2Keepalive
         let logger = self.logger
         return opened.flatMap { channel in
-            security.addHandlers(
+            // The handshake deadline covers connection set-up to the first request: the TLS handshake, and for
+            // HTTP/2 the server's first SETTINGS too.
+            let setUpDeadline = channel.eventLoop.now + handshakeTimeout
+            return security.addHandlers(
                 to: channel, host: target.host, port: target.port, handshakeTimeout: handshakeTimeout
             ).hop(to: channel.eventLoop).flatMap { secured -> EventLoopFuture<(PooledConnection, stillTrusted: @Sendable () -> Bool)> in
                 let alpn = secured.alpn
                 if alpn == "h2" && httpVersion != .http1Only {
-                    return HTTP2Connection.start(on: channel, keepalive: keepalive, logger: logger, events: events)
+                    return HTTP2Connection.start(
+                        on: channel, settingsDeadline: setUpDeadline, keepalive: keepalive, logger: logger, events: events)
                         .map { (.http2($0), secured.stillTrusted) }
                 }
                 if httpVersion == .http2Only {
