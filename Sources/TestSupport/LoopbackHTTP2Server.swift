@@ -68,6 +68,9 @@ package final class LoopbackHTTP2Server: Sendable {
         var connections: [any Channel] = []
         /// Inbound bytes are dropped unread, as from a peer that vanished (so no PING is acknowledged).
         var silent = false
+        /// The last stream id each connection's GOAWAY said it processed: the server never answers a stream above it
+        /// (RFC 9113 §6.8), even one whose request ends after the GOAWAY was decided.
+        var goAwayLastStreamID: [ObjectIdentifier: HTTP2StreamID] = [:]
     }
 
     /// The bound port.
@@ -236,6 +239,7 @@ package final class LoopbackHTTP2Server: Sendable {
         }
         guard let connection = held.first?.connection else { return }
         let lastProcessed = held.prefix(processed).last?.streamID ?? .rootStream
+        state.withLockedValue { $0.goAwayLastStreamID[ObjectIdentifier(connection)] = lastProcessed }
         let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastProcessed, errorCode: .noError, opaqueData: nil))
         connection.eventLoop.execute {
             for entry in held.prefix(processed) { entry.respond(body) }
@@ -374,6 +378,11 @@ package final class LoopbackHTTP2Server: Sendable {
                 body.append(contentsOf: buffer.readableBytesView)
             case .end:
                 guard let head else { return }
+                let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID)) ?? .rootStream
+                let refused = state.withLockedValue { state in
+                    state.goAwayLastStreamID[ObjectIdentifier(connection)].map { streamID > $0 } ?? false
+                }
+                guard !refused else { return }  // above the GOAWAY: never processed
                 let index = state.withLockedValue { state -> Int in
                     state.counts.requests += 1
                     return state.counts.requests

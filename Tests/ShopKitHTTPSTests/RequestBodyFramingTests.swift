@@ -183,3 +183,62 @@ struct GatedBody: AsyncSequence, Sendable {
         try await server.shutdown()
     }
 }
+
+/// A body of two chunks: the first at once, the second once the test opens the gate; says when it is asked for
+/// the second (the first is written by then).
+struct TwoPartBody: AsyncSequence, Sendable {
+    typealias Element = HTTPBody.ByteChunk
+    let first: [UInt8]
+    let second: [UInt8]
+    let askedForSecond = EventCounter()
+    let gate = Gate()
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: TwoPartBody
+        var step = 0
+        mutating func next() async throws -> HTTPBody.ByteChunk? {
+            step += 1
+            switch step {
+            case 1: return ArraySlice(body.first)
+            case 2:
+                await body.askedForSecond.increment()
+                try await body.gate.wait()
+                return ArraySlice(body.second)
+            default: return nil
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+}
+
+@Suite(.timeLimit(.minutes(3))) struct HTTP2GoAwayUploadTests {
+    /// Defect: an upload on a stream above a GOAWAY's last stream id was sometimes reported as `connectionClosed`
+    /// (not resent, the outcome in doubt) instead of `refusedByGoAway` (never processed): its failed write was
+    /// reported at once, and the GOAWAY's classification only after the event. Each round races the upload's next
+    /// write against the GOAWAY.
+    @Test func anUploadAboveTheGoAwayIsAlwaysRefusedByIt() async throws {
+        for round in 0..<10 {
+            let server = try await LoopbackHTTP2Server.start { request in request.path == "/hold" ? .hold : .respond(body: []) }
+            let transport = HTTPSTransport(
+                configuration: .init(timeouts: .wide(), pool: .init(maxConnectionsPerHost: 1)),
+                security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+            let base = URL(string: "https://127.0.0.1:\(server.port)")!
+            let held = Task { try await transport.fetch(.get, "/hold", baseURL: base) }
+            try await server.waitUntilHeld(1)
+            let body = TwoPartBody(first: Array("abc".utf8), second: Array("def".utf8))
+            let upload = Task {
+                try await transport.fetch(.put, "/upload", baseURL: base, body: HTTPBody(body, length: .known(6), iterationBehavior: .single))
+            }
+            try await body.askedForSecond.wait(until: 1)
+            server.goAway(processing: 1)
+            await body.gate.open()
+            await #expect(throws: HTTPSTransportError.refusedByGoAway(code: "NO_ERROR"), "round \(round)") {
+                _ = try await upload.value
+            }
+            #expect(try await held.value.0.status == .ok)
+            await transport.shutdown()
+            try await server.shutdown()
+        }
+    }
+}

@@ -243,7 +243,8 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
         if closeReason == nil {
             switch error {
             case let tls as TLSError: closeReason = .tls(tls)
-            case is IOError, is ChannelError: closeReason = .transport(.connectionClosed)
+            case is IOError, is ChannelError, is NIOHTTP2Errors.IOOnClosedConnection:
+                closeReason = .transport(.connectionClosed)
             default: closeReason = .transport(.malformedResponse("HTTP/2 connection error: \(Self.name(of: error))"))
             }
         }
@@ -270,5 +271,14 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private func refusedCode(_ id: HTTP2StreamID) -> String? {
         guard let goAway, id > goAway.lastStreamID else { return nil }
         return goAway.code.name
+    }
+
+    /// ``refusedCode(_:)`` for `stream`, which a GOAWAY also refuses when it never wrote its HEADERS. Whatever
+    /// ends such a stream (its write failing, the connection closing, the stream closing), the outcome is the
+    /// same: never processed.
+    func refusal(of stream: HTTP2Stream) -> String? {
+        guard let goAway else { return nil }
+        guard let id = stream.id else { return goAway.code.name }
+        return refusedCode(id)
     }
 }

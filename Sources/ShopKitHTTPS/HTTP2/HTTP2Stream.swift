@@ -146,9 +146,11 @@ package final class HTTP2Stream: RequestHandler {
         _ = self.request!.machine.requestWritten(now: now)
     }
 
+    /// Writing the request failed. Above a GOAWAY's last stream id that is the GOAWAY's refusal (the write
+    /// failed because the stream was closed by it), whichever of the two is reported first.
     func requestFailed(_ id: HTTP1ConnectionStateMachine.RequestID) {
         guard let request, request.context.id == id else { return }
-        fail(.transport(.connectionClosed))
+        fail(.transport(.connectionClosed), refusedBy: connection.refusal(of: self))
     }
 
     func cancel(_ id: HTTP1ConnectionStateMachine.RequestID) {
@@ -237,14 +239,14 @@ package final class HTTP2Stream: RequestHandler {
         } else {
             failure = .transport(.malformedResponse("HTTP/2 stream error: \(HTTP2ConnectionHandler.name(of: error))"))
         }
-        connection.afterEvent { [self] in fail(connection.closeReason ?? failure) }
+        connection.afterEvent { [self] in fail(connection.closeReason ?? failure, refusedBy: connection.refusal(of: self)) }
     }
 
     /// The connection closed under the stream.
     func connectionClosed() {
         closed = true
         if request?.machine.isRunning == true {
-            fail(connection.closeReason ?? .transport(.connectionClosed))
+            fail(connection.closeReason ?? .transport(.connectionClosed), refusedBy: connection.refusal(of: self))
         } else if ending {
             end(reusable: true)
         }
