@@ -33,7 +33,7 @@ public struct PinSetDocument: Sendable {
     /// The policy the document describes; its `version` is the document's.
     public let policy: PinningPolicy
     /// Baseline host patterns the document unpins deliberately.
-    let unpinnedBaselineHosts: [HostPattern]
+    public let unpinnedBaselineHosts: [HostPattern]
 
     /// How far in the future `issuedAt` may be (clock skew between publisher and app).
     package static let clockSkew: TimeInterval = 5 * 60
@@ -42,6 +42,14 @@ public struct PinSetDocument: Sendable {
     ///
     /// - Throws: ``PinSetDocumentError/malformedDocument(_:)`` naming the field at fault.
     package init(json: [UInt8]) throws(PinSetDocumentError) {
+        switch JSONDuplicateCheck.scan(json) {
+        case .unique: break
+        case .duplicate(let name, let path):
+            throw .malformedDocument(
+                "member \(String(reflecting: name)) appears twice in \(path.isEmpty ? "the document" : path); readers "
+                    + "disagree on which one counts (RFC 7493), so keep one")
+        case .malformed(let problem): throw .malformedDocument("not JSON (\(problem))")
+        }
         let wire: Wire
         do {
             wire = try JSONDecoder().decode(Wire.self, from: Data(json))
@@ -87,18 +95,18 @@ public struct PinSetDocument: Sendable {
     }
 
     /// Checks that the document may replace the policy in force (`currentVersion`) over `baseline` at `now`: its
-    /// version is above, it is valid at `now` (with ``clockSkew`` for `issuedAt`), and it keeps a set for every
-    /// host pattern the baseline pins, unless it lists the pattern in `unpinnedBaselineHosts`.
+    /// version is above, it is valid at `now` (with ``clockSkew`` for `issuedAt`), it keeps every host pattern the
+    /// baseline pins as pinned as the baseline does (an enforced set, live until the document expires; see
+    /// `checkBaselineHosts`), unless it lists the pattern in `unpinnedBaselineHosts`, and it keeps a strict
+    /// baseline strict unless the baseline allows otherwise (`documentsMayAllowUnpinnedHosts`).
     package func check(baseline: PinningPolicy, currentVersion: Int, now: Date) throws(PinSetDocumentError) {
         guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
         guard now < expiresAt else { throw .expired(expiresAt: expiresAt) }
         guard issuedAt <= now.addingTimeInterval(Self.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
-        for set in baseline.pinSets
-        where !policy.pinSets.contains(where: { $0.hostPattern == set.hostPattern })
-            && !unpinnedBaselineHosts.contains(set.hostPattern)
-        {
-            throw .dropsBaselineHost(set.hostPattern.description)
+        if baseline.unpinnedHosts == .refuse, policy.unpinnedHosts == .allow, !baseline.documentsMayAllowUnpinnedHosts {
+            throw .relaxesStrictHosts
         }
+        try checkBaselineHosts(baseline)
     }
 
     /// The JSON of a document (sorted keys; what `pin-check` emits for signing).

@@ -30,6 +30,13 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// The document pins no longer a host pattern the app's baseline pins, and does not list it in
     /// `unpinnedBaselineHosts`.
     case dropsBaselineHost(String)
+    /// The document keeps a set for a host pattern the app's baseline pins, but not one that holds: the set it
+    /// applies to (some host of) the pattern is report-only, or stops being enforced before the document expires.
+    /// The reason names that set.
+    case weakensBaselineHost(String, reason: String)
+    /// The app's baseline refuses hosts no set covers (`unpinnedHosts: .refuse`) and the document would allow them
+    /// (`strictHosts` false or left out), which the app does not permit (`documentsMayAllowUnpinnedHosts`).
+    case relaxesStrictHosts
     /// The app's signing keys are unusable: fewer than two, not Ed25519, or a repeated key id.
     case signingKeys(String)
 
@@ -65,6 +72,13 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
         case .dropsBaselineHost(let pattern):
             return "the pin-set document has no pin set for \(pattern), which the app's baseline pins (publisher): "
                 + "add one, or list \(pattern) in unpinnedBaselineHosts to unpin it deliberately"
+        case .weakensBaselineHost(let pattern, let reason):
+            return "the pin-set document weakens the pins of \(pattern), which the app's baseline pins (publisher): "
+                + "\(reason); make that set enforced and live until the document expires, or list \(pattern) in "
+                + "unpinnedBaselineHosts to unpin it deliberately"
+        case .relaxesStrictHosts:
+            return "the pin-set document allows hosts without pins (strictHosts false or missing), but the app's "
+                + "baseline refuses them (publisher): set \"strictHosts\": true (pin-check pins-document --strict-hosts)"
         case .signingKeys(let problem):
             return "the app's pin-set signing keys are unusable (app configuration): \(problem)"
         }

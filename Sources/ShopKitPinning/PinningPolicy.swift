@@ -30,6 +30,12 @@ public struct PinningPolicy: Sendable {
     /// Which policy this is: 0 for one built in code (the app's baseline), a signed ``PinSetDocument``'s version
     /// for one it describes. Failure reports carry it, so a refusal names the policy that refused.
     public var version: Int
+    /// Whether a signed pin-set document may turn this (baseline) policy's ``UnpinnedHosts/refuse`` into
+    /// ``UnpinnedHosts/allow`` (default false: a strict app stays strict whatever a document says). Read only on
+    /// the baseline a document is checked against.
+    ///
+    /// - Warning: Setting it lets whoever holds a signing key stop pinning every host the document leaves out.
+    public var documentsMayAllowUnpinnedHosts: Bool
 
     /// A policy applying `pinSets`; an empty policy pins nothing.
     ///
@@ -38,10 +44,16 @@ public struct PinningPolicy: Sendable {
     ///   - unpinnedHosts: `.refuse` makes every host without a pin set fail to connect ("strict hosts"); the
     ///     default `.allow` connects them with chain and hostname verification only.
     ///   - version: the policy's version (0, the default, for a baseline built in code).
-    public init(pinSets: [PinSet] = [], unpinnedHosts: UnpinnedHosts = .allow, version: Int = 0) {
+    ///   - documentsMayAllowUnpinnedHosts: on a strict baseline, let a signed document allow unpinned hosts
+    ///     (default false).
+    public init(
+        pinSets: [PinSet] = [], unpinnedHosts: UnpinnedHosts = .allow, version: Int = 0,
+        documentsMayAllowUnpinnedHosts: Bool = false
+    ) {
         self.pinSets = pinSets
         self.unpinnedHosts = unpinnedHosts
         self.version = version
+        self.documentsMayAllowUnpinnedHosts = documentsMayAllowUnpinnedHosts
     }
 
     /// The configured host patterns, in order (what a refusal of an unpinned host lists).

@@ -1,0 +1,120 @@
+import Foundation
+import Testing
+@testable import ShopKitPinning
+
+/// `PinSetDocument.check`: a validly signed document may not weaken what the app's baseline pins, beyond what the
+/// document says it does (`unpinnedBaselineHosts`) and what the app allows in code.
+@Suite struct PinSetDocumentTests {
+    static let now = Date(timeIntervalSince1970: 1_800_000_000)
+    static let expiresAt = now + 30 * 86_400
+
+    /// A document's JSON: `sets` as (host, reportOnly, expiration), each with two pins.
+    static func json(
+        _ sets: [(String, Bool, Date?)], strictHosts: Bool = true, unpinning: [String] = [], version: Int = 3
+    ) -> [UInt8] {
+        let pinSets = sets.map { host, reportOnly, expiration -> [String: Any] in
+            var set: [String: Any] = ["host": host, "pins": [Fixture.pin(1).description, Fixture.pin(2).description]]
+            if reportOnly { set["reportOnly"] = true }
+            if let expiration { set["expiration"] = PinSetDocument.timestamp(expiration) }
+            return set
+        }
+        var object: [String: Any] = [
+            "version": version, "issuedAt": PinSetDocument.timestamp(now - 60),
+            "expiresAt": PinSetDocument.timestamp(expiresAt), "strictHosts": strictHosts, "pinSets": pinSets,
+        ]
+        if !unpinning.isEmpty { object["unpinnedBaselineHosts"] = unpinning }
+        return Array(try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]))
+    }
+
+    static func baseline(_ patterns: [String], strict: Bool = false) -> PinningPolicy {
+        PinningPolicy(
+            pinSets: patterns.map { try! PinSet(host: $0, pins: [Fixture.pin(1).description, Fixture.pin(2).description]) },
+            unpinnedHosts: strict ? .refuse : .allow)
+    }
+
+    static func check(_ json: [UInt8], _ baseline: PinningPolicy) throws {
+        try PinSetDocument(json: json).check(baseline: baseline, currentVersion: 0, now: now)
+    }
+
+    static func weakens(_ pattern: String, _ reason: String) -> (any Error) -> Bool {
+        { error in
+            guard case .weakensBaselineHost(let refused, let why) = error as? PinSetDocumentError else { return false }
+            return refused == pattern && why.contains(reason)
+        }
+    }
+
+    // MARK: the baseline rule (issue 38, defect 1)
+
+    @Test func aReportOnlySetForABaselineHostIsRefused() throws {
+        let json = Self.json([("api.example.com", true, nil)])
+        #expect { try Self.check(json, Self.baseline(["api.example.com"])) } throws: {
+            Self.weakens("api.example.com", "report-only")($0)
+        }
+    }
+
+    @Test func aSetForABaselineHostThatExpiresBeforeTheDocumentIsRefused() throws {
+        for expiration in [Self.now - 60, Self.expiresAt - 1] {
+            let json = Self.json([("api.example.com", false, expiration)], strictHosts: false)
+            #expect { try Self.check(json, Self.baseline(["api.example.com"])) } throws: {
+                Self.weakens("api.example.com", "expires at \(PinSetDocument.timestamp(expiration))")($0)
+            }
+        }
+    }
+
+    @Test func aMoreSpecificWeakerSetUnderABaselineWildcardIsRefused() throws {
+        let reportOnly = Self.json([("*.example.com", false, nil), ("api.example.com", true, nil)])
+        #expect { try Self.check(reportOnly, Self.baseline(["*.example.com"])) } throws: {
+            Self.weakens("*.example.com", "api.example.com")($0)
+        }
+        let expiring = Self.json([("**.example.com", false, nil), ("*.cdn.example.com", false, Self.now + 3600)])
+        #expect { try Self.check(expiring, Self.baseline(["**.example.com"])) } throws: {
+            Self.weakens("**.example.com", "*.cdn.example.com")($0)
+        }
+    }
+
+    @Test func aBaselineWildcardOnlyPartlyCoveredIsDropped() throws {
+        let json = Self.json([("api.example.com", false, nil)])
+        #expect(throws: PinSetDocumentError.dropsBaselineHost("*.example.com")) {
+            try Self.check(json, Self.baseline(["*.example.com"]))
+        }
+    }
+
+    @Test func enforcedSetsLiveForTheWholeValidityAreAccepted() throws {
+        let cases: [([(String, Bool, Date?)], [String])] = [
+            ([("api.example.com", false, nil)], ["api.example.com"]),
+            ([("api.example.com", false, Self.expiresAt)], ["api.example.com"]),
+            ([("**.example.com", false, nil)], ["api.example.com", "*.example.com", "**.example.com"]),
+            ([("*.example.com", false, nil), ("api.example.com", false, Self.expiresAt + 86_400)], ["*.example.com"]),
+            // A weaker set outside the baseline pattern, or less specific than the enforced one, weakens nothing.
+            ([("api.example.com", false, nil), ("**.example.com", true, nil), ("shop.example.org", true, nil)], ["api.example.com"]),
+            ([("127.0.0.1", false, nil)], ["127.0.0.1"]),
+        ]
+        for (sets, baseline) in cases {
+            try Self.check(Self.json(sets), Self.baseline(baseline))
+        }
+        // Listed in unpinnedBaselineHosts: unpinned on purpose, whatever covers it.
+        try Self.check(Self.json([("api.example.com", true, nil)], unpinning: ["api.example.com"]), Self.baseline(["api.example.com"]))
+    }
+
+    // MARK: strict hosts (issue 38, defect 3)
+
+    @Test func aDocumentCannotTurnAStrictBaselineLax() throws {
+        let lax = Self.json([("api.example.com", false, nil)], strictHosts: false)
+        #expect(throws: PinSetDocumentError.relaxesStrictHosts) {
+            try Self.check(lax, Self.baseline(["api.example.com"], strict: true))
+        }
+        // Leaving the field out is not a way round it.
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(lax)) as? [String: Any])
+        object["strictHosts"] = nil
+        let omitted = Array(try JSONSerialization.data(withJSONObject: object))
+        #expect(throws: PinSetDocumentError.relaxesStrictHosts) {
+            try Self.check(omitted, Self.baseline(["api.example.com"], strict: true))
+        }
+        // The app may allow it in code; a lax baseline may get a strict or a lax document.
+        var allowing = Self.baseline(["api.example.com"], strict: true)
+        allowing.documentsMayAllowUnpinnedHosts = true
+        try Self.check(lax, allowing)
+        try Self.check(lax, Self.baseline(["api.example.com"]))
+        try Self.check(Self.json([("api.example.com", false, nil)]), Self.baseline(["api.example.com"]))
+    }
+}
