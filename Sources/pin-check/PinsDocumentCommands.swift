@@ -105,11 +105,17 @@ struct VerifyPinsCommand: ParsableCommand {
         let kid = (try? CompactJWS(parsing: text).keyID) ?? "?"
         var lines = [
             "\(document): valid, version \(verified.version), signed by \(String(reflecting: kid)), issued "
-                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt))"
-                + (verified.policy.unpinnedHosts == .refuse ? ", strict hosts" : "")
+                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt))",
+            verified.policy.unpinnedHosts == .refuse
+                ? "  strictHosts: true (hosts without a set are refused)"
+                : "  strictHosts: false (hosts without a set connect unpinned; an app built strict refuses this document)",
         ]
+        if !verified.unpinnedBaselineHosts.isEmpty {
+            lines.append("  unpinnedBaselineHosts: \(verified.unpinnedBaselineHosts.map(\.description).joined(separator: ", "))")
+        }
         for set in verified.policy.pinSets {
-            lines.append("  [\(set.hostPattern)]\(set.reportOnly ? " report-only" : "")")
+            let expiration = set.expiration.map { "expires \(PinSetDocument.timestamp($0))" } ?? "no expiration"
+            lines.append("  [\(set.hostPattern)] \(set.reportOnly ? "report-only" : "enforced"), \(expiration)")
             lines += set.pins.map { "    \($0)" }
         }
         print(lines.joined(separator: "\n"))
@@ -150,8 +156,13 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     @Option(name: .customLong("valid-days"), help: "Days until the document expires (default 90).")
     var validDays: Int = 90
 
-    @Flag(name: .customLong("strict-hosts"), help: "Apps refuse hosts the document does not pin.")
-    var strictHosts = false
+    @Flag(
+        name: .customLong("strict-hosts"), inversion: .prefixedNo,
+        help: "Apps refuse hosts the document does not pin (--strict-hosts; match an app built with unpinnedHosts: .refuse), or connect them unpinned (--no-strict-hosts). Required unless --previous gives it.")
+    var strictHosts: Bool?
+
+    @Option(help: "The document in force (JSON, or the signed JWS): its strictHosts carries over unless a flag says otherwise.")
+    var previous: String?
 
     @Option(help: "Where to write the JSON (default: standard output).")
     var out: String?
@@ -160,6 +171,7 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         guard version > 0, (1...3650).contains(validDays) else {
             throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to 3650")
         }
+        let strict = try strictness()
         let addresses: [ServerAddress]
         do { addresses = try HostsFile.parse(try readText(hostsFile, option: "--hosts-file")) } catch let error as Failure {
             throw error
@@ -197,7 +209,7 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         let now = Date()
         let json = PinSetDocument.json(
             version: version, issuedAt: now, expiresAt: now + Double(validDays) * 86_400,
-            policy: PinningPolicy(pinSets: sets, unpinnedHosts: strictHosts ? .refuse : .allow))
+            policy: PinningPolicy(pinSets: sets, unpinnedHosts: strict ? .refuse : .allow))
         guard let out else {
             print(json, terminator: "")
             return 0
@@ -206,6 +218,36 @@ struct PinsDocumentCommand: AsyncParsableCommand {
             throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
         }
         return 0
+    }
+
+    /// Whether the document is strict: `--[no-]strict-hosts`, else `--previous`'s `strictHosts`; never a silent
+    /// default, since a lax document would turn a strict app's unpinned hosts on (an app refuses that anyway
+    /// unless its baseline allows it, `documentsMayAllowUnpinnedHosts`).
+    private func strictness() throws(Failure) -> Bool {
+        var carried: Bool?
+        if let previous {
+            let text = try readText(previous, option: "--previous").trimmingCharacters(in: .whitespacesAndNewlines)
+            var json = Array(text.utf8)
+            if !text.hasPrefix("{") {
+                do { json = try CompactJWS(parsing: text).payload } catch {
+                    throw Failure(.usage, "--previous \(previous): neither a pin-set document's JSON nor its JWS (\(error))")
+                }
+            }
+            do { carried = try PinSetDocument(json: json).policy.unpinnedHosts == .refuse } catch {
+                throw Failure(.usage, "--previous \(previous): \(error)")
+            }
+        }
+        if let strictHosts, let carried, carried, !strictHosts {
+            FileHandle.standardError.write(Data(
+                "pins-document: warning: --no-strict-hosts turns off the strict hosts of --previous \(previous ?? ""); apps built strict refuse such a document unless they allow it in code\n".utf8))
+        }
+        guard let strict = strictHosts ?? carried else {
+            throw Failure(
+                .usage,
+                "say whether apps refuse hosts the document does not pin: --strict-hosts (for an app built with "
+                    + "unpinnedHosts: .refuse) or --no-strict-hosts, or --previous DOCUMENT to keep its strictHosts")
+        }
+        return strict
     }
 
     /// The pin of `DIR/HOST.key`, if backup-key made one for `host`.

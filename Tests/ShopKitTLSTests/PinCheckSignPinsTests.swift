@@ -87,7 +87,7 @@ struct PinCheckSignPinsTests {
         defer { closed.release() }
         try "127.0.0.1:\(closed.port)\n".write(toFile: "\(dir)/hosts.txt", atomically: true, encoding: .utf8)
         let outcome = try await PinCheckBinary.run([
-            "pins-document", "--hosts-file", "\(dir)/hosts.txt", "--version", "1", "--out", "\(dir)/out.json",
+            "pins-document", "--hosts-file", "\(dir)/hosts.txt", "--version", "1", "--strict-hosts", "--out", "\(dir)/out.json",
         ])
         #expect(outcome.status == 65)
         #expect(outcome.stderr.contains("127.0.0.1:\(closed.port) is connect-failed"))

@@ -66,11 +66,13 @@ import ShopKit
         func file(_ name: String) -> String { (directory as NSString).appendingPathComponent(name) }
         try TestCertificates.certificate("root").write(toFile: file("root.pem"), atomically: true, encoding: .utf8)
 
-        // The app: its baseline pins the key in use and a backup intermediate; its signing keys come from setup.
+        // The app: its baseline pins the key in use and a backup intermediate, strictly (hosts without pins are
+        // refused); its signing keys come from setup.
         for line in steps[0] { try await Self.run(line, in: directory) }
-        let baseline = PinningPolicy(pinSets: [
-            try PinSet(hostPattern: HostPattern("localhost"), pins: ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin))
-        ])
+        let baseline = PinningPolicy(
+            pinSets: [
+                try PinSet(hostPattern: HostPattern("localhost"), pins: ["leaf-localhost-ecdsa", "backup-intermediate"].map(TestCertificates.pin))
+            ], unpinnedHosts: .refuse)
         let transport = try Self.transport(baseline)
         let document = NIOLockedValueBox("")
         let oldServer = try await Self.server(
@@ -92,6 +94,7 @@ import ShopKit
 
         // 3. The app picks it up.
         #expect(try await updates.update() == 1)
+        #expect(transport.pinning.unpinnedHosts == .refuse)
         let backupPin = try Self.pin(ofKey: file("backup/localhost.key"))
         #expect(transport.pinning.pinSet(for: "localhost")?.pins.contains(backupPin) == true)
 
@@ -127,6 +130,7 @@ import ShopKit
             storePath: file("app/pins.jws"))
         await newUpdates.start()
         #expect(try await newUpdates.update() == 2)
+        #expect(transport.pinning.unpinnedHosts == .refuse)
         let pins = try #require(transport.pinning.pinSet(for: "localhost")?.pins)
         #expect(pins.contains(backupPin))
         #expect(!pins.contains(TestCertificates.pin("leaf-localhost-ecdsa")))

@@ -1,0 +1,81 @@
+import Foundation
+import ShopKitOpenSSL
+import ShopKitPinning
+import ShopKitTLS
+import TestSupport
+import Testing
+
+/// Issue 38 through the built `pin-check`: what sign-pins refuses to sign, what verify-pins always shows, and the
+/// strictness pins-document writes.
+@Suite("PinCheck sign-pins rules")
+struct PinCheckSignPinsRulesTests {
+    @Test func aDocumentWithADuplicateMemberIsNeitherSignedNorVerified() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // What jq shows a reviewer (the last reportOnly: false) is not what Foundation's decoder would apply.
+        let now = Date()
+        let json = """
+            {"version": 5, "issuedAt": "\(PinSetDocument.timestamp(now - 60))", "expiresAt": "\(PinSetDocument.timestamp(now + 86_400))",
+             "strictHosts": true,
+             "pinSets": [{"host": "api.example.com", "reportOnly": true, "reportOnly": false,
+                          "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
+            """
+        try json.write(toFile: "\(dir)/dup.json", atomically: true, encoding: .utf8)
+        let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/dup.json", "--out", "\(dir)/dup.jws"])
+        #expect(signed.status == 65)
+        #expect(signed.stderr.contains(#"member "reportOnly" appears twice in pinSets[0]"#), "\(signed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/dup.jws"))
+
+        // Signed by other means, verify-pins refuses it as the app does.
+        let key = try String(contentsOfFile: "\(dir)/a.key", encoding: .utf8)
+        let signingKey = try OpenSSLKey.privateKey(pem: key)
+        let jws = try CompactJWS.serialize(payload: Array(json.utf8), keyID: "a") { try signingKey.signEd25519($0) }
+        try jws.write(toFile: "\(dir)/dup.jws", atomically: true, encoding: .utf8)
+        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "\(dir)/dup.jws"])
+        #expect(verified.status == 65)
+        #expect(verified.stderr.contains("appears twice"), "\(verified.stderr)")
+    }
+
+    @Test func verifyPinsAlwaysShowsStrictnessAndEverySetsExpiration() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/pins.json", "--out", "\(dir)/pins.jws"])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "\(dir)/pins.jws"])
+        #expect(verified.status == 0, "\(verified.stderr)")
+        #expect(verified.stdout.contains("strictHosts: false"), "\(verified.stdout)")
+        #expect(verified.stdout.contains("[api.example.com] enforced, no expiration"), "\(verified.stdout)")
+    }
+
+    @Test func pinsDocumentNeverDefaultsToLaxAndCarriesThePreviousStrictness() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let context = try TLSServerContext(
+            certificateChainPEM: TestCertificates.standardChain(), privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
+        let server = try await LoopbackTLSServer.start(tlsContext: context)
+        try TestCertificates.certificate("root").write(toFile: "\(dir)/root.pem", atomically: true, encoding: .utf8)
+        try "localhost:\(server.port)\n".write(toFile: "\(dir)/hosts.txt", atomically: true, encoding: .utf8)
+        func document(_ extra: [String]) async throws -> (BuiltBinary.Outcome, [String: Any]?) {
+            let outcome = try await PinCheckBinary.run(
+                ["pins-document", "--hosts-file", "\(dir)/hosts.txt", "--ca-file", "\(dir)/root.pem", "--version", "2", "--out", "\(dir)/out.json"] + extra)
+            let object = outcome.status == 0
+                ? try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/out.json"))) as? [String: Any] : nil
+            try? FileManager.default.removeItem(atPath: "\(dir)/out.json")
+            return (outcome, object)
+        }
+        let unsaid = try await document([])
+        #expect(unsaid.0.status == 64)
+        #expect(unsaid.0.stderr.contains("--strict-hosts"), "\(unsaid.0.stderr)")
+
+        #expect(try await document(["--strict-hosts"]).1?["strictHosts"] as? Bool == true)
+        #expect(try await document(["--no-strict-hosts"]).1?["strictHosts"] as? Bool == false)
+
+        let strictPrevious = #"{"version": 1, "issuedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z", "strictHosts": true, "pinSets": [{"host": "localhost", "pins": ["\#(TestCertificates.pin("leaf-localhost-ecdsa"))", "\#(TestCertificates.pin("backup-intermediate"))"]}]}"#
+        try strictPrevious.write(toFile: "\(dir)/previous.json", atomically: true, encoding: .utf8)
+        #expect(try await document(["--previous", "\(dir)/previous.json"]).1?["strictHosts"] as? Bool == true)
+        let relaxed = try await document(["--previous", "\(dir)/previous.json", "--no-strict-hosts"])
+        #expect(relaxed.1?["strictHosts"] as? Bool == false)
+        #expect(relaxed.0.stderr.contains("warning"))
+        try await server.shutdown()
+    }
+}
