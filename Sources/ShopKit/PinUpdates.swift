@@ -36,8 +36,14 @@ public final class PinUpdates: Sendable {
         case storedDocumentUnusable(any Error)
         /// The document in force (or the stored one) expired with no newer one: the baseline applies again.
         case expired(version: Int)
-        /// An accepted document could not be stored: it applies until the process ends.
+        /// An accepted document could not be stored: it applies until the process ends (its version, the rollback
+        /// floor, was stored).
         case storeFailed(any Error)
+        /// The fetched document is the one in force (same version): nothing to do.
+        case upToDate(version: Int)
+        /// An accepted document was not applied because its version could not be recorded as the rollback floor
+        /// (the store's directory or file is unusable); the policy in force did not change.
+        case floorNotStored(version: Int, any Error)
 
         public var description: String {
             switch self {
@@ -49,29 +55,36 @@ public final class PinUpdates: Sendable {
             case .expired(let version):
                 return "pin-set document version \(version) expired with no newer one: the baseline pins apply again"
             case .storeFailed(let error): return "pin-set document applied but not stored: \(error)"
+            case .upToDate(let version): return "pin-set document version \(version) is up to date"
+            case .floorNotStored(let version, let error):
+                return "pin-set document version \(version) not applied: its version cannot be recorded as the "
+                    + "rollback floor, pins unchanged: \(error)"
             }
         }
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         /// The highest version ever accepted (stored or fetched): nothing at or below it is applied again.
         var floor: Int
-        /// The version and expiry of the document in force, nil while the baseline is.
-        var inForce: (version: Int, expiresAt: Date)?
+        /// The document in force, nil while the baseline is.
+        var inForce: PinSetDocument?
+        /// Ends the document in force when it expires (``fallBackIfExpired()``); cancelled when another applies.
+        var expiryTimer: Task<Void, Never>?
     }
 
-    private let transport: HTTPSTransport
+    let transport: HTTPSTransport
     private let documentURL: URL
-    private let verifier: PinSetVerifier
-    private let storePath: String
+    let verifier: PinSetVerifier
+    let storePath: String
     private let interval: Duration
-    private let onEvent: @Sendable (Event) -> Void
-    private let now: @Sendable () -> Date
+    let onEvent: @Sendable (Event) -> Void
+    let now: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
+    let sleepUntil: @Sendable (Date) async throws -> Void
     private let random: @Sendable () -> Double
-    private let state: NIOLockedValueBox<State>
+    let state: NIOLockedValueBox<State>
     /// The store's file operations block: they run here, never on the cooperative pool.
-    private let io = DispatchQueue(label: "ShopKit.PinUpdates.store")
+    let io = DispatchQueue(label: "ShopKit.PinUpdates.store")
 
     /// Updates for `transport` from `documentURL` (https, served by a host the transport's pins cover).
     ///
@@ -90,15 +103,17 @@ public final class PinUpdates: Sendable {
         self.init(
             transport: transport, documentURL: documentURL, verifier: verifier, storePath: storePath, interval: interval,
             onEvent: onEvent, now: { Date() }, sleep: { try await Task.sleep(for: $0) },
-            random: { Double.random(in: 0..<1) })
+            random: { Double.random(in: 0..<1) }, sleepUntil: PinUpdates.sleepUntilWallClock)
     }
 
-    /// The same with an injected clock, sleeper and random source (tests).
+    /// The same with an injected clock, sleeper, random source and expiry timer (tests).
     init(
         transport: HTTPSTransport, documentURL: URL, verifier: PinSetVerifier, storePath: String, interval: Duration,
         onEvent: @escaping @Sendable (Event) -> Void, now: @escaping @Sendable () -> Date,
-        sleep: @escaping @Sendable (Duration) async throws -> Void, random: @escaping @Sendable () -> Double
+        sleep: @escaping @Sendable (Duration) async throws -> Void, random: @escaping @Sendable () -> Double,
+        sleepUntil: @escaping @Sendable (Date) async throws -> Void = PinUpdates.sleepUntilWallClock
     ) {
+        self.sleepUntil = sleepUntil
         self.transport = transport
         self.documentURL = documentURL
         self.verifier = verifier
@@ -111,19 +126,30 @@ public final class PinUpdates: Sendable {
         self.state = NIOLockedValueBox(State(floor: transport.configuration.tls.pinning.version, inForce: nil))
     }
 
-    /// The pins compiled into the app: what applies when no valid document does.
-    private var baseline: PinningPolicy { transport.configuration.tls.pinning }
+    deinit {
+        state.withLockedValue { $0.expiryTimer?.cancel() }
+    }
+
+    /// The signed document in force, nil while the baseline is (`transport.pinning` is the policy either way).
+    public var documentInForce: PinSetDocument? { state.withLockedValue { $0.inForce } }
 
     /// Applies the stored document, if there is one and it is still valid, above the baseline. A stored document
     /// that cannot be used leaves the baseline in force and is reported (``Event/storedDocumentUnusable(_:)``,
-    /// ``Event/expired(version:)``).
+    /// ``Event/expired(version:)``). The rollback floor (the highest version ever applied) is read from its own
+    /// file, so it outlives a lost document.
     public func start() async {
-        let path = storePath
-        let read = await onIO { () throws(CredentialError) -> [UInt8]? in try TokenFileIO.read(path) }
+        let (documentPath, floorPath) = (storePath, floorPath)
+        let read = await onIO { () throws(CredentialError) -> ([UInt8]?, Int?) in
+            (try TokenFileIO.read(documentPath), try Self.readFloor(floorPath))
+        }
         let bytes: [UInt8]
         switch read {
-        case .success(nil): return
-        case .success(let stored?): bytes = stored
+        case .success((nil, let floor)):
+            state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
+            return
+        case .success((let stored?, let floor)):
+            state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
+            bytes = stored
         case .failure(let error): return onEvent(.storedDocumentUnusable(error))
         }
         let document: PinSetDocument
@@ -131,16 +157,18 @@ public final class PinUpdates: Sendable {
             return onEvent(.storedDocumentUnusable(error))
         }
         let event = state.withLockedValue { state -> Event? in
-            let current = max(state.floor, transport.pinning.version)
+            // The floor file holds the stored document's own version when that document set it: it may apply again.
+            let floor = state.floor == document.version ? document.version - 1 : state.floor
+            let current = max(floor, transport.pinning.version)
             // Signed by the app's key and stored by it: no older document is applied again, even once it expired.
             state.floor = max(state.floor, document.version)
             if document.version == transport.pinning.version {
                 // Already in force (applied through this transport before): track its expiry, or end it.
                 guard now() >= document.expiresAt else {
-                    state.inForce = (document.version, document.expiresAt)
+                    track(document, &state)
                     return nil
                 }
-                transport.replacePinning(baseline)
+                guard transport.replacePinning(baseline, ifVersion: document.version) else { return nil }
                 state.inForce = nil
                 return .expired(version: document.version)
             }
@@ -151,17 +179,23 @@ public final class PinUpdates: Sendable {
             } catch {
                 return .storedDocumentUnusable(error)
             }
-            apply(document, &state)
+            transport.replacePinning(document.policy)
+            track(document, &state)
             return .applied(version: document.version)
         }
         if let event { onEvent(event) }
     }
 
-    /// Fetches the document now and applies it if the verifier accepts it; returns the version in force.
+    /// Fetches the document now and applies it if the verifier accepts it; returns the version in force. The
+    /// document in force served again is ``Event/upToDate(version:)``, not a refusal.
+    ///
+    /// The document's version is recorded as the rollback floor *before* it is applied: one whose version cannot
+    /// be recorded is not applied (``Event/floorNotStored(version:_:)``), so no restart can go below a version
+    /// that was in force.
     ///
     /// - Throws: the fetch's error (the transport's, with `TLSError.pinMismatch` when the server's chain fails the
-    ///   pins in force, or an unexpected HTTP status), or the `PinSetDocumentError` that refused the document;
-    ///   in both cases the policy in force did not change.
+    ///   pins in force, or an unexpected HTTP status), the `PinSetDocumentError` that refused the document, or the
+    ///   `CredentialError` of a floor that cannot be stored; in every case the policy in force did not change.
     @discardableResult
     public func update() async throws -> Int {
         fallBackIfExpired()
@@ -170,29 +204,57 @@ public final class PinUpdates: Sendable {
             onEvent(.fetchFailed(error))
             throw error
         }
-        let accepted = state.withLockedValue { state -> Result<PinSetDocument, PinSetDocumentError> in
+        enum Outcome { case verified(PinSetDocument), upToDate(Int), refused(PinSetDocumentError) }
+        let outcome = state.withLockedValue { state -> Outcome in
             let current = max(state.floor, transport.pinning.version)
             do throws(PinSetDocumentError) {
-                let document = try verifier.verify(text, baseline: baseline, currentVersion: current, now: now())
-                apply(document, &state)
-                return .success(document)
+                return .verified(try verifier.verify(text, baseline: baseline, currentVersion: current, now: now()))
+            } catch .notNewer(let version, _)
+                where version == transport.pinning.version && state.inForce.map({ inForce in
+                    (try? verifier.signedDocument(text))?.json == inForce.json
+                }) == true
+            {
+                // The very document in force (same payload), served again: nothing to do, nothing refused.
+                return .upToDate(version)
             } catch {
-                return .failure(error)
+                return .refused(error)
             }
         }
-        switch accepted {
-        case .failure(let error):
+        let document: PinSetDocument
+        switch outcome {
+        case .refused(let error):
             onEvent(.refused(error))
             throw error
-        case .success(let document):
-            onEvent(.applied(version: document.version))
-            if let error = await store(text, version: document.version) { onEvent(.storeFailed(error)) }
-            return document.version
+        case .upToDate(let version):
+            onEvent(.upToDate(version: version))
+            return version
+        case .verified(let verified):
+            document = verified
         }
+        if let error = await storeFloor(document.version) {
+            onEvent(.floorNotStored(version: document.version, error))
+            throw error
+        }
+        let applied = state.withLockedValue { state -> Result<Void, PinSetDocumentError> in
+            // Another update may have applied a newer document while the floor was written.
+            let current = max(state.floor, transport.pinning.version)
+            guard document.version > current else { return .failure(.notNewer(version: document.version, current: current)) }
+            transport.replacePinning(document.policy)
+            track(document, &state)
+            return .success(())
+        }
+        if case .failure(let error) = applied {
+            onEvent(.refused(error))
+            throw error
+        }
+        onEvent(.applied(version: document.version))
+        if let error = await store(text, version: document.version) { onEvent(.storeFailed(error)) }
+        return document.version
     }
 
-    /// Fetches every `interval` (±10 % jitter) until the task is cancelled, and falls back to the baseline when the
-    /// document in force expires (it wakes up for that too). Failures are reported through `onEvent` only.
+    /// Fetches every `interval` (±10 % jitter) until the task is cancelled. Failures are reported through
+    /// `onEvent` only. (The document in force ends at its expiry by a timer of its own, whether `run()` runs or
+    /// not.)
     public func run() async {
         while !Task.isCancelled {
             do { try await sleep(nextDelay()) } catch { return }
@@ -209,24 +271,6 @@ public final class PinUpdates: Sendable {
             seconds = min(seconds, max(0, expiresAt.timeIntervalSince(now())))
         }
         return .milliseconds(Int64((seconds * 1000).rounded()))
-    }
-
-    /// Applies the baseline again if the document in force has expired.
-    func fallBackIfExpired() {
-        let expired = state.withLockedValue { state -> Int? in
-            guard let inForce = state.inForce, now() >= inForce.expiresAt else { return nil }
-            state.inForce = nil
-            transport.replacePinning(baseline)
-            return inForce.version
-        }
-        if let expired { onEvent(.expired(version: expired)) }
-    }
-
-    /// Applies `document` (under the state lock, so two updates apply in version order).
-    private func apply(_ document: PinSetDocument, _ state: inout State) {
-        transport.replacePinning(document.policy)
-        state.floor = max(state.floor, document.version)
-        state.inForce = (document.version, document.expiresAt)
     }
 
     /// GET `documentURL` through the transport; the body of a 200 response, at most a document's size.
@@ -248,35 +292,6 @@ public final class PinUpdates: Sendable {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// Stores `text` atomically (0600), under the store's lock; the error, if it failed.
-    private func store(_ text: String, version: Int) async -> CredentialError? {
-        let path = storePath
-        let verifier = self.verifier
-        let result = await onIO { () throws(CredentialError) in
-            try TokenFileIO.ensureDirectory((path as NSString).deletingLastPathComponent)
-            try TokenFileIO.withExclusiveLock(path + ".lock") { () throws(CredentialError) in
-                // A concurrent update may have stored a newer document first: never replace it with an older one.
-                if let stored = try TokenFileIO.read(path),
-                    let document = try? verifier.signedDocument(String(decoding: stored, as: UTF8.self)),
-                    document.version > version
-                {
-                    return
-                }
-                try TokenFileIO.atomicReplace(path, with: Array((text + "\n").utf8))
-            }
-        }
-        if case .failure(let error) = result { return error }
-        return nil
-    }
-
-    /// Runs blocking file work on ``io``.
-    private func onIO<T: Sendable>(_ work: @escaping @Sendable () throws(CredentialError) -> T) async
-        -> Result<T, CredentialError>
-    {
-        await withCheckedContinuation { continuation in
-            io.async { continuation.resume(returning: Result { () throws(CredentialError) in try work() }) }
-        }
-    }
 }
 
 /// The document URL answered with another status than 200 (the server's fault, or a wrong URL).

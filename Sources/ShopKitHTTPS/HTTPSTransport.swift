@@ -172,9 +172,8 @@ public struct HTTPSTransport: ClientTransport {
     }
 
     /// The pinning policy new connections are checked against: `configuration.tls.pinning` until
-    /// ``replacePinning(_:)`` replaces it (package access: `PinUpdates`, `PinsFileWatcher` and tests read it; an
-    /// app knows the policy it applied).
-    package var pinning: PinningPolicy { tlsContext?.pinning ?? configuration.tls.pinning }
+    /// ``replacePinning(_:)`` replaces it. Its `version` is the signed document's in force (0 for the baseline).
+    public var pinning: PinningPolicy { tlsContext?.pinning ?? configuration.tls.pinning }
 
     /// Replaces the pins while requests run. When this returns, every new connection is checked against `policy`
     /// (and resumes only sessions cached under the pin set it gives the host); no pooled connection whose verified
@@ -189,6 +188,14 @@ public struct HTTPSTransport: ClientTransport {
         guard let tlsContext else { return }
         tlsContext.replacePinning(policy)
         pool.pinningChanged()
+    }
+
+    /// Replaces the pins as ``replacePinning(_:)`` does, only if the policy in force has `version`; whether it did
+    /// (`PinUpdates` and `PinsFileWatcher` end an expired document this way, so it never undoes a newer one).
+    package func replacePinning(_ policy: PinningPolicy, ifVersion version: Int) -> Bool {
+        guard let tlsContext, tlsContext.replacePinning(policy, ifVersion: version) else { return false }
+        pool.pinningChanged()
+        return true
     }
 
     /// Builds the connection security for `configuration` once per transport: one OpenSSL client context

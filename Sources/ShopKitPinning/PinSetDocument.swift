@@ -32,6 +32,9 @@ public struct PinSetDocument: Sendable {
     public let expiresAt: Date
     /// The policy the document describes; its `version` is the document's.
     public let policy: PinningPolicy
+    /// The JSON the document was read from (what its signature covers): two documents are the same document when
+    /// it is the same.
+    package let json: [UInt8]
     /// Baseline host patterns the document unpins deliberately.
     public let unpinnedBaselineHosts: [HostPattern]
 
@@ -92,6 +95,7 @@ public struct PinSetDocument: Sendable {
         self.expiresAt = expiresAt
         policy = PinningPolicy(pinSets: sets, unpinnedHosts: wire.strictHosts ? .refuse : .allow, version: wire.version)
         unpinnedBaselineHosts = unpinned
+        self.json = json
     }
 
     /// Checks that the document may replace the policy in force (`currentVersion`) over `baseline` at `now`: its

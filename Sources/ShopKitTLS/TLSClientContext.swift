@@ -108,6 +108,18 @@ public final class TLSClientContext: Sendable {
         }
     }
 
+    /// Replaces the pinning policy as ``replacePinning(_:)`` does, only if the policy in force has `version`
+    /// (checked and replaced under one lock); whether it did. So a policy that ends (an expired document) never
+    /// undoes one applied after it.
+    package func replacePinning(_ policy: PinningPolicy, ifVersion version: Int) -> Bool {
+        livePinning.withLockedValue {
+            guard $0.policy.version == version else { return false }
+            $0.policy = policy
+            $0.generation += 1
+            return true
+        }
+    }
+
     /// The policy in force and its generation, read together.
     var pinningSnapshot: PinningSnapshot { livePinning.withLockedValue { $0 } }
 
