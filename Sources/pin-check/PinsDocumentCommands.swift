@@ -19,8 +19,9 @@ struct SignPinsCommand: ParsableCommand {
 
             Exit status:
               0   signed
-              64  usage error (unreadable file, a key that is not an unencrypted Ed25519 PEM key)
-              65  the document is not a valid pin-set document (the message names the field)
+              64  usage error (unreadable file, a key that is not an unencrypted Ed25519 PEM key, a key file
+                  other users can read)
+              65  the document is not a valid pin-set document (the message names the field), or has expired
               73  the output cannot be written
             """)
 
@@ -41,6 +42,17 @@ struct SignPinsCommand: ParsableCommand {
         let document: PinSetDocument
         do { document = try PinSetDocument(json: Array(json.utf8)) } catch {
             throw Failure(.refused, "--in \(input): \(error)")
+        }
+        guard document.expiresAt > Date() else {
+            throw Failure(
+                .refused, "--in \(input): the document expired at \(PinSetDocument.timestamp(document.expiresAt)); "
+                    + "give it a later expiresAt (pin-check pins-document --valid-days) before signing")
+        }
+        var info = stat()
+        if stat(key, &info) == 0, info.st_mode & 0o077 != 0 {
+            throw Failure(
+                .usage, "--key \(key): mode \(String(info.st_mode & 0o777, radix: 8)) lets other users read the signing "
+                    + "key; chmod 600 \(key) (and keep it offline), then sign again")
         }
         guard let secret = SecureBytes.contentsOfFile(key, limit: 64 * 1024) else {
             throw Failure(.usage, "--key \(key): cannot read the file (check the path and permissions)")

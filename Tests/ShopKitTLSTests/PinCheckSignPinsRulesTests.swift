@@ -78,4 +78,32 @@ struct PinCheckSignPinsRulesTests {
         #expect(relaxed.0.stderr.contains("warning"))
         try await server.shutdown()
     }
+
+    @Test func signPinsRefusesAnExpiredDocumentAndAKeyOthersCanRead() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Date()
+        let expired = """
+            {"version": 4, "issuedAt": "\(PinSetDocument.timestamp(now - 7200))", "expiresAt": "\(PinSetDocument.timestamp(now - 60))",
+             "strictHosts": true,
+             "pinSets": [{"host": "api.example.com", "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
+            """
+        try expired.write(toFile: "\(dir)/expired.json", atomically: true, encoding: .utf8)
+        let late = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/expired.json", "--out", "\(dir)/x.jws"])
+        #expect(late.status == 65)
+        #expect(late.stderr.contains("expired at \(PinSetDocument.timestamp(now - 60))"), "\(late.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/x.jws"))
+
+        for mode in [0o644, 0o640, 0o604] {
+            #expect(chmod("\(dir)/a.key", mode_t(mode)) == 0)
+            let exposed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/pins.json", "--out", "\(dir)/x.jws"])
+            #expect(exposed.status == 64)
+            #expect(exposed.stderr.contains("chmod 600 \(dir)/a.key"), "\(exposed.stderr)")
+            #expect(!exposed.stderr.contains("PRIVATE"))
+            #expect(!FileManager.default.fileExists(atPath: "\(dir)/x.jws"))
+        }
+        #expect(chmod("\(dir)/a.key", 0o600) == 0)
+        let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/pins.json", "--out", "\(dir)/x.jws"])
+        #expect(signed.status == 0, "\(signed.stderr)")
+    }
 }
