@@ -19,6 +19,8 @@ import ShopKitPinning
 public final class PinsFileWatcher: Sendable {
     private struct State: Sendable {
         var fingerprint: [Int]?
+        /// When a document refused as issued in the future becomes valid: it is read again then.
+        var retryAt: Date?
         var inForce: (version: Int, expiresAt: Date)?
         var floor: Int
     }
@@ -29,6 +31,8 @@ public final class PinsFileWatcher: Sendable {
     private let onEvent: @Sendable (PinUpdates.Event) -> Void
     private let now: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
+    /// Runs after each read (tests swap the file there).
+    private let afterRead: @Sendable () -> Void
     private let state: NIOLockedValueBox<State>
     private let io = DispatchQueue(label: "ShopKit.PinsFileWatcher")
 
@@ -42,46 +46,59 @@ public final class PinsFileWatcher: Sendable {
             sleep: { try await Task.sleep(for: $0) })
     }
 
-    /// The same with an injected clock and sleeper (tests).
+    /// The same with an injected clock and sleeper, and a hook after each read (tests).
     init(
         transport: HTTPSTransport, path: String, interval: Duration,
         onEvent: @escaping @Sendable (PinUpdates.Event) -> Void, now: @escaping @Sendable () -> Date,
-        sleep: @escaping @Sendable (Duration) async throws -> Void
+        sleep: @escaping @Sendable (Duration) async throws -> Void, afterRead: @escaping @Sendable () -> Void = {}
     ) {
+        self.afterRead = afterRead
         self.transport = transport
         self.path = path
         self.interval = interval
         self.onEvent = onEvent
         self.now = now
         self.sleep = sleep
-        self.state = NIOLockedValueBox(State(fingerprint: nil, inForce: nil, floor: transport.configuration.tls.pinning.version))
+        self.state = NIOLockedValueBox(State(fingerprint: nil, retryAt: nil, inForce: nil, floor: transport.configuration.tls.pinning.version))
     }
 
     /// Reads the file and applies it if it is a valid document above the version in force; returns that version.
+    ///
+    /// The fingerprint ``run()`` compares is taken from the very file read (its `fstat`, before its first byte),
+    /// or, when the file cannot be read, before the attempt: a file swapped in meanwhile is always read again.
     ///
     /// - Throws: the `CredentialError` of an unreadable or unsafe file, or the `PinSetDocumentError` that refused
     ///   it; the policy in force did not change.
     @discardableResult
     public func reload() async throws -> Int {
         fallBackIfExpired()
-        let path = self.path
-        let read: Result<([UInt8]?, [Int]), CredentialError> = await withCheckedContinuation { continuation in
+        let (path, afterRead) = (self.path, self.afterRead)
+        let read: (Result<[UInt8]?, CredentialError>, [Int]) = await withCheckedContinuation { continuation in
             io.async {
-                continuation.resume(
-                    returning: Result { () throws(CredentialError) in (try TokenFileIO.read(path), Self.fingerprint(path)) })
+                let before = Self.fingerprint(path)
+                let result = Result { () throws(CredentialError) in try TokenFileIO.readWithStatus(path) }
+                afterRead()
+                switch result {
+                case .success(let read?): continuation.resume(returning: (.success(read.bytes), Self.fingerprint(read.status)))
+                case .success(nil): continuation.resume(returning: (.success(nil), before))
+                case .failure(let error): continuation.resume(returning: (.failure(error), before))
+                }
             }
         }
+        state.withLockedValue {
+            $0.fingerprint = read.1
+            $0.retryAt = nil
+        }
         let bytes: [UInt8]
-        switch read {
+        switch read.0 {
         case .failure(let error):
             onEvent(.storedDocumentUnusable(error))
             throw error
-        case .success((nil, _)):
+        case .success(nil):
             let error = CredentialError.io("\(path) does not exist: write the pin-set document there")
             onEvent(.storedDocumentUnusable(error))
             throw error
-        case .success((let contents?, let fingerprint)):
-            state.withLockedValue { $0.fingerprint = fingerprint }
+        case .success(let contents?):
             bytes = contents
         }
         let baseline = transport.configuration.tls.pinning
@@ -89,7 +106,15 @@ public final class PinsFileWatcher: Sendable {
             do throws(PinSetDocumentError) {
                 let document = try PinSetDocument(json: bytes)
                 let current = max(state.floor, transport.pinning.version)
-                try document.check(baseline: baseline, currentVersion: current, now: now())
+                do throws(PinSetDocumentError) {
+                    try document.check(baseline: baseline, currentVersion: current, now: now())
+                } catch {
+                    if case .notYetValid(let issuedAt) = error {
+                        // It becomes valid by itself: read it again then, even if the file does not change.
+                        state.retryAt = issuedAt.addingTimeInterval(-PinSetDocument.clockSkew)
+                    }
+                    throw error
+                }
                 transport.replacePinning(document.policy)
                 state.floor = document.version
                 state.inForce = (document.version, document.expiresAt)
@@ -109,7 +134,8 @@ public final class PinsFileWatcher: Sendable {
     }
 
     /// Checks the file every `interval` until the task is cancelled and reloads it when it changed (its inode,
-    /// size or modification time); applies the baseline again when the document in force expires.
+    /// size, modification or status-change time: a `chmod` that makes it safe counts) or when a document issued
+    /// in the future has become valid; applies the baseline again when the document in force expires.
     public func run() async {
         while !Task.isCancelled {
             fallBackIfExpired()
@@ -117,25 +143,37 @@ public final class PinsFileWatcher: Sendable {
             let current = await withCheckedContinuation { continuation in
                 io.async { continuation.resume(returning: Self.fingerprint(path)) }
             }
-            if current != state.withLockedValue({ $0.fingerprint }) { _ = try? await reload() }
+            let (recorded, retryAt) = state.withLockedValue { ($0.fingerprint, $0.retryAt) }
+            if current != recorded || retryAt.map({ now() >= $0 }) == true { _ = try? await reload() }
             do { try await sleep(interval) } catch { return }
         }
     }
 
+    /// Applies the baseline again when the document in force has expired, unless another policy replaced it since.
     private func fallBackIfExpired() {
         let expired = state.withLockedValue { state -> Int? in
             guard let inForce = state.inForce, now() >= inForce.expiresAt else { return nil }
             state.inForce = nil
-            transport.replacePinning(transport.configuration.tls.pinning)
+            guard transport.replacePinning(transport.configuration.tls.pinning, ifVersion: inForce.version) else {
+                return nil
+            }
             return inForce.version
         }
         if let expired { onEvent(.expired(version: expired)) }
     }
 
-    /// What tells one version of the file from the next: inode, size, modification time (ns); empty when absent.
+    /// What tells one version of the file from the next: inode, size, modification and status-change times (ns);
+    /// empty when absent.
     private static func fingerprint(_ path: String) -> [Int] {
         var info = stat()
         guard lstat(path, &info) == 0 else { return [] }
-        return [Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec)]
+        return fingerprint(info)
+    }
+
+    private static func fingerprint(_ info: stat) -> [Int] {
+        [
+            Int(info.st_ino), Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec),
+            Int(info.st_ctim.tv_sec), Int(info.st_ctim.tv_nsec),
+        ]
     }
 }

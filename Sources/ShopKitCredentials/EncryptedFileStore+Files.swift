@@ -36,6 +36,12 @@ package enum TokenFileIO {
     /// Reads the store file, or `nil` when there is none. Refuses symlinks, special files (a FIFO must not hang
     /// the store), hard-linked files, other owners and modes beyond 0600.
     package static func read(_ path: String) throws(CredentialError) -> [UInt8]? {
+        try readWithStatus(path)?.bytes
+    }
+
+    /// ``read(_:)``, with the `fstat` of the very file read (taken before its first byte is read), so a caller
+    /// that watches the file for changes compares against what it read, never against a file swapped in since.
+    package static func readWithStatus(_ path: String) throws(CredentialError) -> (bytes: [UInt8], status: stat)? {
         // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer before the type check runs.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
@@ -62,7 +68,7 @@ package enum TokenFileIO {
             bytes += chunk[0..<count]
             guard bytes.count <= TokenFile.maximumSize else { throw .corrupt("file is larger than 16 MiB") }
         }
-        return bytes
+        return (bytes, info)
     }
 
     /// Runs `body` holding an exclusive `flock` on `lockPath` (created 0600 beside the store).
