@@ -12,8 +12,11 @@ enum PinSetDocumentTarget {
     private static let current = try! OpenSSLKey.generate(.ed25519)
     private static let backup = try! OpenSSLKey.generate(.ed25519)
     private static let keys = ["current": current, "backup": backup]
+    /// Without the app-level limits (audience, validity, version step), so that verification agrees exactly with
+    /// `PinSetDocument.check`, which the target compares it with.
     private static let verifier = try! PinSetVerifier(
-        publicKeys: ["current": try! current.publicKeyPEM, "backup": try! backup.publicKeyPEM])
+        publicKeys: ["current": try! current.publicKeyPEM, "backup": try! backup.publicKeyPEM], checkingAudience: nil,
+        maximumValidity: .seconds(Int64.max), maximumVersionStep: Int.max)
     private static let inForce = 3
     private static let now = Date(timeIntervalSince1970: 1_800_000_000)
     private static let baseline = PinningPolicy(pinSets: [

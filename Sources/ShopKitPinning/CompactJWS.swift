@@ -9,6 +9,9 @@ import Foundation
 package struct CompactJWS: Sendable, Equatable {
     /// The largest document accepted, in bytes.
     package static let maximumLength = 256 * 1024
+    /// The header `typ` of a pin-set document (RFC 7515 §4.1.9; `application/` may be left out, case does not
+    /// matter): explicit typing, so that no other JWS signed with the same key (a JWT, say) reads as pins.
+    package static let type = "shopkit-pins+jws"
 
     /// The `kid` header: which of the app's keys signed it.
     package let keyID: String
@@ -58,6 +61,10 @@ package struct CompactJWS: Sendable, Equatable {
         }
         guard let kidValue = header["kid"] else { throw .missingKeyID }
         guard let kid = kidValue as? String, !kid.isEmpty else { throw .malformedHeader("kid is not a non-empty string") }
+        let typ = header["typ"] as? String
+        guard let typ, [Self.type, "application/" + Self.type].contains(typ.lowercased()) else {
+            throw .wrongType(typ ?? header["typ"].map { "\($0)" })
+        }
         guard !signature.isEmpty else { throw .badSignature(keyID: kid) }
         self.keyID = kid
         self.payload = payload
@@ -69,7 +76,7 @@ package struct CompactJWS: Sendable, Equatable {
     package static func serialize(
         payload: [UInt8], keyID: String, sign: ([UInt8]) throws -> [UInt8]
     ) rethrows -> String {
-        let header = ["alg": "EdDSA", "kid": keyID]
+        let header = ["alg": "EdDSA", "kid": keyID, "typ": type]
         let headerJSON = (try? JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])) ?? Data()
         let input = Base64URL.encode(Array(headerJSON)) + "." + Base64URL.encode(payload)
         return input + "." + Base64URL.encode(try sign(Array(input.utf8)))

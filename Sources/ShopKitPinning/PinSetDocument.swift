@@ -32,6 +32,11 @@ public struct PinSetDocument: Sendable {
     public let expiresAt: Date
     /// The policy the document describes; its `version` is the document's.
     public let policy: PinningPolicy
+    /// The app the document is for (its `audience`: an identifier such as a bundle id); `PinSetVerifier` accepts
+    /// only its own.
+    public let audience: String?
+    /// The largest version: the largest integer every JSON reader holds exactly (I-JSON, RFC 7493 §2.2).
+    package static let maximumVersion = 9_007_199_254_740_991
     /// The JSON the document was read from (what its signature covers): two documents are the same document when
     /// it is the same.
     package let json: [UInt8]
@@ -63,7 +68,12 @@ public struct PinSetDocument: Sendable {
         } catch {
             throw .malformedDocument("not JSON")
         }
-        guard wire.version > 0 else { throw .malformedDocument("version must be an integer above 0") }
+        guard (1...Self.maximumVersion).contains(wire.version) else {
+            throw .malformedDocument("version must be an integer from 1 to \(Self.maximumVersion)")
+        }
+        if let audience = wire.audience, audience.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw .malformedDocument("audience is empty; give the app's identifier")
+        }
         let issuedAt = try Self.date(wire.issuedAt, field: "issuedAt")
         let expiresAt = try Self.date(wire.expiresAt, field: "expiresAt")
         guard issuedAt < expiresAt else { throw .malformedDocument("expiresAt must be after issuedAt") }
@@ -95,6 +105,7 @@ public struct PinSetDocument: Sendable {
         self.expiresAt = expiresAt
         policy = PinningPolicy(pinSets: sets, unpinnedHosts: wire.strictHosts ? .refuse : .allow, version: wire.version)
         unpinnedBaselineHosts = unpinned
+        audience = wire.audience
         self.json = json
     }
 
@@ -115,7 +126,8 @@ public struct PinSetDocument: Sendable {
 
     /// The JSON of a document (sorted keys; what `pin-check` emits for signing).
     package static func json(
-        version: Int, issuedAt: Date, expiresAt: Date, policy: PinningPolicy, unpinnedBaselineHosts: [String] = []
+        version: Int, issuedAt: Date, expiresAt: Date, policy: PinningPolicy, unpinnedBaselineHosts: [String] = [],
+        audience: String? = nil
     ) -> String {
         var object: [String: Any] = [
             "version": version, "issuedAt": timestamp(issuedAt), "expiresAt": timestamp(expiresAt),
@@ -128,6 +140,7 @@ public struct PinSetDocument: Sendable {
             },
         ]
         if !unpinnedBaselineHosts.isEmpty { object["unpinnedBaselineHosts"] = unpinnedBaselineHosts }
+        if let audience { object["audience"] = audience }
         let data = (try? JSONSerialization.data(
             withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])) ?? Data()
         return String(decoding: data, as: UTF8.self) + "\n"
@@ -175,10 +188,13 @@ private struct Wire: Decodable {
     let strictHosts: Bool
     let pinSets: [WireSet]
     let unpinnedBaselineHosts: [String]
+    let audience: String?
 
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: FieldKey.self)
-        try container.refuseUnknown(["version", "issuedAt", "expiresAt", "strictHosts", "pinSets", "unpinnedBaselineHosts"])
+        try container.refuseUnknown(
+            ["version", "issuedAt", "expiresAt", "strictHosts", "pinSets", "unpinnedBaselineHosts", "audience"])
+        audience = try container.decodeIfPresent(String.self, forKey: "audience")
         version = try container.decode(Int.self, forKey: "version")
         issuedAt = try container.decode(String.self, forKey: "issuedAt")
         expiresAt = try container.decode(String.self, forKey: "expiresAt")

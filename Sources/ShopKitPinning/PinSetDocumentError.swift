@@ -37,8 +37,20 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// The app's baseline refuses hosts no set covers (`unpinnedHosts: .refuse`) and the document would allow them
     /// (`strictHosts` false or left out), which the app does not permit (`documentsMayAllowUnpinnedHosts`).
     case relaxesStrictHosts
-    /// The app's signing keys are unusable: fewer than two, not Ed25519, or a repeated key id.
+    /// The app's signing keys are unusable: fewer than two, not Ed25519, or a repeated key id (or its audience
+    /// is empty).
     case signingKeys(String)
+    /// The JWS header's `typ` is not ShopKit's `shopkit-pins+jws` (nil: no `typ`), so the token was made for
+    /// something else (a JWT, another JOSE format) and is never read as pins.
+    case wrongType(String?)
+    /// The document's `audience` (nil: none) is not the app's: a document for another app, or for none.
+    case wrongAudience(document: String?, app: String)
+    /// The document is valid for longer (`expiresAt` − `issuedAt`, in whole days, rounded up) than the app's
+    /// maximum.
+    case validityTooLong(days: Int, maximumDays: Int)
+    /// The document's version jumps further above the version in force than the app allows: a document that
+    /// would leave no room for the next ones.
+    case versionTooFar(version: Int, current: Int, maximumStep: Int)
 
     public var description: String {
         switch self {
@@ -81,6 +93,19 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
                 + "baseline refuses them (publisher): set \"strictHosts\": true (pin-check pins-document --strict-hosts)"
         case .signingKeys(let problem):
             return "the app's pin-set signing keys are unusable (app configuration): \(problem)"
+        case .wrongType(let typ):
+            return "the pin-set document's header has typ \(typ.map { String(reflecting: $0) } ?? "missing") (publisher): "
+                + "a pin-set document has typ \"shopkit-pins+jws\"; sign it with pin-check sign-pins"
+        case .wrongAudience(let document, let app):
+            return "the pin-set document is for \(document.map { "audience \(String(reflecting: $0))" } ?? "no audience"), "
+                + "not this app's \(String(reflecting: app)) (publisher): publish a document with \"audience\": "
+                + "\(String(reflecting: app))"
+        case .validityTooLong(let days, let maximum):
+            return "the pin-set document is valid for \(days) days, more than the app's maximum of \(maximum) "
+                + "(publisher): publish one with an earlier expiresAt (pin-check pins-document --valid-days)"
+        case .versionTooFar(let version, let current, let step):
+            return "the pin-set document has version \(version), more than \(step) above the version in force "
+                + "(\(current)) (publisher): versions count up by small steps; publish \(current + 1)"
         }
     }
 }

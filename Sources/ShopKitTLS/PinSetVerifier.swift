@@ -13,13 +13,51 @@ import ShopKitPinning
 ///   protect.
 public struct PinSetVerifier: Sendable {
     private let keys: [String: OpenSSLKey]
+    /// The app's identifier a document's `audience` must equal (nil only for `pin-check`'s signature-only check).
+    private let audience: String?
+    private let maximumValidity: TimeInterval
+    private let maximumVersionStep: Int
 
-    /// A verifier trusting `publicKeys`: key id (the JWS `kid`) → Ed25519 public key as PEM `PUBLIC KEY`
-    /// (`openssl pkey -in KEY -pubout`).
+    /// The default ``init(publicKeys:audience:maximumValidity:maximumVersionStep:)`` `maximumValidity`: 180 days,
+    /// twice `pin-check pins-document`'s default of 90, so a stolen key's document ends within half a year.
+    public static let defaultMaximumValidity: Duration = .seconds(180 * 86_400)
+
+    /// A verifier trusting `publicKeys` for documents addressed to `audience`.
     ///
+    /// - Parameters:
+    ///   - publicKeys: key id (the JWS `kid`) → Ed25519 public key as PEM `PUBLIC KEY`
+    ///     (`openssl pkey -in KEY -pubout`); at least two, the current signing key and a backup.
+    ///   - audience: the app's identifier (its bundle id, say); a document is accepted only if its `audience`
+    ///     is exactly this, so one organisation's signing key cannot move one app's document into another.
+    ///   - maximumValidity: the longest `expiresAt` − `issuedAt` accepted (default 180 days).
+    ///   - maximumVersionStep: how far above the version in force a document's version may be (default 1000),
+    ///     so no document can take the last versions and leave no room for the next ones.
     /// - Throws: `PinSetDocumentError.signingKeys(_:)` for fewer than two distinct keys, a key that does not
-    ///   parse or is not Ed25519.
-    public init(publicKeys: [String: String]) throws(PinSetDocumentError) {
+    ///   parse or is not Ed25519, an empty audience, or a limit that is not positive.
+    public init(
+        publicKeys: [String: String], audience: String, maximumValidity: Duration = PinSetVerifier.defaultMaximumValidity,
+        maximumVersionStep: Int = 1000
+    ) throws(PinSetDocumentError) {
+        guard !audience.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw .signingKeys("the audience is empty; give the app's identifier, as documents name it")
+        }
+        try self.init(
+            publicKeys: publicKeys, checkingAudience: audience, maximumValidity: maximumValidity,
+            maximumVersionStep: maximumVersionStep)
+    }
+
+    /// The same; a nil `checkingAudience` checks signatures whatever the audience (`pin-check --pins-document`).
+    package init(
+        publicKeys: [String: String], checkingAudience audience: String?,
+        maximumValidity: Duration = PinSetVerifier.defaultMaximumValidity, maximumVersionStep: Int = 1000
+    ) throws(PinSetDocumentError) {
+        let validity = Double(maximumValidity.components.seconds)
+        guard validity > 0, maximumVersionStep > 0 else {
+            throw .signingKeys("maximumValidity and maximumVersionStep must be above 0")
+        }
+        self.audience = audience
+        self.maximumValidity = validity
+        self.maximumVersionStep = maximumVersionStep
         var keys: [String: OpenSSLKey] = [:]
         var seen = Set<String>()
         for (id, pem) in publicKeys.sorted(by: { $0.key < $1.key }) {
@@ -51,26 +89,41 @@ public struct PinSetVerifier: Sendable {
     /// The document in `jws` if it may replace the policy in force.
     ///
     /// Refuses (each with its `PinSetDocumentError`): a text that is not a compact JWS; an `alg` other than
-    /// `EdDSA` (`none` and `HS256` included); a `crit` header; no `kid`, or one the app does not know; a signature
-    /// that does not verify; a payload that is not a valid document; a version not above `currentVersion`; a
-    /// document expired, or issued in the future, at `now`; a document without a set for a host pattern that
-    /// `baseline` pins (unless listed in its `unpinnedBaselineHosts`).
+    /// `EdDSA` (`none` and `HS256` included); a `crit` header; no `kid`, or one the app does not know; a `typ`
+    /// other than `shopkit-pins+jws`; a duplicate member name in the header or the payload; a signature that does
+    /// not verify; a payload that is not a valid document; an `audience` other than the app's; a version not
+    /// above `currentVersion`, or more than `maximumVersionStep` above it; a document valid for longer than
+    /// `maximumValidity`, expired, or issued in the future, at `now`; a document that weakens a host pattern
+    /// `baseline` pins (no enforced set live until the document expires, unless listed in its
+    /// `unpinnedBaselineHosts`); a document that allows unpinned hosts over a strict `baseline`, unless the
+    /// baseline permits it (`documentsMayAllowUnpinnedHosts`).
     public func verify(
         _ jws: String, baseline: PinningPolicy, currentVersion: Int, now: Date
     ) throws(PinSetDocumentError) -> PinSetDocument {
         let document = try signedDocument(jws)
+        let days = Int((document.expiresAt.timeIntervalSince(document.issuedAt) / 86_400).rounded(.up))
+        guard document.expiresAt.timeIntervalSince(document.issuedAt) <= maximumValidity else {
+            throw .validityTooLong(days: days, maximumDays: Int((maximumValidity / 86_400).rounded(.down)))
+        }
+        guard document.version <= currentVersion || document.version - currentVersion <= maximumVersionStep else {
+            throw .versionTooFar(version: document.version, current: currentVersion, maximumStep: maximumVersionStep)
+        }
         try document.check(baseline: baseline, currentVersion: currentVersion, now: now)
         return document
     }
 
-    /// The document in `jws` when its signature verifies under one of the keys (no version, time or baseline
-    /// rule applied: what `pin-check verify-pins` and a stored document's reload start from).
+    /// The document in `jws` when its signature verifies under one of the keys and names the app's audience (no
+    /// version, time or baseline rule applied: what `pin-check verify-pins` and a stored document's reload start from).
     package func signedDocument(_ jws: String) throws(PinSetDocumentError) -> PinSetDocument {
         let parsed = try CompactJWS(parsing: jws)
         guard let key = keys[parsed.keyID] else { throw .unknownKey(parsed.keyID) }
         guard key.verifiesEd25519(signature: parsed.signature, of: parsed.signingInput) else {
             throw .badSignature(keyID: parsed.keyID)
         }
-        return try PinSetDocument(json: parsed.payload)
+        let document = try PinSetDocument(json: parsed.payload)
+        if let audience, document.audience != audience {
+            throw .wrongAudience(document: document.audience, app: audience)
+        }
+        return document
     }
 }

@@ -9,13 +9,17 @@ package struct DocumentSigner: Sendable {
     package let backup: OpenSSLKey
     package let verifier: PinSetVerifier
 
+    /// The app identifier the verifier expects and documents carry.
+    package static let audience = "com.example.shop"
+
     /// A distinct pin per number.
     package static func pin(_ seed: UInt8) -> SPKIPin { try! SPKIPin(sha256: [UInt8](repeating: seed, count: 32)) }
 
     package init() throws {
         current = try OpenSSLKey.generate(.ed25519)
         backup = try OpenSSLKey.generate(.ed25519)
-        verifier = try PinSetVerifier(publicKeys: ["current": current.publicKeyPEM, "backup": backup.publicKeyPEM])
+        verifier = try PinSetVerifier(
+            publicKeys: ["current": current.publicKeyPEM, "backup": backup.publicKeyPEM], audience: Self.audience)
     }
 
     /// The JWS of `json` signed by `key` (by default the key `kid` names) under `kid`.
@@ -24,8 +28,8 @@ package struct DocumentSigner: Sendable {
         return try CompactJWS.serialize(payload: Array(json.utf8), keyID: kid) { try key.signEd25519($0) }
     }
 
-    /// A document valid from an hour before `now` for a day (unless given), pinning api.example.com to pins 1
-    /// and 3 with strict hosts, unless other sets are given.
+    /// A document for ``audience`` valid from an hour before `now` for a day (unless given), pinning
+    /// api.example.com to pins 1 and 3 with strict hosts, unless other sets are given.
     package func document(
         version: Int, now: Date = Date(), issuedAt: Date? = nil, expiresAt: Date? = nil,
         pinSets: [[String: Any]]? = nil, unpinning: [String] = []
@@ -35,6 +39,7 @@ package struct DocumentSigner: Sendable {
             "issuedAt": PinSetDocument.timestamp(issuedAt ?? now - 3600),
             "expiresAt": PinSetDocument.timestamp(expiresAt ?? now + 86_400),
             "strictHosts": true,
+            "audience": Self.audience,
             "pinSets": pinSets ?? [["host": "api.example.com", "pins": [Self.pin(1).description, Self.pin(3).description]]],
         ]
         if !unpinning.isEmpty { object["unpinnedBaselineHosts"] = unpinning }

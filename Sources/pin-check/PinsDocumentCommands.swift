@@ -43,6 +43,11 @@ struct SignPinsCommand: ParsableCommand {
         do { document = try PinSetDocument(json: Array(json.utf8)) } catch {
             throw Failure(.refused, "--in \(input): \(error)")
         }
+        guard document.audience != nil else {
+            throw Failure(
+                .refused, "--in \(input): no \"audience\": add the identifier of the app the document is for, as its "
+                    + "PinSetVerifier(audience:) names it (pin-check pins-document --audience)")
+        }
         guard document.expiresAt > Date() else {
             throw Failure(
                 .refused, "--in \(input): the document expired at \(PinSetDocument.timestamp(document.expiresAt)); "
@@ -102,11 +107,14 @@ struct VerifyPinsCommand: ParsableCommand {
     @Option(name: .customLong("current-version"), help: "Refuse a document not above this version (default 0).")
     var currentVersion: Int = 0
 
+    @Option(help: "The app's identifier, as its PinSetVerifier(audience:) names it: the document's audience must be this.")
+    var audience: String
+
     @Argument(help: "The signed document (compact JWS).")
     var document: String
 
     func execute() throws(Failure) -> Int32 {
-        let verifier = try trustedKeys(publicKeys)
+        let verifier = try trustedKeys(publicKeys, audience: audience)
         let text = try readText(document, option: "document")
         let verified: PinSetDocument
         do {
@@ -117,7 +125,8 @@ struct VerifyPinsCommand: ParsableCommand {
         let kid = (try? CompactJWS(parsing: text).keyID) ?? "?"
         var lines = [
             "\(document): valid, version \(verified.version), signed by \(String(reflecting: kid)), issued "
-                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt))",
+                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt)), "
+                + "for \(String(reflecting: verified.audience ?? ""))",
             verified.policy.unpinnedHosts == .refuse
                 ? "  strictHosts: true (hosts without a set are refused)"
                 : "  strictHosts: false (hosts without a set connect unpinned; an app built strict refuses this document)",
@@ -165,6 +174,9 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     @Option(help: "The document's version: above the version apps have now.")
     var version: Int
 
+    @Option(help: "The app the document is for, as its PinSetVerifier(audience:) names it (default: --previous's).")
+    var audience: String?
+
     @Option(name: .customLong("valid-days"), help: "Days until the document expires (default 90).")
     var validDays: Int = 90
 
@@ -183,7 +195,10 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         guard version > 0, (1...3650).contains(validDays) else {
             throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to 3650")
         }
-        let strict = try strictness()
+        let (strict, carriedAudience) = try carriedOver()
+        guard let audience = audience ?? carriedAudience else {
+            throw Failure(.usage, "give --audience APP (the app's identifier, as its PinSetVerifier(audience:) names it), or --previous DOCUMENT to keep its audience")
+        }
         let addresses: [ServerAddress]
         do { addresses = try HostsFile.parse(try readText(hostsFile, option: "--hosts-file")) } catch let error as Failure {
             throw error
@@ -221,7 +236,7 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         let now = Date()
         let json = PinSetDocument.json(
             version: version, issuedAt: now, expiresAt: now + Double(validDays) * 86_400,
-            policy: PinningPolicy(pinSets: sets, unpinnedHosts: strict ? .refuse : .allow))
+            policy: PinningPolicy(pinSets: sets, unpinnedHosts: strict ? .refuse : .allow), audience: audience)
         guard let out else {
             print(json, terminator: "")
             return 0
@@ -235,8 +250,9 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     /// Whether the document is strict: `--[no-]strict-hosts`, else `--previous`'s `strictHosts`; never a silent
     /// default, since a lax document would turn a strict app's unpinned hosts on (an app refuses that anyway
     /// unless its baseline allows it, `documentsMayAllowUnpinnedHosts`).
-    private func strictness() throws(Failure) -> Bool {
+    private func carriedOver() throws(Failure) -> (strict: Bool, audience: String?) {
         var carried: Bool?
+        var carriedAudience: String?
         if let previous {
             let text = try readText(previous, option: "--previous").trimmingCharacters(in: .whitespacesAndNewlines)
             var json = Array(text.utf8)
@@ -245,7 +261,11 @@ struct PinsDocumentCommand: AsyncParsableCommand {
                     throw Failure(.usage, "--previous \(previous): neither a pin-set document's JSON nor its JWS (\(error))")
                 }
             }
-            do { carried = try PinSetDocument(json: json).policy.unpinnedHosts == .refuse } catch {
+            do {
+                let document = try PinSetDocument(json: json)
+                carried = document.policy.unpinnedHosts == .refuse
+                carriedAudience = document.audience
+            } catch {
                 throw Failure(.usage, "--previous \(previous): \(error)")
             }
         }
@@ -259,7 +279,7 @@ struct PinsDocumentCommand: AsyncParsableCommand {
                 "say whether apps refuse hosts the document does not pin: --strict-hosts (for an app built with "
                     + "unpinnedHosts: .refuse) or --no-strict-hosts, or --previous DOCUMENT to keep its strictHosts")
         }
-        return strict
+        return (strict, carriedAudience)
     }
 
     /// The pin of `DIR/HOST.key`, if backup-key made one for `host`.
@@ -279,7 +299,7 @@ extension PinCheck {
     /// `--pins-document`: the pins the signed document gives `host` (its signature checked with `--pubkey`; its
     /// version and dates are not, so a document about to be published can be tried).
     func documentPins(_ path: String, host: String) throws(Failure) -> [SPKIPin] {
-        let verifier = try trustedKeys(publicKeys)
+        let verifier = try trustedKeys(publicKeys, audience: nil)
         let document: PinSetDocument
         do { document = try verifier.signedDocument(try readText(path, option: "--pins-document")) } catch let error as Failure {
             throw error
@@ -294,8 +314,9 @@ extension PinCheck {
     }
 }
 
-/// A verifier for `--pubkey` values, `KID=FILE` or `FILE` (the key id is then the file's name without extension).
-func trustedKeys(_ values: [String]) throws(Failure) -> PinSetVerifier {
+/// A verifier for `--pubkey` values, `KID=FILE` or `FILE` (the key id is then the file's name without extension),
+/// for documents addressed to `audience` (nil: any audience, for a signature-only check).
+func trustedKeys(_ values: [String], audience: String?) throws(Failure) -> PinSetVerifier {
     var keys: [String: String] = [:]
     for given in values {
         let (id, path): (String, String)
@@ -306,7 +327,12 @@ func trustedKeys(_ values: [String]) throws(Failure) -> PinSetVerifier {
         }
         keys[id] = try readText(path, option: "--pubkey")
     }
-    do { return try PinSetVerifier(publicKeys: keys) } catch { throw Failure(.usage, error.description) }
+    do {
+        if let audience { return try PinSetVerifier(publicKeys: keys, audience: audience) }
+        return try PinSetVerifier(publicKeys: keys, checkingAudience: nil)
+    } catch {
+        throw Failure(.usage, error.description)
+    }
 }
 
 /// The text of the file at `path`, or a usage failure naming `option`.

@@ -16,7 +16,7 @@ struct PinCheckSignPinsRulesTests {
         let now = Date()
         let json = """
             {"version": 5, "issuedAt": "\(PinSetDocument.timestamp(now - 60))", "expiresAt": "\(PinSetDocument.timestamp(now + 86_400))",
-             "strictHosts": true,
+             "strictHosts": true, "audience": "com.example.shop",
              "pinSets": [{"host": "api.example.com", "reportOnly": true, "reportOnly": false,
                           "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
             """
@@ -31,7 +31,7 @@ struct PinCheckSignPinsRulesTests {
         let signingKey = try OpenSSLKey.privateKey(pem: key)
         let jws = try CompactJWS.serialize(payload: Array(json.utf8), keyID: "a") { try signingKey.signEd25519($0) }
         try jws.write(toFile: "\(dir)/dup.jws", atomically: true, encoding: .utf8)
-        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "\(dir)/dup.jws"])
+        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "--audience", "com.example.shop", "\(dir)/dup.jws"])
         #expect(verified.status == 65)
         #expect(verified.stderr.contains("appears twice"), "\(verified.stderr)")
     }
@@ -41,7 +41,7 @@ struct PinCheckSignPinsRulesTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/pins.json", "--out", "\(dir)/pins.jws"])
         #expect(signed.status == 0, "\(signed.stderr)")
-        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "\(dir)/pins.jws"])
+        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "--audience", "com.example.shop", "\(dir)/pins.jws"])
         #expect(verified.status == 0, "\(verified.stderr)")
         #expect(verified.stdout.contains("strictHosts: false"), "\(verified.stdout)")
         #expect(verified.stdout.contains("[api.example.com] enforced, no expiration"), "\(verified.stdout)")
@@ -63,16 +63,21 @@ struct PinCheckSignPinsRulesTests {
             try? FileManager.default.removeItem(atPath: "\(dir)/out.json")
             return (outcome, object)
         }
-        let unsaid = try await document([])
+        let unsaid = try await document(["--audience", "com.example.shop"])
         #expect(unsaid.0.status == 64)
         #expect(unsaid.0.stderr.contains("--strict-hosts"), "\(unsaid.0.stderr)")
 
-        #expect(try await document(["--strict-hosts"]).1?["strictHosts"] as? Bool == true)
-        #expect(try await document(["--no-strict-hosts"]).1?["strictHosts"] as? Bool == false)
+        #expect(try await document(["--strict-hosts", "--audience", "com.example.shop"]).1?["strictHosts"] as? Bool == true)
+        #expect(try await document(["--no-strict-hosts", "--audience", "com.example.shop"]).1?["strictHosts"] as? Bool == false)
+        let noAudience = try await document(["--strict-hosts"])
+        #expect(noAudience.0.status == 64)
+        #expect(noAudience.0.stderr.contains("--audience"), "\(noAudience.0.stderr)")
 
-        let strictPrevious = #"{"version": 1, "issuedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z", "strictHosts": true, "pinSets": [{"host": "localhost", "pins": ["\#(TestCertificates.pin("leaf-localhost-ecdsa"))", "\#(TestCertificates.pin("backup-intermediate"))"]}]}"#
+        let strictPrevious = #"{"version": 1, "issuedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z", "strictHosts": true, "audience": "com.example.shop", "pinSets": [{"host": "localhost", "pins": ["\#(TestCertificates.pin("leaf-localhost-ecdsa"))", "\#(TestCertificates.pin("backup-intermediate"))"]}]}"#
         try strictPrevious.write(toFile: "\(dir)/previous.json", atomically: true, encoding: .utf8)
-        #expect(try await document(["--previous", "\(dir)/previous.json"]).1?["strictHosts"] as? Bool == true)
+        let carried = try await document(["--previous", "\(dir)/previous.json"]).1
+        #expect(carried?["strictHosts"] as? Bool == true)
+        #expect(carried?["audience"] as? String == "com.example.shop")
         let relaxed = try await document(["--previous", "\(dir)/previous.json", "--no-strict-hosts"])
         #expect(relaxed.1?["strictHosts"] as? Bool == false)
         #expect(relaxed.0.stderr.contains("warning"))
@@ -85,7 +90,7 @@ struct PinCheckSignPinsRulesTests {
         let now = Date()
         let expired = """
             {"version": 4, "issuedAt": "\(PinSetDocument.timestamp(now - 7200))", "expiresAt": "\(PinSetDocument.timestamp(now - 60))",
-             "strictHosts": true,
+             "strictHosts": true, "audience": "com.example.shop",
              "pinSets": [{"host": "api.example.com", "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
             """
         try expired.write(toFile: "\(dir)/expired.json", atomically: true, encoding: .utf8)

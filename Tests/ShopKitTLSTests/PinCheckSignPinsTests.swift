@@ -21,6 +21,7 @@ struct PinCheckSignPinsTests {
         let now = Date()
         let json = """
             {"version": 4, "issuedAt": "\(PinSetDocument.timestamp(now - 60))", "expiresAt": "\(PinSetDocument.timestamp(now + 86_400))",
+             "audience": "com.example.shop",
              "pinSets": [{"host": "api.example.com", "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
             """
         try json.write(toFile: "\(directory)/pins.json", atomically: true, encoding: .utf8)
@@ -35,7 +36,7 @@ struct PinCheckSignPinsTests {
         #expect(signed.stdout.contains("version 4") && signed.stdout.contains("\"a\""))
         #expect(!signed.stdout.contains("PRIVATE") && !signed.stderr.contains("PRIVATE"))
 
-        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "b=\(dir)/b.pub", "\(dir)/pins.jws"])
+        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "b=\(dir)/b.pub", "--audience", "com.example.shop", "\(dir)/pins.jws"])
         #expect(verified.status == 0, "\(verified.stderr)")
         #expect(verified.stdout.contains("valid, version 4, signed by \"a\""))
         #expect(verified.stdout.contains("[api.example.com]"))
@@ -43,7 +44,7 @@ struct PinCheckSignPinsTests {
 
         // Not above the version in force: refused, exit 65.
         let rollback = try await PinCheckBinary.run([
-            "verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "--current-version", "4", "\(dir)/pins.jws",
+            "verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "--current-version", "4", "--audience", "com.example.shop", "\(dir)/pins.jws",
         ])
         #expect(rollback.status == 65)
         #expect(rollback.stderr.contains("not above the version in force"))
@@ -56,7 +57,7 @@ struct PinCheckSignPinsTests {
             "sign-pins", "--key", "\(dir)/stranger.key", "--kid", "a", "--in", "\(dir)/pins.json", "--out", "\(dir)/pins.jws",
         ])
         #expect(signed.status == 0)
-        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "\(dir)/pins.jws"])
+        let verified = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "--audience", "com.example.shop", "\(dir)/pins.jws"])
         #expect(verified.status == 65)
         #expect(verified.stderr.contains("does not verify under key \"a\""))
     }
@@ -75,7 +76,7 @@ struct PinCheckSignPinsTests {
         #expect(ecdsa.status == 64)
         #expect(ecdsa.stderr.contains("sign with an Ed25519 key"))
 
-        let oneKey = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "\(dir)/pins.json"])
+        let oneKey = try await PinCheckBinary.run(["verify-pins", "--pubkey", "\(dir)/a.pub", "--audience", "com.example.shop", "\(dir)/pins.json"])
         #expect(oneKey.status == 64)
         #expect(oneKey.stderr.contains("give the current signing key and a backup"))
     }
@@ -87,7 +88,7 @@ struct PinCheckSignPinsTests {
         defer { closed.release() }
         try "127.0.0.1:\(closed.port)\n".write(toFile: "\(dir)/hosts.txt", atomically: true, encoding: .utf8)
         let outcome = try await PinCheckBinary.run([
-            "pins-document", "--hosts-file", "\(dir)/hosts.txt", "--version", "1", "--strict-hosts", "--out", "\(dir)/out.json",
+            "pins-document", "--hosts-file", "\(dir)/hosts.txt", "--version", "1", "--strict-hosts", "--audience", "com.example.shop", "--out", "\(dir)/out.json",
         ])
         #expect(outcome.status == 65)
         #expect(outcome.stderr.contains("127.0.0.1:\(closed.port) is connect-failed"))
@@ -105,6 +106,7 @@ struct PinCheckSignPinsTests {
         for (name, pins) in [("matching", ["leaf-localhost-ecdsa", "backup-intermediate"]), ("other", ["other-root", "other-intermediate"])] {
             let json = """
                 {"version": 2, "issuedAt": "\(PinSetDocument.timestamp(now - 60))", "expiresAt": "\(PinSetDocument.timestamp(now + 3600))",
+                 "audience": "com.example.shop",
                  "pinSets": [{"host": "localhost", "pins": [\(pins.map { "\"\(TestCertificates.pin($0))\"" }.joined(separator: ","))]}]}
                 """
             try json.write(toFile: "\(dir)/\(name).json", atomically: true, encoding: .utf8)

@@ -157,10 +157,10 @@ import Testing
 
     @Test func theAppMustConfigureTwoDistinctEd25519Keys() throws {
         let one = try signer.current.publicKeyPEM
-        #expect { try PinSetVerifier(publicKeys: ["current": one]) } throws: { isSigningKeys($0) }
-        #expect { try PinSetVerifier(publicKeys: ["current": one, "again": one]) } throws: { isSigningKeys($0) }
+        #expect { try PinSetVerifier(publicKeys: ["current": one], audience: "app") } throws: { isSigningKeys($0) }
+        #expect { try PinSetVerifier(publicKeys: ["current": one, "again": one], audience: "app") } throws: { isSigningKeys($0) }
         let ecdsa = try OpenSSLKey.generate(.ecdsaP256).publicKeyPEM
-        #expect { try PinSetVerifier(publicKeys: ["current": one, "ec": ecdsa]) } throws: { isSigningKeys($0) }
+        #expect { try PinSetVerifier(publicKeys: ["current": one, "ec": ecdsa], audience: "app") } throws: { isSigningKeys($0) }
     }
 
     private func isSigningKeys(_ error: any Error) -> Bool {

@@ -80,7 +80,7 @@ import ShopKit
         let verifier = try PinSetVerifier(publicKeys: [
             "signing-1": String(contentsOfFile: file("signing-1.pub"), encoding: .utf8),
             "signing-2": String(contentsOfFile: file("signing-2.pub"), encoding: .utf8),
-        ])
+        ], audience: "com.example.shop")
         let updates = PinUpdates(
             transport: transport, documentURL: URL(string: "https://localhost:\(oldServer.port)/pins.jws")!,
             verifier: verifier, storePath: file("app/pins.jws"))
