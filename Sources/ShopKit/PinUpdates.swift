@@ -10,8 +10,9 @@ import ShopKitTLS
 
 /// Keeps an `HTTPSTransport`'s pins current from a signed pin-set document, so pins rotate without a release.
 ///
-/// - The document is fetched from `documentURL` *through the transport it updates*: the fetch itself is pinned by
-///   the policy in force, and a server whose chain fails those pins cannot serve it.
+/// - The document is fetched from `documentURL` with the transport's trust roots, proxy and timeouts, the chain
+///   and host name verified, but without its pins (``DocumentFetch/unpinned``, as wultra's SDKs do): the signature
+///   carries the trust, so pins that broke can still be fixed. ``DocumentFetch/pinned`` fetches under the pins.
 /// - It is applied only if `verifier` accepts it (`PinSetVerifier.verify(_:baseline:currentVersion:now:)`): signed
 ///   by one of the app's keys, a version above every one applied before, valid now, keeping the baseline's hosts.
 /// - An accepted document is stored atomically in `storePath` (mode 0600 in a 0700 directory, the token store's
@@ -63,6 +64,18 @@ public final class PinUpdates: Sendable {
         }
     }
 
+    /// How the document is fetched.
+    public enum DocumentFetch: Sendable, Hashable {
+        /// With the chain and the host name verified against the transport's trust roots, but without its pins
+        /// (the default, as wultra's SDKs do): the document's signature carries the trust, so pins that broke,
+        /// the case rotation exists for, can still be fixed by the next document. A server that can answer for
+        /// the document host can only withhold a document or serve an old one, which the version floor refuses.
+        case unpinned
+        /// Through the transport, under the pins in force: a server whose chain fails them cannot serve the
+        /// document, so pins that broke for the document host stay broken until a release.
+        case pinned
+    }
+
     struct State: Sendable {
         /// The highest version ever accepted (stored or fetched): nothing at or below it is applied again.
         var floor: Int
@@ -77,6 +90,7 @@ public final class PinUpdates: Sendable {
     let verifier: PinSetVerifier
     let storePath: String
     private let interval: Duration
+    private let fetchMode: DocumentFetch
     let onEvent: @Sendable (Event) -> Void
     let now: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
@@ -86,24 +100,28 @@ public final class PinUpdates: Sendable {
     /// The store's file operations block: they run here, never on the cooperative pool.
     let io = DispatchQueue(label: "ShopKit.PinUpdates.store")
 
-    /// Updates for `transport` from `documentURL` (https, served by a host the transport's pins cover).
+    /// Updates for `transport` from `documentURL` (https; any host the transport's trust roots verify).
     ///
     /// - Parameters:
-    ///   - transport: the transport whose pins the documents replace; the fetch goes through it, so the pins in
-    ///     force check the server that serves the document.
+    ///   - transport: the transport whose pins the documents replace; the fetch uses its configuration (trust
+    ///     roots, proxy, timeouts).
     ///   - documentURL: where the signed document (compact JWS) is fetched from.
-    ///   - verifier: the app's signing keys.
-    ///   - storePath: where the accepted document is kept; its directory is created 0700 if missing.
+    ///   - verifier: the app's signing keys and identifier (audience).
+    ///   - storePath: where the accepted document is kept, and its version (the rollback floor) in
+    ///     `storePath + ".floor"`; the directory is created 0700 if missing.
     ///   - interval: how often ``run()`` fetches (default 6 hours).
+    ///   - fetch: with the chain verified but without pins (``DocumentFetch/unpinned``, the default), or under
+    ///     the pins in force (``DocumentFetch/pinned``).
     ///   - onEvent: told of every outcome; called on the updating task, must return at once.
     public convenience init(
         transport: HTTPSTransport, documentURL: URL, verifier: PinSetVerifier, storePath: String,
-        interval: Duration = .seconds(6 * 3600), onEvent: @escaping @Sendable (Event) -> Void = { _ in }
+        interval: Duration = .seconds(6 * 3600), fetch: DocumentFetch = .unpinned,
+        onEvent: @escaping @Sendable (Event) -> Void = { _ in }
     ) {
         self.init(
             transport: transport, documentURL: documentURL, verifier: verifier, storePath: storePath, interval: interval,
             onEvent: onEvent, now: { Date() }, sleep: { try await Task.sleep(for: $0) },
-            random: { Double.random(in: 0..<1) }, sleepUntil: PinUpdates.sleepUntilWallClock)
+            random: { Double.random(in: 0..<1) }, sleepUntil: PinUpdates.sleepUntilWallClock, fetch: fetch)
     }
 
     /// The same with an injected clock, sleeper, random source and expiry timer (tests).
@@ -111,9 +129,11 @@ public final class PinUpdates: Sendable {
         transport: HTTPSTransport, documentURL: URL, verifier: PinSetVerifier, storePath: String, interval: Duration,
         onEvent: @escaping @Sendable (Event) -> Void, now: @escaping @Sendable () -> Date,
         sleep: @escaping @Sendable (Duration) async throws -> Void, random: @escaping @Sendable () -> Double,
-        sleepUntil: @escaping @Sendable (Date) async throws -> Void = PinUpdates.sleepUntilWallClock
+        sleepUntil: @escaping @Sendable (Date) async throws -> Void = PinUpdates.sleepUntilWallClock,
+        fetch: DocumentFetch = .unpinned
     ) {
         self.sleepUntil = sleepUntil
+        self.fetchMode = fetch
         self.transport = transport
         self.documentURL = documentURL
         self.verifier = verifier
@@ -285,11 +305,33 @@ public final class PinUpdates: Sendable {
         guard let base = components.url else { throw HTTPSTransportError.invalidURL(reason: "\(documentURL.absoluteString) is not a URL the pin-set document can be fetched from") }
         var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
         request.headerFields[.accept] = "application/jose"
-        let (response, body) = try await transport.send(request, body: nil, baseURL: base, operationID: "pin-updates")
-        guard response.status == .ok else { throw UnexpectedStatus(status: response.status.code, url: documentURL) }
-        var bytes: [UInt8] = []
-        if let body { bytes = try await [UInt8](collecting: body, upTo: CompactJWS.maximumLength) }
-        return String(decoding: bytes, as: UTF8.self)
+        let ownClient = fetchMode == .unpinned
+        let client = ownClient ? try await unpinnedTransport() : transport
+        do {
+            let (response, body) = try await client.send(request, body: nil, baseURL: base, operationID: "pin-updates")
+            guard response.status == .ok else { throw UnexpectedStatus(status: response.status.code, url: documentURL) }
+            var bytes: [UInt8] = []
+            if let body { bytes = try await [UInt8](collecting: body, upTo: CompactJWS.maximumLength) }
+            if ownClient { await client.shutdown() }
+            return String(decoding: bytes, as: UTF8.self)
+        } catch {
+            if ownClient { await client.shutdown() }
+            throw error
+        }
+    }
+
+    /// A transport for one fetch: the app transport's configuration (trust roots, proxy, timeouts) without pins.
+    /// Built on ``io``: loading trust roots reads files.
+    private func unpinnedTransport() async throws -> HTTPSTransport {
+        var unpinned = transport.configuration
+        unpinned.tls.pinning = PinningPolicy()
+        let configuration = unpinned
+        let made: Result<HTTPSTransport, TLSContextError> = await withCheckedContinuation { continuation in
+            io.async {
+                continuation.resume(returning: Result { () throws(TLSContextError) in try HTTPSTransport(configuration: configuration) })
+            }
+        }
+        return try made.get()
     }
 
 }

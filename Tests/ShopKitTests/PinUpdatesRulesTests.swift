@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 import Foundation
 import ShopKitCore
 import ShopKitCredentials
+import ShopKitOpenSSL
 import ShopKitPinning
 import TestSupport
 import Testing
@@ -115,6 +116,36 @@ extension PinUpdatesTests {
         #expect(transport.pinning.version == 0)
         #expect(reported.count == 1)
         #expect(reported.first?.hasPrefix("pin-set document version 3 not applied: its version cannot be recorded") == true)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    /// Issue 38, defect 9: the document is fetched with the chain and the host name verified but without the
+    /// pins (its signature carries the trust), so pins that broke can still be fixed by the next document.
+    @Test func aDocumentIsFetchedEvenWhenThePinsInForceFailTheServer() async throws {
+        let server = try await startServer()
+        served.withLockedValue { $0 = try! document(3) }
+        let transport = try transport(Self.baseline(Self.other))
+        let updates = updates(transport, port: server.port)
+        #expect(try await updates.update() == 3)
+        #expect(transport.pinning.pinSet(for: "127.0.0.1")?.pins.contains(TestCertificates.pin("intermediate-1")) == true)
+        // The app's own requests run under the document's pins now: the server passes them.
+        let response = try await transport.send(
+            .init(method: .get, scheme: nil, authority: nil, path: "/"), body: nil,
+            baseURL: URL(string: "https://127.0.0.1:\(server.port)")!, operationID: "t")
+        #expect(response.0.status == .ok)
+
+        // Still no document from a server whose chain does not verify, or with a signature that does not.
+        let stranger = try OpenSSLKey.generate(.ed25519)
+        served.withLockedValue { $0 = try! signer.sign(signer.document(version: 4, now: Self.start), kid: "current", key: stranger) }
+        await #expect(throws: PinSetDocumentError.badSignature(keyID: "current")) { try await updates.update() }
+        let untrusting = try HTTPSTransport(
+            configuration: .init(tls: TLSClientConfiguration(pinning: Self.baseline(Self.matching)), timeouts: .wide(), httpVersion: .http1Only))
+        await #expect { try await self.updates(untrusting, port: server.port).update() } throws: { error in
+            !(error is PinSetDocumentError)
+        }
+        #expect(untrusting.pinning.version == 0)
+        await untrusting.shutdown()
         await transport.shutdown()
         await server.stop()
     }
