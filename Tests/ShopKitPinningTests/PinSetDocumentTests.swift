@@ -118,3 +118,22 @@ import Testing
         try Self.check(Self.json([("api.example.com", false, nil)]), Self.baseline(["api.example.com"]))
     }
 }
+
+extension PinSetDocumentTests {
+    /// docs/pin-set-document.md's complete example is a document the library reads as the page says.
+    @Test func theDocumentedExampleParses() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let page = try String(contentsOf: root.appendingPathComponent("docs/pin-set-document.md"), encoding: .utf8)
+        let section = try #require(page.range(of: "## The payload: a complete example"))
+        let start = try #require(page[section.upperBound...].range(of: "```json\n"))
+        let end = try #require(page[start.upperBound...].range(of: "```\n"))
+        let document = try PinSetDocument(json: Array(page[start.upperBound..<end.lowerBound].utf8))
+        #expect(document.version == 7)
+        #expect(document.audience == "com.example.shop")
+        #expect(document.policy.unpinnedHosts == .refuse)
+        #expect(document.policy.pinSets.map(\.hostPattern.description) == ["api.example.com", "**.cdn.example.com", "metrics.example.net"])
+        #expect(document.unpinnedBaselineHosts.map(\.description) == ["legacy.example.com"])
+        let baseline = Self.baseline(["api.example.com", "legacy.example.com"], strict: true)
+        try document.check(baseline: baseline, currentVersion: 6, now: document.issuedAt)
+    }
+}
