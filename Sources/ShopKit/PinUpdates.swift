@@ -159,17 +159,17 @@ public final class PinUpdates: Sendable {
     /// file, so it outlives a lost document.
     public func start() async {
         let (documentPath, floorPath) = (storePath, floorPath)
-        let read = await onIO { () throws(CredentialError) -> ([UInt8]?, Int?) in
-            (try TokenFileIO.read(documentPath), try Self.readFloor(floorPath))
+        let floorRead = await onIO { () throws(CredentialError) -> Int? in try Self.readFloor(floorPath) }
+        switch floorRead {
+        case .success(let floor): state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
+        // Reported; the stored document's version (below) is then the floor.
+        case .failure(let error): onEvent(.storedDocumentUnusable(error))
         }
+        let read = await onIO { () throws(CredentialError) -> [UInt8]? in try TokenFileIO.read(documentPath) }
         let bytes: [UInt8]
         switch read {
-        case .success((nil, let floor)):
-            state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
-            return
-        case .success((let stored?, let floor)):
-            state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
-            bytes = stored
+        case .success(nil): return
+        case .success(let stored?): bytes = stored
         case .failure(let error): return onEvent(.storedDocumentUnusable(error))
         }
         let document: PinSetDocument

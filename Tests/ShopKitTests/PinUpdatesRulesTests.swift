@@ -105,6 +105,27 @@ extension PinUpdatesTests {
         await server.stop()
     }
 
+    @Test func aCorruptFloorIsReportedAndTheStoredDocumentStillApplies() async throws {
+        let server = try await startServer()
+        served.withLockedValue { $0 = try! document(3) }
+        let transport = try transport(Self.baseline(Self.matching))
+        try await updates(transport, port: server.port).update()
+        await transport.shutdown()
+        try TokenFileIO.atomicReplace(storePath + ".floor", with: Array("three\n".utf8))
+        events.withLockedValue { $0 = [] }
+        let restarted = try self.transport(Self.baseline(Self.matching))
+        let updates = updates(restarted, port: server.port)
+        await updates.start()
+        #expect(restarted.pinning.version == 3)
+        #expect(reported.first?.hasPrefix("stored pin-set document ignored") == true)
+        #expect(reported.last == "pin-set document version 3 applied")
+        // The stored document's version is the floor: an older document is still refused.
+        served.withLockedValue { $0 = try! document(2) }
+        await #expect(throws: PinSetDocumentError.notNewer(version: 2, current: 3)) { try await updates.update() }
+        await restarted.shutdown()
+        await server.stop()
+    }
+
     @Test func aDocumentWhoseVersionCannotBeRecordedIsNotApplied() async throws {
         let server = try await startServer()
         served.withLockedValue { $0 = try! document(3) }
