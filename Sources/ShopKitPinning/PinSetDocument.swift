@@ -1,14 +1,17 @@
 import Foundation
 
 /// A pin-set document: the pins an app applies in place of its compiled-in baseline, published signed (a JWS
-/// with `EdDSA`; ShopKitTLS's `PinSetVerifier` checks it) so pins can rotate without a release.
+/// with `EdDSA` and `typ: shopkit-pins+jws`; ShopKitTLS's `PinSetVerifier` checks it) so pins can rotate without
+/// a release.
 ///
-/// The payload is JSON with the fields of a pins file and a policy, plus a version and a validity window:
+/// The payload is JSON with the fields of a pins file and a policy, plus a version, a validity window and the app
+/// it is for (every field and rule, a complete example and a JSON Schema: `docs/pin-set-document.md`):
 ///
 ///     {
 ///       "version": 4,
 ///       "issuedAt": "2026-11-26T09:00:00Z",
 ///       "expiresAt": "2027-02-24T09:00:00Z",
+///       "audience": "com.example.shop",
 ///       "strictHosts": true,
 ///       "pinSets": [
 ///         {"host": "api.example.com", "pins": ["sha256/…current…", "sha256/…backup…"]},
@@ -18,11 +21,13 @@ import Foundation
 ///       "unpinnedBaselineHosts": ["legacy.example.com"]
 ///     }
 ///
-/// `version` is an integer above 0 that every new document raises; times are UTC in ISO 8601
-/// (`YYYY-MM-DDTHH:MM:SSZ`); each set needs two distinct pins (the current key and a backup); `strictHosts`
-/// (default false) refuses hosts no set covers; `unpinnedBaselineHosts` lists the baseline's host patterns the
-/// document stops pinning on purpose (without it, dropping one is refused). Unknown fields are refused, so a typo
-/// cannot silently drop a setting.
+/// `version` is an integer from 1 to 2^53−1 that every new document raises; times are UTC in ISO 8601
+/// (`YYYY-MM-DDTHH:MM:SSZ`); `audience` names the app (`PinSetVerifier` requires its own); each set needs two
+/// distinct pins (the current key and a backup); `strictHosts` (default false) refuses hosts no set covers, and
+/// cannot turn a strict baseline lax; `unpinnedBaselineHosts` lists the baseline's host patterns the document stops
+/// pinning on purpose (without it, a baseline host must keep an enforced set live until the document expires).
+/// Unknown fields and repeated member names are refused, so a typo cannot silently drop a setting and two readers
+/// cannot read two documents.
 public struct PinSetDocument: Sendable {
     /// The document's version: a document is applied only above the version in force.
     public let version: Int

@@ -93,7 +93,9 @@ struct VerifyPinsCommand: ParsableCommand {
         abstract: "Check a signed pin-set document as an app would: signature, algorithm, version, dates.",
         discussion: """
             Give the public keys the app trusts (at least two, as the app needs) as KID=FILE, or FILE for a key id
-            equal to the file's name without extension. Prints the document's version, dates and pins.
+            equal to the file's name without extension, and the app's --audience. Prints the document's version,
+            dates, audience, strictHosts, unpinnedBaselineHosts, and each set's host, enforcement, expiration and
+            pins.
 
             Exit status:
               0   the document is valid now
@@ -153,7 +155,10 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         discussion: """
             Connects to each HOST[:PORT] (chain and hostname verified, no pins) and pins its leaf key and its
             issuing CA's key; with --backup-dir, adds the pin of DIR/HOST.key made by pin-check backup-key (read
-            into wiped memory; only its public half is used). Review the output, then sign it with sign-pins.
+            into wiped memory; only its public half is used). Say --strict-hosts (for an app built with
+            unpinnedHosts: .refuse) or --no-strict-hosts, and --audience APP; --previous DOCUMENT carries both over
+            from the document in force. Add --ca-file when the servers' chains end at a private CA. Review the
+            output, then sign it with sign-pins.
 
             Exit status:
               0   written
