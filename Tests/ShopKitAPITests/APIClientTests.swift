@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import ShopKitAPI
 
-@Suite struct APIClientTests {
+@Suite(.timeLimit(.minutes(3))) struct APIClientTests {
     @Test func decodesTypedResponseAndBuildsRequest() async throws {
         let stub = StubTransport(replies: [.json(productJSON)])
         let client = APIClient(baseURL: baseURL, transport: stub)
@@ -239,7 +239,7 @@ import TestSupport
     }
 }
 
-@Suite struct APIErrorTests {
+@Suite(.timeLimit(.minutes(3))) struct APIErrorTests {
     @Test func equalityIsHonestForTransportCauses() {
         #expect(APIError.transport(EquatableFailure(code: 1)) == .transport(EquatableFailure(code: 1)))
         #expect(APIError.transport(EquatableFailure(code: 1)) != .transport(EquatableFailure(code: 2)))

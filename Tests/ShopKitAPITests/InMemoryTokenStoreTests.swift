@@ -2,7 +2,7 @@ import Testing
 
 @testable import ShopKitAPI
 
-@Suite struct InMemoryTokenStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct InMemoryTokenStoreTests {
     @Test func savesLoadsAndClears() async throws {
         let store = InMemoryTokenStore()
         #expect(try await store.loadTokens() == nil)

@@ -123,7 +123,7 @@ import TestSupport
 
 /// The middlewares' decisions are logged at debug through the configuration's logger, and nothing else is: a
 /// retried 503 and a joined request are visible when asked for, a token never.
-@Suite struct MiddlewareLoggingTests {
+@Suite(.timeLimit(.minutes(3))) struct MiddlewareLoggingTests {
     @Test func aRetriedStatusAndAJoinedRequestAreLoggedAtDebugWithoutSecrets() async throws {
         let capture = LogCapture()
         let stub = StubTransport(replies: [.status(503), .status(200)])

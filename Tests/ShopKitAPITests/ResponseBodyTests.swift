@@ -4,7 +4,7 @@ import Testing
 
 @testable import ShopKitAPI
 
-@Suite struct ResponseBodyTests {
+@Suite(.timeLimit(.minutes(3))) struct ResponseBodyTests {
     /// Issue 13: a GET body is buffered once between transport and decoder. The dedup decorator hands each waiter
     /// an `HTTPBody` of one chunk over its shared buffer; the client collects it without copying.
     @Test func aSingleChunkBodyIsCollectedWithoutACopy() async throws {

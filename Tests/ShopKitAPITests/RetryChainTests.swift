@@ -6,7 +6,7 @@ import TestSupport
 
 @testable import ShopKitAPI
 
-@Suite struct RetryPolicyTests {
+@Suite(.timeLimit(.minutes(3))) struct RetryPolicyTests {
     // The table in RetryPolicy's doc comment, in milliseconds.
     @Test(arguments: zip(1...9, [200, 400, 800, 1600, 3200, 6400, 10_000, 10_000, 10_000]))
     func backoffDoublesUpToTheCap(retry: Int, milliseconds: Int) {
@@ -55,7 +55,7 @@ import TestSupport
     }
 }
 
-@Suite struct RetryChainTests {
+@Suite(.timeLimit(.minutes(3))) struct RetryChainTests {
     func send(
         _ transport: Decorated<RetryMiddleware>, method: HTTPRequest.Method = .get, headers: HTTPFields = [:],
         body: HTTPBody? = nil

@@ -1,7 +1,7 @@
 import Testing
 @testable import ShopKitAPI
 
-@Suite struct ShopKitAPISmokeTests {
+@Suite(.timeLimit(.minutes(3))) struct ShopKitAPISmokeTests {
     @Test func moduleLoads() {
         #expect(Bool(true))
     }

@@ -2,7 +2,7 @@ import Testing
 
 @testable import ShopKitAPI
 
-@Suite struct SingleFlightTests {
+@Suite(.timeLimit(.minutes(3))) struct SingleFlightTests {
     typealias State = SingleFlight<String, String>
 
     @Test func firstCallerLeadsLaterOnesFollow() throws {

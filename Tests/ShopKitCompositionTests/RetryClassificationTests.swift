@@ -13,7 +13,7 @@ import Testing
 /// This target links the HTTPS, TLS and API products and not the `ShopKit` umbrella: what an app that composes
 /// the decorators itself gets. Every error type declares its retry classification in its own module, so the
 /// verdict cannot depend on which products are linked.
-@Suite struct RetryClassificationTests {
+@Suite(.timeLimit(.minutes(3))) struct RetryClassificationTests {
     /// The retry decorator over the pinned transport, pinned to keys the loopback server does not have.
     @Test func aPinMismatchIsTriedOnceWithoutTheUmbrella() async throws {
         let server = try await LoopbackTLSServer.start(

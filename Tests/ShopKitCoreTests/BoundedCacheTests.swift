@@ -2,7 +2,7 @@ import HTTPTypes
 import Testing
 @testable import ShopKitCore
 
-@Suite struct BoundedCacheTests {
+@Suite(.timeLimit(.minutes(3))) struct BoundedCacheTests {
     @Test func theOldestInsertionGoesFirstWhenFull() {
         var cache = BoundedCache<String, Int>(capacity: 2)
         cache.insert(1, for: "a")

@@ -5,7 +5,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// The selection rules as a pure function, then with real probes.
-@Suite struct BackendSelectionTests {
+@Suite(.timeLimit(.minutes(3))) struct BackendSelectionTests {
     static let file = EncryptedFileStore.Configuration(url: URL(fileURLWithPath: "/tmp/unused.skt"))
 
     @Test func rulesTable() throws {

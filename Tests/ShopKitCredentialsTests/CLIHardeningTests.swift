@@ -8,7 +8,7 @@ import Testing
 
 /// The command-line tools while they hold secrets (issue 16, items 4 and 12): output failures are an exit code,
 /// not a crash; no core dumps; the token on standard input is read in bounded blocks.
-@Suite struct CLIHardeningTests {
+@Suite(.timeLimit(.minutes(3))) struct CLIHardeningTests {
     static let passphrase = "hardening-passphrase"
 
     /// A file store in `directory` holding a token for s/a, and a 0600 file with its passphrase.

@@ -7,7 +7,7 @@ import TestSupport
 
 /// Client keys are items of their own kind (issue 26, "client-certificate keys"): with the same service and account
 /// a token and a key are two items in both backends, so a token can never overwrite a key or be read as one.
-@Suite struct ClientKeyItemTests {
+@Suite(.timeLimit(.minutes(3))) struct ClientKeyItemTests {
     static let pem = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIClientKeyItemTests\n-----END PRIVATE KEY-----\n"
     static let token = CredentialKey(service: "dev.shopkit.kinds", account: "a")
     static let key = CredentialKey(service: "dev.shopkit.kinds", account: "a", kind: .clientKey)

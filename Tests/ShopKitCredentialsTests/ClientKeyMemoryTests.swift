@@ -13,7 +13,7 @@ import TestSupport
 /// As in the review, the test holds the needle reversed, so the scan never counts the test's own copy. The key is
 /// made for this test by the `openssl` command (another process) and read straight into a wiped buffer, so no
 /// other test, and no `String` of the test's, holds it.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command"))
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "needs the openssl command"), .timeLimit(.minutes(3)))
 struct ClientKeyMemoryTests {
     /// Through the encrypted file, and through the keyring inside scripts/with-keyring.
     @Test(arguments: ["file", "keyring"])

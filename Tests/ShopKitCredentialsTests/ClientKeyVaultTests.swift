@@ -7,7 +7,7 @@ import Testing
 
 /// The vault stores client keys as their own kind, under `userPresence` unless told otherwise, and never hands one
 /// out as tokens (issue 26, "client-certificate keys").
-@Suite struct ClientKeyVaultTests {
+@Suite(.timeLimit(.minutes(3))) struct ClientKeyVaultTests {
     static let chainPEM = TestCertificates.chain(["client-ecdsa", "client-intermediate"])
     static let keyPEM = Array(TestCertificates.privateKey("client-ecdsa").utf8)
     static let item = CredentialKey(service: "dev.shopkit.kinds", account: "client")

@@ -5,7 +5,7 @@ import TestSupport
 @testable import ShopKitCredentials
 
 /// The access policy over a real file store; only the presence prompt and the clock are stubbed.
-@Suite struct CredentialVaultTests {
+@Suite(.timeLimit(.minutes(3))) struct CredentialVaultTests {
     static let presence = AccessPolicy(access: .userPresence(reuseSeconds: 30))
 
     private func vault(

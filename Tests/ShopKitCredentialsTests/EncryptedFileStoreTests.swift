@@ -4,7 +4,7 @@ import ShopKitOpenSSL
 import Testing
 @testable import ShopKitCredentials
 
-@Suite struct EncryptedFileStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct EncryptedFileStoreTests {
     @Test func roundTripThroughAFreshStore() async throws {
         try await withTempDirectory { dir in
             let store = makeStore(dir.storeURL)

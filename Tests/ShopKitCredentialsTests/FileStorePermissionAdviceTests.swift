@@ -5,7 +5,7 @@ import Testing
 
 /// Permission refusals give advice that is safe to follow (issue 16, item 9): never change a shared directory
 /// (`/`, sticky, world-writable, another user's), never take over another user's file.
-@Suite struct FileStorePermissionAdviceTests {
+@Suite(.timeLimit(.minutes(3))) struct FileStorePermissionAdviceTests {
     /// `(directory, mode, owner, user)`; none of these may be told to chmod or chown.
     @Test(arguments: [
         ("/tmp", mode_t(0o41777), uid_t(0), uid_t(1000)),  // /tmp, as a user

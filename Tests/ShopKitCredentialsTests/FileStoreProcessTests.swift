@@ -89,7 +89,7 @@ enum ChildProcess {
 }
 
 /// The child roles; each runs only in a child process that names it.
-@Suite struct FileStoreChildRoles {
+@Suite(.timeLimit(.minutes(3))) struct FileStoreChildRoles {
     /// Loops forever writing generation n+1, n+2, … and printing a marker after each completed write.
     @Test(.enabled(if: ChildProcess.role == "writer"))
     func writerLoop() async throws {
@@ -118,7 +118,7 @@ enum ChildProcess {
     }
 }
 
-@Suite struct FileStoreProcessTests {
+@Suite(.timeLimit(.minutes(3))) struct FileStoreProcessTests {
     /// A writer killed with SIGKILL at varying points, 30 times: the file always opens, to the last completed
     /// generation or the one in flight, never a torn or empty state.
     @Test func sigkillMidWriteLeavesTheOldOrTheNewFile() async throws {

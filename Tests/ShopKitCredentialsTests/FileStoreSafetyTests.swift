@@ -4,7 +4,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// What the file store finds on disk that it must refuse or leave alone (issue 16, items 3, 8, 13).
-@Suite struct FileStoreSafetyTests {
+@Suite(.timeLimit(.minutes(3))) struct FileStoreSafetyTests {
     /// A FIFO at the store path is refused with `.unsafeFile` by get, set and delete, at once. Opening a FIFO for
     /// reading without `O_NONBLOCK` waits for a writer, forever (and `set` would wait holding the lock); if that
     /// comes back, the bounded wait below opens the FIFO's write end so the test ends instead of hanging.

@@ -25,7 +25,7 @@ enum UnicodeKeys {
     }
 }
 
-@Suite struct KeyEqualityTests {
+@Suite(.timeLimit(.minutes(3))) struct KeyEqualityTests {
     @Test func keysCompareAndHashByUTF8Bytes() {
         #expect(UnicodeKeys.nfc.service == UnicodeKeys.nfd.service)  // what String == says
         #expect(UnicodeKeys.nfc != UnicodeKeys.nfd)
@@ -49,7 +49,7 @@ enum UnicodeKeys {
     }
 }
 
-@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason), .timeLimit(.minutes(3)))
 struct KeyringKeyEqualityTests {
     /// The keyring (gnome-keyring compares attribute bytes) agrees with the file store.
     @Test func keyringKeepsNFCAndNFDApart() async throws {

@@ -5,7 +5,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// The keyring item's secret body: compact, versioned, and strict when decoding.
-@Suite struct KeyringItemBodyTests {
+@Suite(.timeLimit(.minutes(3))) struct KeyringItemBodyTests {
     let credential = StoredCredential(
         tokens: AuthTokens(accessToken: "a\nb", refreshToken: "r", expiresAt: Date(timeIntervalSince1970: 1_900_000_000)),
         policy: AccessPolicy(access: .userPresence(reuseSeconds: 30), thisDeviceOnly: true))

@@ -8,7 +8,7 @@ import Testing
 /// is the directory that holds its name.
 @Suite(.enabled(
     if: KeyringTestEnvironment.isPrivate && FileManager.default.isExecutableFile(atPath: "/usr/bin/strace"),
-    "needs scripts/with-keyring and strace"))
+    "needs scripts/with-keyring and strace"), .timeLimit(.minutes(3)))
 struct KeyringMarkerDurabilityTests {
     @Test func theMarkerAndItsDirectoryAreSynced() async throws {
         guard let binary = TokenStoreBinary.binary else { throw FixtureError(description: "token-store binary not found") }

@@ -11,7 +11,7 @@ import TestSupport
 /// The parent starts a private bus + keyring, runs this test binary again with only one ``KeyringChildScenario``
 /// test enabled and DBUS_SESSION_BUS_ADDRESS pointing at the private bus, and acts on the child's reports (kills
 /// the bus or the keyring daemon, starts the daemon again), telling the child to go on after each step.
-@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason), .timeLimit(.minutes(3)))
 struct KeyringMidRunTests {
     @Test func busKilledMidRunMakesTheSameStoreUnavailable() async throws {
         let reports = try await Self.withPrivateKeyring { keyring in
@@ -132,7 +132,7 @@ final class LineReader {
 
 /// The child half of ``KeyringMidRunTests``: runs only when started by it.
 @Suite(.enabled(if: ProcessInfo.processInfo.environment["SHOPKIT_KEYRING_MID_RUN_CHILD"] != nil,
-    "runs only as the child process of KeyringMidRunTests"))
+    "runs only as the child process of KeyringMidRunTests"), .timeLimit(.minutes(3)))
 struct KeyringChildScenario {
     static let variable = "SHOPKIT_KEYRING_MID_RUN_CHILD"
     static let prefix = "SHOPKIT-CHILD: "

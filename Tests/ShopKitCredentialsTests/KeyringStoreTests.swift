@@ -8,7 +8,7 @@ import Testing
 /// second private bus + daemon (``PrivateKeyring``) for locking and stopping the daemon.
 /// Stores get a 60 s per-call timeout: these tests check what the keyring does, not how fast a loaded machine's
 /// gnome-keyring-daemon answers (the timeouts themselves are tested in KeyringTimeoutTests and KeyringMidRunTests).
-@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason), .timeLimit(.minutes(3)))
 struct KeyringStoreTests {
     let tokens = AuthTokens(
         accessToken: "access-\(UUID().uuidString)", refreshToken: "refresh-\(UUID().uuidString)",

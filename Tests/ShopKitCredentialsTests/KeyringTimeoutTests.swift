@@ -7,7 +7,7 @@ import TestSupport
 
 /// A keyring write or delete that its timeout interrupts is reported as `.outcomeUnknown`, never `.unavailable`
 /// (issue 16, item 13): the call may have been carried out, or may have completed just as the timer fired.
-@Suite struct JobRaceTests {
+@Suite(.timeLimit(.minutes(3))) struct JobRaceTests {
     @Test func theJobAnswersWhenItFinishesFirst() {
         var race = JobRace()
         let started = race.start(), finished = race.finish(), timedOut = race.timeout()
@@ -61,7 +61,7 @@ final class ManualJobTimer: JobTimer, Sendable {
     }
 }
 
-@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason), .timeLimit(.minutes(3)))
 struct KeyringTimeoutTests {
     /// A real write through the real job runner, whose injected timeout fires just after the Secret Service
     /// stored the item and before the job could answer: the caller hears "outcome unknown", and the item is there.

@@ -5,7 +5,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// Passphrases (issue 16, item 2): never cut, never empty or short for a new file, asked twice on a terminal.
-@Suite struct PassphraseInputTests {
+@Suite(.timeLimit(.minutes(3))) struct PassphraseInputTests {
     /// Writes `bytes` into a pipe, closes its write end and returns the read end.
     static func pipe(holding bytes: [UInt8]) throws -> Int32 {
         var fds: [Int32] = [0, 0]

@@ -1,7 +1,7 @@
 import Testing
 @testable import ShopKitCredentials
 
-@Suite struct ShopKitCredentialsSmokeTests {
+@Suite(.timeLimit(.minutes(3))) struct ShopKitCredentialsSmokeTests {
     @Test func moduleLoads() {
         #expect(Bool(true))
     }

@@ -6,7 +6,7 @@ import Testing
 /// token-store with standard streams that are closed or cannot be written (issue 26, item 5): a diagnostic line
 /// never holds back the result, and a closed descriptor 0, 1 or 2 is reopened on `/dev/null` before anything
 /// else can be opened in its place (an internal descriptor there would receive what is meant for the stream).
-@Suite struct StandardStreamsCLITests {
+@Suite(.timeLimit(.minutes(3))) struct StandardStreamsCLITests {
     static let get = "exec 3<\"$2\"; \"$1\" get --file \"$3\" --service s --account a --passphrase-fd 3"
 
     /// The backend line on standard error cannot be written: the token is printed all the same.

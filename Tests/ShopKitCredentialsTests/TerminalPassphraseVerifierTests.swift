@@ -48,7 +48,7 @@ private final class PseudoTerminal {
     }
 }
 
-@Suite struct TerminalPassphraseVerifierTests {
+@Suite(.timeLimit(.minutes(3))) struct TerminalPassphraseVerifierTests {
     @Test func cannotVerifyWithoutATerminal() {
         #expect(!TerminalPassphraseVerifier(check: .passphrase(passphrase("x")), terminalPath: "/nonexistent/tty").canVerify)
         #expect(!TerminalPassphraseVerifier(check: .passphrase(passphrase("x")), terminalPath: "/dev/null").canVerify)

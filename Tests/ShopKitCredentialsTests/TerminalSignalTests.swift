@@ -9,7 +9,7 @@ import Testing
 /// `script`), under a bash with job control (`set -m`) that reports how the child ended and then prints the
 /// terminal's echo setting (`stty`), and sends the child a real signal. The job starts with every signal at its
 /// default disposition (`env --default-signal`): one ignored by whoever started the tests would stay ignored.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs util-linux script"))
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "needs util-linux script"), .timeLimit(.minutes(3)))
 struct TerminalSignalTests {
     static let passphrase = "signal-test-passphrase"
 

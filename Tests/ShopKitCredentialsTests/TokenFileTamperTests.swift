@@ -5,7 +5,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// Damage, tampering and hostile headers: always an error, never an empty store.
-@Suite struct TokenFileTamperTests {
+@Suite(.timeLimit(.minutes(3))) struct TokenFileTamperTests {
     /// A store file with two items (one device-bound), its bytes, and the directory holding it.
     private func sampleFile(_ dir: TempDirectory) async throws -> [UInt8] {
         let store = makeStore(dir.storeURL)

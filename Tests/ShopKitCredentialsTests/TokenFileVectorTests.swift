@@ -5,7 +5,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// The committed format vector (docs/token-file-format.md): a known passphrase and file, a known token set.
-@Suite struct TokenFileVectorTests {
+@Suite(.timeLimit(.minutes(3))) struct TokenFileVectorTests {
     static let vectorURL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fixtures/token-file-v1.skt")
     static let vectorPassphrase = "correct horse battery staple"

@@ -4,7 +4,7 @@ import Testing
 @testable import ShopKitCredentials
 
 /// Runs the built `token-store` binary as a child process and checks its standard output and exit status.
-@Suite struct TokenStoreCLITests {
+@Suite(.timeLimit(.minutes(3))) struct TokenStoreCLITests {
     /// No session bus, and a data directory and a user's marker directory no keyring marker was ever written to (a
     /// keyring test's `auto` writes them into the shared directories of scripts/with-keyring, which would rightly
     /// stop `auto` picking the file).

@@ -6,7 +6,7 @@ import Testing
 /// `token-store`'s `auto` backend when the keyring stops answering (issue 16, items 1 and 10): once a keyring held
 /// the tokens it never falls back to the file, a fallback with no file is unavailable for get and delete, and
 /// `--file` means the file. Each test has its own `XDG_DATA_HOME`, where the keyring marker lives.
-@Suite struct TokenStoreFallbackCLITests {
+@Suite(.timeLimit(.minutes(3))) struct TokenStoreFallbackCLITests {
     /// Runs `token-store` with DBUS_SESSION_BUS_ADDRESS removed from its environment (ssh, cron, `sudo -u`).
     static func runWithoutBus(
         _ arguments: [String], stdin: String = "", environment: [String: String]

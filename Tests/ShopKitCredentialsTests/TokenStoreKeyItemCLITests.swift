@@ -7,7 +7,7 @@ import Testing
 /// `token-store get` never prints a client-certificate private key by accident (issue 26, "client-certificate
 /// keys"): an item holding a PEM private key (as `storeClientIdentity` stores it) is refused unless
 /// `--export-private-key` is given and `yes` is typed on the controlling terminal.
-@Suite struct TokenStoreKeyItemCLITests {
+@Suite(.timeLimit(.minutes(3))) struct TokenStoreKeyItemCLITests {
     static let passphrase = "key-item-passphrase-7R"
     /// A PEM private key's shape; its marker line must never reach standard output or error.
     static let marker = "MC4CAQAwBQYDK2VwBCIEIKeyItemMarkerLineNotAReal"

@@ -7,7 +7,7 @@ import TestSupport
 
 /// A keyring change cut off by its timeout after it started may or may not have been made: token-store says so
 /// with an exit code of its own (11), not the 3 of "unavailable", which means nothing was done (issue 26, item 4).
-@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason))
+@Suite(.enabled(if: KeyringTestEnvironment.isPrivate, KeyringTestEnvironment.skipReason), .timeLimit(.minutes(3)))
 struct TokenStoreOutcomeCLITests {
     /// token-store makes itself non-dumpable, so only root may read its `/proc/PID/task/*/syscall`.
     static let canWatchTheChild = geteuid() == 0

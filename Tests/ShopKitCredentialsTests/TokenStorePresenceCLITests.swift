@@ -9,7 +9,7 @@ import TestSupport
 /// again on the controlling terminal and fails closed without one; the keyring backend has no presence check and
 /// says so. The no-terminal cases run the binary under `setsid`, so it has no controlling terminal even when the
 /// tests run from one.
-@Suite struct TokenStorePresenceCLITests {
+@Suite(.timeLimit(.minutes(3))) struct TokenStorePresenceCLITests {
     static let passphrase = "presence-passphrase-4K"
     static let token = "presence-token-\(UUID().uuidString)"
 

@@ -4,7 +4,7 @@ import ShopKitFuzzTargets
 
 /// Every committed fuzz input (the seed corpus and each crash reproducer under `Fuzz/TARGET/`) runs through
 /// its target on every test run, so a fixed crash stays fixed without a fuzzer.
-@Suite struct CorpusReplayTests {
+@Suite(.timeLimit(.minutes(3))) struct CorpusReplayTests {
     /// `Fuzz/` at the repository root.
     static let corpusRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

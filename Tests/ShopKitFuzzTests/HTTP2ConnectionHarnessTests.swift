@@ -5,7 +5,7 @@ import ShopKitFuzzTargets
 /// The HTTP/2 connection fuzz target runs several requests on the streams of one connection: each gets the
 /// DATA of its own stream, and the invariants hold on the seed corpus's shapes. (A harness whose streams never
 /// received a byte would pass every fuzz run and prove nothing.)
-@Suite struct HTTP2ConnectionHarnessTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTP2ConnectionHarnessTests {
     static let corpus = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fuzz/http2-connection")

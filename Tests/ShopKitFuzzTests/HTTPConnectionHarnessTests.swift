@@ -4,7 +4,7 @@ import ShopKitFuzzTargets
 /// The HTTP/1.1 connection fuzz target hands the connection from one exchange to the next as the pool does: each
 /// exchange gets its own response, a stray response ends the connection's use, and the invariants hold. (A harness
 /// that never started a second exchange would pass every fuzz run and prove nothing.)
-@Suite struct HTTPConnectionHarnessTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPConnectionHarnessTests {
     static func response(_ body: String) -> String { "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)" }
     static func input(control: UInt8, _ responses: String) -> [UInt8] { [control] + Array(responses.utf8) }
 

@@ -4,7 +4,7 @@ import ShopKitFuzzTargets
 /// The HTTP response fuzz target drives the real response path: a well-formed keep-alive response gives the
 /// connection back reusable, a malformed one fails the exchange and closes it. (A harness that never got a
 /// response through would pass every fuzz run and prove nothing.)
-@Suite struct HTTPResponseHarnessTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPResponseHarnessTests {
     static func input(control: UInt8, _ response: String) -> [UInt8] { [control] + Array(response.utf8) }
 
     @Test func aKeepAliveResponseIsDeliveredAndReleasedReusable() throws {

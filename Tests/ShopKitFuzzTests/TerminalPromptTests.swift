@@ -9,7 +9,7 @@ import Testing
 /// replay driver over the encrypted corpus inputs in a real pseudo-terminal (util-linux `script`). Its input
 /// holds empty lines, so a prompt that waits gets an (empty) answer and the test fails instead of hanging; a
 /// `timeout` would not do, since the child inherits the test runner's blocked signals.
-@Suite struct TerminalPromptTests {
+@Suite(.timeLimit(.minutes(3))) struct TerminalPromptTests {
     @Test func encryptedPEMNeverPromptsOnATerminal() async throws {
         let driver = try #require(BuiltBinary(named: "shopkit-fuzz"), "build shopkit-fuzz first (swift build)")
         let inputs = try CorpusReplayTests.inputs(of: .pem).filter { $0.lastPathComponent.hasPrefix("encrypted-") }

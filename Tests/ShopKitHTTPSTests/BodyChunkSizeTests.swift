@@ -7,7 +7,7 @@ import TestSupport
 /// The chunks an HTTP/1.1 body reaches `HTTPBody` in: whatever each socket read decrypted, never cut below a
 /// TLS record. Every chunk costs the reader a wake-up and the stream a lock, so a change that split a read's
 /// plaintext into smaller pieces (per record, per decoder call) would slow every large body down.
-@Suite struct BodyChunkSizeTests {
+@Suite(.timeLimit(.minutes(3))) struct BodyChunkSizeTests {
     @Test func aMiBArrivesInAtMostOneChunkPerTLSRecord() async throws {
         let body = pattern(1 << 20)
         // The server's TLS handler writes the body as records of 16 KiB: 64 of them.

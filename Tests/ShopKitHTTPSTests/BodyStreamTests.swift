@@ -4,7 +4,7 @@ import Testing
 @testable import ShopKitHTTPS
 import ShopKitTLS
 
-@Suite struct BodyStreamTests {
+@Suite(.timeLimit(.minutes(3))) struct BodyStreamTests {
     struct Boom: Error, Equatable {}
 
     final class Flag: Sendable {

@@ -27,7 +27,7 @@ func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTranspo
 
 /// A caller that prefers `transport.executor` runs on the connection's event loop: the request starts there and
 /// the caller resumes there, with the response head and with every body chunk.
-@Suite struct CallerOnLoopTests {
+@Suite(.timeLimit(.minutes(3))) struct CallerOnLoopTests {
     @Test func aRequestUnderTheExecutorPreferenceRunsOnTheConnectionsLoop() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         let body = pattern(200_000)

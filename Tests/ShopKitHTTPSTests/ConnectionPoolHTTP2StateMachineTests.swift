@@ -4,7 +4,7 @@ import Testing
 
 /// The pool's HTTP/2 transitions, pure: one connection for many requesters, its stream capacity, GOAWAY, and
 /// HTTP/1.1 after all.
-@Suite struct ConnectionPoolHTTP2StateMachineTests: PoolMachineFixture {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionPoolHTTP2StateMachineTests: PoolMachineFixture {
     @Test func requestersWaitForTheConnectionBeingOpenedThenShareItsStreams() {
         var machine = Machine(maxPerKey: 8, offersHTTP2: true)
         #expect(machine.lease(key: "a", for: w(1)) == .create(new(c(1), w(1))))

@@ -8,7 +8,7 @@ import TestSupport
 @testable import ShopKitHTTPS
 
 /// The pool puts new connections on the group's loops as ``LoopPlacement`` decides, over real connections.
-@Suite struct ConnectionPoolPlacementTests {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionPoolPlacementTests {
     @Test func concurrentConnectionsSpreadOverTheLoopsAndOneAtATimeKeepsToOne() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 3)
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
@@ -40,7 +40,7 @@ import TestSupport
 
 /// The pool object with a fake connection opener on embedded event loops: no sockets, and time is the loops'
 /// clock, moved by the test. The pool only carries out its machine's actions; these check that it does.
-@Suite struct ConnectionPoolWithFakeConnectionsTests {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionPoolWithFakeConnectionsTests {
     /// Opens "connections" that are embedded channels on the loop the pool asks for; counts them.
     final class FakeOpener: ConnectionOpener, @unchecked Sendable {
         // @unchecked Sendable: the test runs synchronously on one thread, the embedded loops' own.

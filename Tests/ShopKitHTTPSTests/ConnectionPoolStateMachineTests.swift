@@ -3,7 +3,7 @@ import Testing
 @testable import ShopKitHTTPS
 import ShopKitTLS
 
-@Suite struct ConnectionPoolStateMachineTests: PoolMachineFixture {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionPoolStateMachineTests: PoolMachineFixture {
     @Test func createsUpToTheLimitThenQueues() {
         var machine = Machine(maxPerKey: 2)
         #expect(machine.lease(key: "a", for: w(1)) == .create(new(c(1), w(1))))
@@ -141,7 +141,7 @@ import ShopKitTLS
 }
 
 /// The decisions the pool object used to make itself: idle timers, event-loop choice, where a deadline runs.
-@Suite struct ConnectionPoolTimerAndLoopDecisionTests: PoolMachineFixture {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionPoolTimerAndLoopDecisionTests: PoolMachineFixture {
     @Test func anIdleTimerClosesOnlyAfterAWholeIdlePeriodSinceTheLastPark() {
         var machine = Machine(maxPerKey: 1, idleTimeout: .seconds(60))
         _ = machine.lease(key: "a", for: w(1))
@@ -211,7 +211,7 @@ import ShopKitTLS
 
 /// Pins replaced while connections are open: a connection the new pins refuse is never handed out again, and a
 /// request running on it finishes there.
-@Suite struct ConnectionPoolDistrustTests: PoolMachineFixture {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionPoolDistrustTests: PoolMachineFixture {
     @Test func anIdleConnectionClosesAndAWaiterGetsANewOne() {
         var machine = Machine(maxPerKey: 1)
         _ = machine.lease(key: "a", for: w(1))

@@ -9,7 +9,7 @@ import TestSupport
 /// The transport's TCP connections turn Nagle's algorithm off (`TCP_NODELAY` at `IPPROTO_TCP`) and set nothing else
 /// by mistake: `SO_DEBUG` has `TCP_NODELAY`'s number at `SOL_SOCKET`, and setting it needs `CAP_NET_ADMIN`, so in a
 /// process without that capability (any unprivileged user) no connection could be opened.
-@Suite struct ConnectionSocketOptionTests {
+@Suite(.timeLimit(.minutes(3))) struct ConnectionSocketOptionTests {
     @Test func connectionsTurnNagleOffAndLeaveSocketDebuggingAlone() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = HTTPSTransport(configuration: .init(timeouts: .wide()), security: realSecurity())

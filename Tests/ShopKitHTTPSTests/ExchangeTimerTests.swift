@@ -7,7 +7,7 @@ import ShopKitTLS
 
 /// The exchange's timers on the embedded event loop's clock (no waiting): the idle-read clock starts only
 /// once the request has been written to its end; the whole-request deadline runs from the start.
-@Suite struct ExchangeTimerTests {
+@Suite(.timeLimit(.minutes(3))) struct ExchangeTimerTests {
     /// A connected embedded channel with the HTTP handler and one started exchange.
     struct Running {
         let channel: EmbeddedChannel

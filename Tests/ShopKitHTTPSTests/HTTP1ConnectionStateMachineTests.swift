@@ -7,7 +7,7 @@ import ShopKitTLS
 /// Every transition of the HTTP/1.1 connection state machine, with no channel and no clock: events in, one action
 /// per event out. The property that matters most: each started request is released exactly once, and never
 /// inside the read that ended its response.
-@Suite struct HTTP1ConnectionStateMachineTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTP1ConnectionStateMachineTests {
     typealias Machine = HTTP1ConnectionStateMachine
     typealias Failed = HTTPRequestStateMachine.Failed
 
@@ -271,7 +271,7 @@ import ShopKitTLS
 }
 
 /// The request state machine on its own, as an HTTP/2 stream uses it: no keep-alive, no hand-over.
-@Suite struct HTTPRequestStateMachineTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPRequestStateMachineTests {
     typealias Machine = HTTPRequestStateMachine
 
     let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)

@@ -6,7 +6,7 @@ import Testing
 
 /// The HTTP/2 keepalive on the embedded event loop's clock: a PING after the silence interval, none while
 /// frames arrive, the connection closed (with the reason its streams report) when the PING goes unanswered.
-@Suite struct HTTP2KeepaliveHandlerTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTP2KeepaliveHandlerTests {
     final class Harness {
         let channel = EmbeddedChannel()
         let reason: NIOLoopBoundBox<HTTPSTransportError?>

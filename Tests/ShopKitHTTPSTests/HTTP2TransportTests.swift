@@ -12,7 +12,7 @@ import Testing
 /// HTTP/2 over ALPN against swift-nio-http2's server side behind ShopKit's TLS server handler: one pinned
 /// connection carrying many streams, the server's stream limit, GOAWAY, RST_STREAM, cancellation, and the
 /// fallback to HTTP/1.1.
-@Suite struct HTTP2TransportTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTP2TransportTests {
     func url(_ server: LoopbackHTTP2Server) -> URL { URL(string: "https://127.0.0.1:\(server.port)")! }
 
     func transport(

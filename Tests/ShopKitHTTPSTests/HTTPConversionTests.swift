@@ -6,7 +6,7 @@ import Testing
 @testable import ShopKitHTTPS
 import ShopKitTLS
 
-@Suite struct HTTPConversionTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPConversionTests {
     let base = URL(string: "https://api.example.com/v1/")!
 
     @Test(arguments: [

@@ -7,7 +7,7 @@ import ShopKitTLS
 
 /// An `https://` proxy: TLS to the proxy (its own trust, never the origin's pins), then the origin's TLS inside
 /// the tunnel (TLS in TLS), against the in-process TLS proxy (tinyproxy cannot speak TLS to its clients).
-@Suite struct HTTPSProxyTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPSProxyTests {
     /// A proxy whose RSA leaf is on none of the origin's pins: were pins applied to it, every test would fail.
     private static func startProxy() async throws -> LoopbackTLSProxy {
         try await LoopbackTLSProxy.start(

@@ -6,7 +6,7 @@ import TestSupport
 @testable import ShopKitHTTPS
 import ShopKitTLS
 
-@Suite struct HTTPSTransportTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPSTransportTests {
     @Test func requestsShareOneKeptAliveConnection() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let transport = makeTransport()
@@ -288,7 +288,7 @@ import ShopKitTLS
 }
 
 /// The transport's own logger: HTTP-level events go to it, TLS events stay with the TLS configuration's logger.
-@Suite struct TransportLoggerTests {
+@Suite(.timeLimit(.minutes(3))) struct TransportLoggerTests {
     @Test func poolEventsGoToTheTransportsLoggerAndTLSEventsDoNot() async throws {
         let server = try await LoopbackHTTPServer.startTLS { _ in .ok() }
         let http = LogCapture()

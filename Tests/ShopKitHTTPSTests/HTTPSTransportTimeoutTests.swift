@@ -13,7 +13,7 @@ import ShopKitTLS
 
 /// Timeouts, cancellation and the TLS-only public surface. Timeouts are tiny and the server never answers;
 /// the tests assert which error arrives, never how long it took.
-@Suite struct HTTPSTransportTimeoutTests {
+@Suite(.timeLimit(.minutes(3))) struct HTTPSTransportTimeoutTests {
     static let long = Duration.seconds(60)
 
     @Test func idleReadTimeout() async throws {

@@ -36,7 +36,7 @@ final class FakeVerifyingHandler: ChannelInboundHandler, Sendable {
     }
 }
 
-@Suite struct HandlerSecurityTests {
+@Suite(.timeLimit(.minutes(3))) struct HandlerSecurityTests {
     func security(failing failure: TLSError? = nil) -> HandlerSecurity {
         HandlerSecurity(
             makeHandler: { _, _ in FakeVerifyingHandler(failure: failure) },

@@ -4,7 +4,7 @@ import Testing
 
 /// The pool's idle rule on a clock the test moves: a connection closes once it has been idle for the whole
 /// timeout since its last park, with one timer armed per idle period, not one per request.
-@Suite struct IdleClockTests {
+@Suite(.timeLimit(.minutes(3))) struct IdleClockTests {
     let t0 = NIODeadline.uptimeNanoseconds(1_000_000_000)
     let timeout = TimeAmount.seconds(60)
 

@@ -3,7 +3,7 @@ import Testing
 
 /// Where the pool puts new connections: spread while they are open together, on one loop when they come one
 /// at a time.
-@Suite struct LoopPlacementTests {
+@Suite(.timeLimit(.minutes(3))) struct LoopPlacementTests {
     @Test func oneConnectionAtATimeStaysOnOneLoop() {
         var placement = LoopPlacement<Int>(loops: 4)
         for id in 0..<10 {

@@ -9,7 +9,7 @@ import ShopKitTLS
 
 /// `HTTPPinFailureReporter` without a network: TrustKit's JSON, deduplication on an injected clock, the bounded
 /// queue, and the guard against reporting a report URI's failure to itself.
-@Suite struct PinFailureReporterTests {
+@Suite(.timeLimit(.minutes(3))) struct PinFailureReporterTests {
     static let app = PinFailureReportApp(
         bundleID: "com.example.shop", version: "1.2.3", vendorID: "install-7", platform: "linux", platformVersion: "6.1")
 

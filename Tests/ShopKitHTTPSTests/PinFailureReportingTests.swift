@@ -10,7 +10,7 @@ import ShopKitTLS
 /// Pin failure reports end to end over real TLS on 127.0.0.1: the app's transport fails a pin check, the TLS
 /// layer hands the report to `HTTPPinFailureReporter`, which POSTs it through its own pinned transport to a
 /// local collector (or to a dead one, which must change nothing for the app).
-@Suite struct PinFailureReportingTests {
+@Suite(.timeLimit(.minutes(3))) struct PinFailureReportingTests {
     /// A collector keeping each POSTed body.
     final class Collector: Sendable {
         let bodies = NIOLockedValueBox<[(uri: String, body: [UInt8])]>([])

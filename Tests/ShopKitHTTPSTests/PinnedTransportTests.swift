@@ -7,7 +7,7 @@ import Testing
 import ShopKitTLS
 
 /// The public HTTPS transport end to end over real TLS: ShopKit's OpenSSL handler in both roles on 127.0.0.1.
-@Suite struct PinnedTransportTests {
+@Suite(.timeLimit(.minutes(3))) struct PinnedTransportTests {
     private static func transport(pins: [String]) throws -> HTTPSTransport {
         let pinSets = [try PinSet(hostPattern: HostPattern("localhost"), pins: pins.map(TestCertificates.pin))]
         let tls = TLSClientConfiguration(
@@ -78,7 +78,7 @@ import ShopKitTLS
 
 /// The trust path's one canonical server name (issue: the name OpenSSL checks is the name the pins are looked up
 /// under).
-@Suite struct CanonicalServerNameTransportTests {
+@Suite(.timeLimit(.minutes(3))) struct CanonicalServerNameTransportTests {
     /// Defect: `https://127.0.0.1.:PORT/` with pins that do not match connected and returned 200: OpenSSL checked
     /// the address 127.0.0.1, while the pins were looked up under `127.0.0.1.`, which no pin set covered.
     @Test func anIPAddressWithATrailingDotIsPinnedAsTheAddress() async throws {

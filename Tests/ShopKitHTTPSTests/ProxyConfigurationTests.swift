@@ -4,7 +4,7 @@ import Testing
 
 /// `NO_PROXY` as curl reads it, the opt-in environment reading, redaction of the password, and the route in the
 /// pool key: pure tests.
-@Suite struct ProxyConfigurationTests {
+@Suite(.timeLimit(.minutes(3))) struct ProxyConfigurationTests {
     @Test func noProxyMatchesDomainsAndSubdomainsOnly() {
         let rules = NoProxyRules("example.com, .corp.test,Internal.Lan")
         #expect(rules.matches(host: "example.com", port: 443))

@@ -4,7 +4,7 @@ import Testing
 @testable import ShopKitHTTPS
 
 /// ``ProxyTunnelHandler`` on an embedded channel: what it writes, when it removes itself, and its deadline.
-@Suite struct ProxyTunnelHandlerTests {
+@Suite(.timeLimit(.minutes(3))) struct ProxyTunnelHandlerTests {
     private func start() throws -> (EmbeddedChannel, EventLoopFuture<Void>) {
         let channel = EmbeddedChannel()
         _ = try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 3128)).wait()

@@ -2,7 +2,7 @@ import Testing
 @testable import ShopKitHTTPS
 
 /// The `CONNECT` exchange without I/O: the request bytes, and each kind of answer from the proxy.
-@Suite struct ProxyTunnelStateMachineTests {
+@Suite(.timeLimit(.minutes(3))) struct ProxyTunnelStateMachineTests {
     private func machine() -> ProxyTunnelStateMachine { ProxyTunnelStateMachine(proxyHost: "proxy.test", proxyPort: 3128) }
 
     @Test func requestUsesTheAuthorityFormAndOptionalCredentials() throws {

@@ -7,7 +7,7 @@ import Testing
 /// The response head is handed to the caller at the end of the read that carried it, after the body parts of
 /// that same read: the caller is woken once and finds a small body complete, instead of waking for the head,
 /// finding no body yet and waiting to be woken again. A failure in the same read still comes after the head.
-@Suite struct ResponseHeadDeliveryTests {
+@Suite(.timeLimit(.minutes(3))) struct ResponseHeadDeliveryTests {
     /// An embedded channel with the HTTP handler and one started exchange whose request was written.
     struct Running {
         let channel: EmbeddedChannel

@@ -8,7 +8,7 @@ import ShopKitTLS
 
 /// The public transport through a real tinyproxy (Debian's package) to the in-process pinned origins on
 /// 127.0.0.1: the tunnel, pins inside it, proxy authentication, refusals, NO_PROXY and HTTP/2.
-@Suite struct TinyproxyTunnelTests {
+@Suite(.timeLimit(.minutes(3))) struct TinyproxyTunnelTests {
     static let user = "shopkit"
     static let password = "tunnel-s3cret"
 
@@ -144,7 +144,7 @@ import ShopKitTLS
 }
 
 /// The proxy's own failures that tinyproxy does not produce on demand, against scripted loopback servers.
-@Suite struct ScriptedProxyFailureTests {
+@Suite(.timeLimit(.minutes(3))) struct ScriptedProxyFailureTests {
     @Test func aProxyThatClosesDuringConnectIsProxyClosed() async throws {
         let fakeProxy = try await LoopbackHTTPServer.start { _ in .closeWithoutResponse }
         let proxy = try ProxyConfiguration(url: URL(string: "http://127.0.0.1:\(fakeProxy.port)")!)

@@ -37,7 +37,7 @@ extension LoopbackHTTPServer {
 
 /// A response body framed by the end of the connection (no Content-Length, not chunked) is complete only if
 /// the TLS session ended with close_notify: a bare TCP close can be forged by anyone on the path.
-@Suite struct TruncationTests {
+@Suite(.timeLimit(.minutes(3))) struct TruncationTests {
     static let body = Array("the first half of a longer bo".utf8)
     static let eofFramed = Array("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".utf8) + body
 

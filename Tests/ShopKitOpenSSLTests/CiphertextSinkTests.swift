@@ -5,7 +5,7 @@ import Testing
 /// Ciphertext handed to a sink as OpenSSL writes it (`setCiphertextSink`) rather than kept for `takeCiphertext`:
 /// every record reaches the sink once, in order, whether the sink was set before the handshake or after bytes
 /// were kept.
-@Suite struct CiphertextSinkTests {
+@Suite(.timeLimit(.minutes(3))) struct CiphertextSinkTests {
     /// Collects what a connection's sink receives.
     final class Collected {
         var bytes: [UInt8] = []

@@ -6,7 +6,7 @@ import Testing
 /// A client connection always has the caller's whole name to check: OpenSSL's `SSL_set1_host` with an empty
 /// name clears the list and checks none, and a NUL byte would cut the name short on its way to C. The name is a
 /// ``ServerName``, so OpenSSL gets the canonical text the pins are looked up under.
-@Suite struct ClientHostNameTests {
+@Suite(.timeLimit(.minutes(3))) struct ClientHostNameTests {
     static let context = try! OpenSSLContext.client(
         trust: .pem(TestCertificates.certificate("root"), addingToSystem: false), minimumVersion: .tls12)
 

@@ -16,7 +16,7 @@ private func hex(_ string: String) -> [UInt8] {
 
 private func bytes(_ secure: SecureBytes) -> [UInt8] { secure.withUnsafeBytes { Array($0) } }
 
-@Suite struct AES256GCMTests {
+@Suite(.timeLimit(.minutes(3))) struct AES256GCMTests {
     /// The GCM specification's AES-256 test cases 13, 14 and 16 (McGrew & Viega; NIST SP 800-38D test data).
     static let vectors: [(key: String, iv: String, aad: String, plaintext: String, ciphertext: String, tag: String)] = [
         ("0000000000000000000000000000000000000000000000000000000000000000", "000000000000000000000000", "",
@@ -74,7 +74,7 @@ private func bytes(_ secure: SecureBytes) -> [UInt8] { secure.withUnsafeBytes { 
     }
 }
 
-@Suite struct ScryptTests {
+@Suite(.timeLimit(.minutes(3))) struct ScryptTests {
     /// RFC 7914 section 12, the two small vectors.
     @Test func rfc7914EmptyPasswordVector() throws {
         let key = try Scrypt.deriveKey(password: UnsafeRawBufferPointer(start: nil, count: 0), salt: [],
@@ -125,7 +125,7 @@ private func bytes(_ secure: SecureBytes) -> [UInt8] { secure.withUnsafeBytes { 
     }
 }
 
-@Suite struct SecureRandomTests {
+@Suite(.timeLimit(.minutes(3))) struct SecureRandomTests {
     @Test func bytesDifferAndHaveTheRequestedLength() throws {
         let first = try SecureRandom.bytes(count: 32), second = try SecureRandom.bytes(count: 32)
         #expect(first.count == 32)

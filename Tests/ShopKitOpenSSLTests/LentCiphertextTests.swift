@@ -4,7 +4,7 @@ import Testing
 
 /// Ciphertext lent to OpenSSL (`withCiphertext`) rather than copied in: records split across loans, bytes left
 /// unread when a loan ends, and loans mixed with copies must all reach OpenSSL once, in order.
-@Suite struct LentCiphertextTests {
+@Suite(.timeLimit(.minutes(3))) struct LentCiphertextTests {
     static func pair() throws -> BackToBack {
         try BackToBack(
             serverChain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], serverKey: "leaf-localhost-ecdsa")

@@ -3,7 +3,7 @@ import ShopKitPinning
 import TestSupport
 import Testing
 
-@Suite struct MemoryBIOHandshakeTests {
+@Suite(.timeLimit(.minutes(3))) struct MemoryBIOHandshakeTests {
     @Test func handshakeSucceedsAndCarriesData() throws {
         let pair = try BackToBack(
             serverChain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], serverKey: "leaf-localhost-ecdsa")

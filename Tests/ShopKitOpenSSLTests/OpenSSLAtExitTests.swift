@@ -11,7 +11,7 @@ import TestSupport
 ///
 /// The test runs this test binary again as a child, which stands for that thread: an `atexit` handler registered
 /// before ShopKit's first OpenSSL call runs after any handler OpenSSL registers, and uses OpenSSL there.
-@Suite struct OpenSSLAtExitTests {
+@Suite(.timeLimit(.minutes(3))) struct OpenSSLAtExitTests {
     static let childVariable = "SHOPKIT_OPENSSL_AT_EXIT_CHILD"
     static let usable = "openssl usable at exit"
 

@@ -5,7 +5,7 @@ import Testing
 /// Encrypted PEM is refused with a message that says to decrypt it, and OpenSSL is never left to ask for a
 /// passphrase (its default prompts on the controlling terminal and blocks: found by the `pem` fuzz target).
 /// The no-prompt half is shown on a real terminal by ShopKitFuzzTests' `encryptedPEMNeverPromptsOnATerminal`.
-@Suite struct PEMPassphraseTests {
+@Suite(.timeLimit(.minutes(3))) struct PEMPassphraseTests {
     /// `block` (a PEM text) with legacy encryption headers after its BEGIN line.
     static func withEncryptionHeaders(_ block: String) -> String {
         var lines = block.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)

@@ -3,7 +3,7 @@ import ShopKitPinning
 import TestSupport
 import Testing
 
-@Suite struct PinComputationTests {
+@Suite(.timeLimit(.minutes(3))) struct PinComputationTests {
     /// ShopKit's SPKI pins equal `openssl pkey -pubout -outform DER | openssl dgst -sha256` (pins.txt).
     @Test(arguments: [
         ("leaf-localhost-rsa", "RSA 2048"), ("leaf-localhost-ecdsa", "ECDSA P-256"), ("leaf-p384", "ECDSA P-384"),
@@ -44,7 +44,7 @@ import Testing
     }
 }
 
-@Suite struct CertificateInfoCacheTests {
+@Suite(.timeLimit(.minutes(3))) struct CertificateInfoCacheTests {
     @Test func infoIsComputedOncePerCertificate() throws {
         let cache = CertificateInfoCache(capacity: 2)
         let pem = TestCertificates.certificate("leaf-p384")

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// The security-review certificates against OpenSSL's verification as ShopKit configures it.
-@Suite struct SecurityVectorTests {
+@Suite(.timeLimit(.minutes(3))) struct SecurityVectorTests {
     private func chain(_ leaf: String) -> [String] { [leaf, "intermediate-2", "intermediate-1"] }
 
     /// Runs a handshake that must fail, returning OpenSSL's verify result.

@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// subjectAltName entries of every kind are read by their kind: only DNS, IP, email and URI values are strings.
-@Suite struct SubjectAltNameTests {
+@Suite(.timeLimit(.minutes(3))) struct SubjectAltNameTests {
     /// What `leaf-san-kinds` and `self-signed-san-kinds` carry, as ShopKit shows it.
     static let expected = [
         "localhost", "127.0.0.1", "email:ops@example.test", "URI:https://shop.example.test/",

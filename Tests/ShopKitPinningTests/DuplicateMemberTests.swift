@@ -4,7 +4,7 @@ import Testing
 
 /// Duplicate JSON member names (issue 38, defect 2): refused in a document's payload and its JWS header, because
 /// readers disagree on which of two values counts (RFC 7515 §5.2, I-JSON RFC 7493 §2.3).
-@Suite struct DuplicateMemberTests {
+@Suite(.timeLimit(.minutes(3))) struct DuplicateMemberTests {
     static func scan(_ text: String) -> JSONDuplicateCheck.Outcome { JSONDuplicateCheck.scan(Array(text.utf8)) }
 
     @Test func duplicatesAreFoundAtAnyDepthAndSpelling() {

@@ -5,7 +5,7 @@ import Testing
 /// Issue 25, defect 5: an expired pin set hides nothing. When the most specific set covering a host has expired,
 /// the next most specific live set applies; only when every covering set has expired is the connection unpinned
 /// (`.expired`: not enforced, reported), and a strict policy then refuses it.
-@Suite struct ExpiredPinSetTests {
+@Suite(.timeLimit(.minutes(3))) struct ExpiredPinSetTests {
     let chain = Fixture.chain
     let now = Fixture.now
     let past = Fixture.now.addingTimeInterval(-1)

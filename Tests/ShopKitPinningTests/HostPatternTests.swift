@@ -1,7 +1,7 @@
 import Testing
 @testable import ShopKitPinning
 
-@Suite struct HostPatternTests {
+@Suite(.timeLimit(.minutes(3))) struct HostPatternTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let pattern: String
         let host: String

@@ -2,7 +2,7 @@ import Testing
 @testable import ShopKitPinning
 
 /// The one-file-for-all-hosts pins format of `pin-check --hosts-file … --pins-file`.
-@Suite struct HostPinsFileTests {
+@Suite(.timeLimit(.minutes(3))) struct HostPinsFileTests {
     let a = Fixture.pin(1).description, b = Fixture.pin(2).description, c = Fixture.pin(3).description
 
     @Test func sectionsWithPortsAndPatterns() throws {

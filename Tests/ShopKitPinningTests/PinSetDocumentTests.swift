@@ -4,7 +4,7 @@ import Testing
 
 /// `PinSetDocument.check`: a validly signed document may not weaken what the app's baseline pins, beyond what the
 /// document says it does (`unpinnedBaselineHosts`) and what the app allows in code.
-@Suite struct PinSetDocumentTests {
+@Suite(.timeLimit(.minutes(3))) struct PinSetDocumentTests {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
     static let expiresAt = now + 30 * 86_400
 

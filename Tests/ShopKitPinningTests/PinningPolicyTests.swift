@@ -21,7 +21,7 @@ enum Fixture {
     static let now = Date(timeIntervalSince1970: 1_800_000_000)
 }
 
-@Suite struct PinningPolicyTests {
+@Suite(.timeLimit(.minutes(3))) struct PinningPolicyTests {
     let chain = Fixture.chain
     let now = Fixture.now
 
@@ -128,7 +128,7 @@ enum Fixture {
     }
 }
 
-@Suite struct PinFailureMessageTests {
+@Suite(.timeLimit(.minutes(3))) struct PinFailureMessageTests {
     @Test func listsVerifiedChainPinsWithSubjectsBesideConfiguredPins() throws {
         let set = try PinSet(host: "*.example.com", pins: [Fixture.pin(8).description, Fixture.pin(9).description])
         let verdict = PinningPolicy(pinSets: [set]).evaluate(host: "api.example.com", chain: Fixture.chain, now: Fixture.now)

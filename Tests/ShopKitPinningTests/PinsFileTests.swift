@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import ShopKitPinning
 
-@Suite struct PinsFileTests {
+@Suite(.timeLimit(.minutes(3))) struct PinsFileTests {
     static let first = "sha256/" + Data([UInt8](0..<32)).base64EncodedString()
     static let second = "sha256/" + Data([UInt8](32..<64)).base64EncodedString()
 

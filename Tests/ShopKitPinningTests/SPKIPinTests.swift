@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ShopKitPinning
 
-@Suite struct SPKIPinTests {
+@Suite(.timeLimit(.minutes(3))) struct SPKIPinTests {
     static let digest = [UInt8](0..<32)
     static let base64 = Data(digest).base64EncodedString()
 
@@ -68,7 +68,7 @@ import Testing
 }
 
 /// A digest whose base64 starts with `/`: OkHttp's form then starts with `sha256//`, like curl's form.
-@Suite struct SPKIPinSlashTests {
+@Suite(.timeLimit(.minutes(3))) struct SPKIPinSlashTests {
     @Test func aDigestWhoseBase64StartsWithASlashParsesInBothForms() throws {
         // 0xFC… encodes to base64 starting with "/".
         let digest = [UInt8](repeating: 0xFC, count: 32)

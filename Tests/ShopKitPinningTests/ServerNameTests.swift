@@ -2,7 +2,7 @@ import ShopKitPinning
 import Testing
 
 /// One canonical server name, so that what OpenSSL checks is what the pins are looked up under.
-@Suite struct ServerNameTests {
+@Suite(.timeLimit(.minutes(3))) struct ServerNameTests {
     @Test(arguments: [
         ("127.0.0.1", "127.0.0.1", true),
         ("127.0.0.1.", "127.0.0.1", true),  // OpenSSL checks the address; the pins must be looked up by it too

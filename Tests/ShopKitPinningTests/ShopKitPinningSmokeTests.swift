@@ -1,7 +1,7 @@
 import Testing
 @testable import ShopKitPinning
 
-@Suite struct SPKIPinSmokeTests {
+@Suite(.timeLimit(.minutes(3))) struct SPKIPinSmokeTests {
     @Test func roundTripsCanonicalForm() throws {
         let text = "sha256/" + String(repeating: "A", count: 43) + "="
         #expect(try SPKIPin(text).description == text)
@@ -10,7 +10,7 @@ import Testing
 }
 
 /// The single-pin refusal is caught as the README and the Pinning article say, for each initializer.
-@Suite struct SinglePinDocumentedErrorTests {
+@Suite(.timeLimit(.minutes(3))) struct SinglePinDocumentedErrorTests {
     @Test func typedPinsThrowPinSetErrorSinglePin() throws {
         let pin = try SPKIPin("sha256/" + String(repeating: "A", count: 43) + "=")
         do {

@@ -3,7 +3,7 @@ import Testing
 @testable import ShopKitPinning
 
 /// `PinningPolicy.unpinnedHosts`: the default connects hosts no set covers; `.refuse` refuses them.
-@Suite struct StrictHostsTests {
+@Suite(.timeLimit(.minutes(3))) struct StrictHostsTests {
     func sets() throws -> [PinSet] {
         [
             try PinSet(host: "api.example.com", pins: [Fixture.pin(1).description, Fixture.pin(9).description]),

@@ -9,7 +9,7 @@ import Testing
 
 /// The client and server `TLSHandler`s back to back in embedded channels (no sockets): when the client's
 /// handshake event fires, what plaintext may pass, buffered writes, close_notify and resumption.
-@Suite struct BackToBackHandlerTests {
+@Suite(.timeLimit(.minutes(3))) struct BackToBackHandlerTests {
     static let server = try! TLSServerContext(
         certificateChainPEM: TestCertificates.standardChain(),
         privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))

@@ -9,7 +9,7 @@ import Testing
 
 /// The "no real backup" warning: logged at notice level after a full handshake whose pin set has every pin
 /// on the verified chain, once per host and client context.
-@Suite struct BackupWarningLogTests {
+@Suite(.timeLimit(.minutes(3))) struct BackupWarningLogTests {
     private func context(pins: [String], capture: LogCapture) throws -> TLSClientContext {
         var configuration = try Probe.configuration(pins: pins)
         configuration.logger = capture.logger()

@@ -5,7 +5,7 @@ import Testing
 
 /// Loading client identities: PEM (plain and encrypted), PKCS#12, every key type, and each way it can go wrong,
 /// with errors that say what to fix and never show the key.
-@Suite struct ClientIdentityTests {
+@Suite(.timeLimit(.minutes(3))) struct ClientIdentityTests {
     static func path(_ file: String) -> String { MutualTLSNginxTests.path(file) }
     static let passphrase = MutualTLSNginxTests.passphrase
 

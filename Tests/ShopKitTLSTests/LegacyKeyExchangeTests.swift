@@ -6,7 +6,7 @@ import Testing
 /// Issue 25, defect 6: TLS 1.2 without forward secrecy. A real nginx on 127.0.0.1 speaking TLS 1.2 with static RSA
 /// key exchange only (`AES128-SHA256`, `kRSA`): the default client (ECDHE with AEAD suites only) refuses it; the
 /// explicit opt-in `allowsStaticRSAKeyExchange` connects.
-@Suite struct LegacyKeyExchangeTests {
+@Suite(.timeLimit(.minutes(3))) struct LegacyKeyExchangeTests {
     static func startNginx(ciphers: String) throws -> NginxServer {
         let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-rsa-chain-\(UUID()).pem")
         try TestCertificates.standardChain(leaf: "leaf-localhost-rsa").write(to: chain, atomically: true, encoding: .utf8)
@@ -63,7 +63,7 @@ import Testing
 
 /// `pin-check` against the static-RSA-only nginx: refused by default, connected and warned about with
 /// `--allow-static-rsa`.
-@Suite struct PinCheckLegacyKeyExchangeTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckLegacyKeyExchangeTests {
     static func run(_ extra: [String]) async throws -> PinCheckBinary.Outcome {
         let nginx = try LegacyKeyExchangeTests.startNginx(ciphers: "AES128-SHA256")
         defer { nginx.stop() }

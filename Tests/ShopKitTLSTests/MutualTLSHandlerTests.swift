@@ -6,7 +6,7 @@ import Testing
 /// Client certificates back to back with a strict server (`SSL_VERIFY_FAIL_IF_NO_PEER_CERT`), which refuses with
 /// a TLS alert: during the handshake in TLS 1.2, after the client's handshake is done in TLS 1.3. Either way the
 /// client reports the client certificate, never a bare handshake failure.
-@Suite struct MutualTLSHandlerTests {
+@Suite(.timeLimit(.minutes(3))) struct MutualTLSHandlerTests {
     static let versions: [TLSClientConfiguration.MinimumVersion] = [.tls12, .tls13]
 
     static func server(version: TLSClientConfiguration.MinimumVersion, namingCAs: Bool = true) throws -> TLSServerContext {

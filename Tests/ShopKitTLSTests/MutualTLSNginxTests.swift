@@ -12,7 +12,7 @@ import Testing
 /// nginx itself completes every handshake and answers a bad or missing certificate with HTTP 400; ShopKit stops
 /// before sending a request: without an identity it fails with the CA names nginx asked for, and it does not send
 /// an identity nginx would refuse (expired, wrong CA).
-@Suite struct MutualTLSNginxTests {
+@Suite(.timeLimit(.minutes(3))) struct MutualTLSNginxTests {
     static let clientCA = "O=ShopKit Test,CN=ShopKit Test Client CA"
     /// The passphrase of `client-ecdsa-encrypted.key` and `client-ecdsa.p12` (TestCerts/generate-client.sh).
     static let passphrase = Array("shopkit-test-passphrase".utf8)

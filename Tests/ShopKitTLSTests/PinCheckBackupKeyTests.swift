@@ -6,7 +6,7 @@ import Testing
 /// `pin-check backup-key` through the built binary: the key file is 0600 and never printed, and the printed
 /// pin is exactly the SPKI pin of a certificate a CA issues for the CSR (signed here by `openssl x509 -req` with
 /// the TestCerts intermediate).
-@Suite("PinCheck backup-key")
+@Suite("PinCheck backup-key", .timeLimit(.minutes(3)))
 struct PinCheckBackupKeyTests {
     static let openssl = BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl"))
 

@@ -8,7 +8,7 @@ import TestSupport
 import Testing
 
 /// The built `pin-check` binary: usage errors, offline `--pem`, `--demo`, IPv6 literals.
-@Suite("PinCheck command")
+@Suite("PinCheck command", .timeLimit(.minutes(3)))
 struct PinCheckCLITests {
     static let leafPin = TestCertificates.pin("leaf-localhost-ecdsa").description
     static let backupPin = TestCertificates.pin("backup-intermediate").description

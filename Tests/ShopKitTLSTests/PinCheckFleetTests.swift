@@ -6,7 +6,7 @@ import Testing
 
 /// `pin-check --hosts-file`: 200 local servers with mixed verdicts checked by the built binary, each reported
 /// correctly, the exit status the worst verdict's; concurrency bounds the connections and sets the pace.
-@Suite("PinCheck fleet", .serialized)
+@Suite("PinCheck fleet", .serialized, .timeLimit(.minutes(3)))
 struct PinCheckFleetTests {
     /// The five kinds of server, 40 of each, and the verdict each must get.
     enum Kind: Int, CaseIterable {

@@ -9,7 +9,7 @@ import Testing
 
 /// The inspector's own parts: address parsing, pin syntax, the expiry warning with an injected clock, setup
 /// errors, the connect and handshake timeouts.
-@Suite("PinCheck library")
+@Suite("PinCheck library", .timeLimit(.minutes(3)))
 struct PinCheckLibraryTests {
     @Test("HOST[:PORT] parsing", arguments: [
         ("example.com", "example.com", 443), ("example.com:8443", "example.com", 8443),
@@ -122,7 +122,7 @@ struct PinCheckLibraryTests {
 
 /// The inspector offers h2 and http/1.1 in ALPN, as the transport does, so it also checks servers that speak
 /// HTTP/2 only, and reports what they chose.
-@Suite struct PinCheckHTTP2OnlyTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckHTTP2OnlyTests {
     @Test func anHTTP2OnlyServerIsInspectedAndItsALPNShown() async throws {
         let server = try await LoopbackHTTP2Server.start(applicationProtocols: ["h2"])
         let report = try await ServerInspector(

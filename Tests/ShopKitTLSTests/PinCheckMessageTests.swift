@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 25, pin-check messages: each common failure reads as one plain sentence in text mode, never as NIO's
 /// internal types or a bare OpenSSL string, and a chain that was not the problem is not called "NOT trusted".
-@Suite struct PinCheckMessageTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckMessageTests {
     static let internalNames = ["SingleConnectionFailure", "NIOConnectionError", "SocketAddressError", "IOError", "UnknownHost"]
 
     static func run(server: TLSServerContext, _ extra: [String] = []) async throws -> PinCheckBinary.Outcome {

@@ -3,7 +3,7 @@ import TestSupport
 import Testing
 
 /// `pin-check --cert FILE --key FILE` against a real nginx that demands a client certificate.
-@Suite("pin-check with a client certificate")
+@Suite("pin-check with a client certificate", .timeLimit(.minutes(3)))
 struct PinCheckMutualTLSTests {
     static func path(_ file: String) -> String { MutualTLSNginxTests.path(file) }
 

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// What the built `pin-check` prints for each verdict, as text and as JSON, and `--print-config`.
-@Suite("PinCheck output")
+@Suite("PinCheck output", .timeLimit(.minutes(3)))
 struct PinCheckOutputTests {
     static let leafPin = TestCertificates.pin("leaf-localhost-ecdsa").description
     static let backupPin = TestCertificates.pin("backup-intermediate").description

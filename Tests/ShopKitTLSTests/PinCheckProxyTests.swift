@@ -4,7 +4,7 @@ import Testing
 
 /// `pin-check --proxy` and `--proxy-from-env` through a real tinyproxy: the built binary, its exit status and
 /// its JSON.
-@Suite struct PinCheckProxyTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckProxyTests {
     private static let leafPin = TestCertificates.pin("leaf-localhost-ecdsa").description
     private static let backupPin = TestCertificates.pin("backup-intermediate").description
 

@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 38 through the built `pin-check`: what sign-pins refuses to sign, what verify-pins always shows, and the
 /// strictness pins-document writes.
-@Suite("PinCheck sign-pins rules")
+@Suite("PinCheck sign-pins rules", .timeLimit(.minutes(3)))
 struct PinCheckSignPinsRulesTests {
     @Test func aDocumentWithADuplicateMemberIsNeitherSignedNorVerified() async throws {
         let dir = try await PinCheckSignPinsTests.workspace()

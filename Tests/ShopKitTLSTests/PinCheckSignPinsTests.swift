@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// `pin-check sign-pins` and `verify-pins` through the built binary, with keys made by the openssl command.
-@Suite("PinCheck sign-pins and verify-pins")
+@Suite("PinCheck sign-pins and verify-pins", .timeLimit(.minutes(3)))
 struct PinCheckSignPinsTests {
     static let openssl = BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl"))
 

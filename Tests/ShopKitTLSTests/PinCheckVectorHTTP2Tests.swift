@@ -8,7 +8,7 @@ import Testing
 /// certificates behind a server that offers only `h2` in ALPN and speaks only HTTP/2. The transport's verdict must
 /// be the vector's: the pin, chain and hostname checks run before any HTTP/2 byte, and an accepted connection
 /// really speaks HTTP/2 (the server counts the request).
-@Suite("PinCheck vectors over HTTP/2")
+@Suite("PinCheck vectors over HTTP/2", .timeLimit(.minutes(3)))
 struct PinCheckVectorHTTP2Tests {
     static let h2Vectors = PinCheckVector.all.filter { ["tls", "tls-weak"].contains($0.server) }
 

@@ -9,7 +9,7 @@ import Testing
 /// Every security-review vector of `TestCerts/vectors.json`, on a real loopback server, twice: through the
 /// library — its `HTTPSTransport` with the pins enforced, and `ServerInspector` — and through the built `pin-check`
 /// binary (exit status and JSON verdict).
-@Suite("PinCheck vectors")
+@Suite("PinCheck vectors", .timeLimit(.minutes(3)))
 struct PinCheckVectorTests {
     @Test("vector", arguments: PinCheckVector.all)
     func vector(_ vector: PinCheckVector) async throws {

@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 38, defect 6: a `typ` of ShopKit's own, an audience checked against the app's, a maximum validity and a
 /// bounded version step.
-@Suite struct PinSetVerifierRulesTests {
+@Suite(.timeLimit(.minutes(3))) struct PinSetVerifierRulesTests {
     let signer = try! DocumentSigner()
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     var baseline: PinningPolicy {

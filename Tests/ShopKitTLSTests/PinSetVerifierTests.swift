@@ -6,7 +6,7 @@ import TestSupport
 import Testing
 
 /// Signed pin-set documents: each refusal, with documents signed by Ed25519 keys OpenSSL generates here.
-@Suite struct PinSetVerifierTests {
+@Suite(.timeLimit(.minutes(3))) struct PinSetVerifierTests {
     let signer = try! DocumentSigner()
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     var baseline: PinningPolicy {

@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// The client handler over real sockets on 127.0.0.1 against the in-process OpenSSL server.
-@Suite struct PinnedHandshakeTests {
+@Suite(.timeLimit(.minutes(3))) struct PinnedHandshakeTests {
     static let standard = ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"]
 
     private func probe(

@@ -13,7 +13,7 @@ import Testing
 /// The server asks for a client certificate (and requires one); the client holds a valid identity from the CA the
 /// server names. Back to back over TLS 1.2 and 1.3: with wrong pins the server's count of received client
 /// certificates stays at zero, and the client sees `TLSError.pinMismatch` with the full report.
-@Suite struct PinsBeforeClientCertificateTests {
+@Suite(.timeLimit(.minutes(3))) struct PinsBeforeClientCertificateTests {
     static func client(pins: [String], reporter: CollectingReporter? = nil) throws -> TLSClientContext {
         var configuration = try Probe.configuration(pins: pins, reporter: reporter)
         configuration.clientIdentity = try MutualTLSNginxTests.pemIdentity("client-rsa")
@@ -87,7 +87,7 @@ import Testing
 /// The reproduction with a real `openssl s_server -Verify 2` child process on 127.0.0.1 (one connection,
 /// `-naccept 1`, so its output ends when it exits; `-www`, so it does not read its empty stdin): with wrong pins, s_server never verifies a client
 /// certificate (no `verify return` line from its verify callback), over TLS 1.2 and 1.3.
-@Suite struct PinsBeforeClientCertificateSServerTests {
+@Suite(.timeLimit(.minutes(3))) struct PinsBeforeClientCertificateSServerTests {
     @Test(arguments: ["-tls1_2", "-tls1_3"])
     func sServerSeesNoClientCertificateWhenThePinsDoNotMatch(version: String) async throws {
         let certs = TestCertificates.directory

@@ -7,7 +7,7 @@ import Testing
 /// Issue 25, defect 4: resumption is bounded. A session (and every ticket that resumed connections receive for
 /// it) is offered only until `maximumSessionAge` after its first full handshake, and never past the earliest
 /// `notAfter` of the verified chain cached with it (RFC 8446 §4.6.1). The clock is injected (`now`), no sleeps.
-@Suite struct SessionAgeTests {
+@Suite(.timeLimit(.minutes(3))) struct SessionAgeTests {
     static let start = Date()
 
     static func context(clock: NIOLockedValueBox<Date>, maximumAge: Duration? = nil) throws -> TLSClientContext {

@@ -5,7 +5,7 @@ import ShopKitHTTPS
 import TestSupport
 import Testing
 
-@Suite struct SessionResumptionTests {
+@Suite(.timeLimit(.minutes(3))) struct SessionResumptionTests {
     @Test func resumedConnectionCarriesTheVerifiedChainAndVerdictOfItsSession() async throws {
         let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
         defer { Task { try? await server.shutdown() } }
@@ -97,7 +97,7 @@ import Testing
 }
 
 /// Replacing a context's pins: sessions cached under the old pin set are not resumed.
-@Suite struct ReplacedPinsSessionTests {
+@Suite(.timeLimit(.minutes(3))) struct ReplacedPinsSessionTests {
     @Test func sessionsCachedUnderTheOldPinSetAreNotResumed() async throws {
         let server = try await LoopbackTLSServer.start(chain: PinnedHandshakeTests.standard, key: "leaf-localhost-ecdsa")
         defer { Task { try? await server.shutdown() } }

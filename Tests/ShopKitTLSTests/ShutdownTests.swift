@@ -7,7 +7,7 @@ import TestSupport
 import Testing
 
 /// Close paths: an unclean EOF after the handshake, and a peer that hangs up during the handshake.
-@Suite struct ShutdownTests {
+@Suite(.timeLimit(.minutes(3))) struct ShutdownTests {
     /// Records what the client handler reports, completing when the channel goes inactive.
     final class Recorder: ChannelInboundHandler {
         typealias InboundIn = ByteBuffer

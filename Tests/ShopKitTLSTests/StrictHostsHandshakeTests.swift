@@ -8,7 +8,7 @@ import Testing
 
 /// Strict hosts over real sockets: a host no pin set covers is refused on the verified connection, before any
 /// HTTP byte; by default it connects and a notice is logged once per host.
-@Suite struct StrictHostsHandshakeTests {
+@Suite(.timeLimit(.minutes(3))) struct StrictHostsHandshakeTests {
     /// A pin set for a name the connection does not use (the typo a strict policy catches).
     private func configuration(_ unpinned: PinningPolicy.UnpinnedHosts, capture: LogCapture? = nil) throws -> TLSClientConfiguration {
         let set = try PinSet(
@@ -58,7 +58,7 @@ import Testing
 
 /// Issue 25, defect 5: under a strict policy a host whose only pin set has expired counts as unpinned: refused
 /// inside verification, with a reason that names the expired set.
-@Suite struct StrictExpiredPinSetHandshakeTests {
+@Suite(.timeLimit(.minutes(3))) struct StrictExpiredPinSetHandshakeTests {
     @Test func aHostWhoseOnlyPinSetExpiredIsRefusedUnderStrictMode() throws {
         let expiration = Date().addingTimeInterval(-3_600)
         var configuration = try Probe.configuration()

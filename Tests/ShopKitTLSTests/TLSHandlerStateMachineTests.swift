@@ -4,7 +4,7 @@ import ShopKitHTTPS
 import Testing
 
 /// The handler's lifecycle rules, without sockets or OpenSSL: one action per event.
-@Suite struct TLSHandlerStateMachineTests {
+@Suite(.timeLimit(.minutes(3))) struct TLSHandlerStateMachineTests {
     typealias Machine = TLSHandlerStateMachine<String>
 
     @Test func writesBeforeTheHandshakeAreBufferedAndReleasedInOrder() {

@@ -5,7 +5,7 @@ import Testing
 
 /// The API client's auth decorator with a refresher and each real credential store: the keyring (inside
 /// scripts/with-keyring only) and the encrypted file.
-@Suite struct AuthWithRealStoresTests {
+@Suite(.timeLimit(.minutes(3))) struct AuthWithRealStoresTests {
     struct Profile: Decodable, Sendable, Equatable { let name: String }
 
     struct GetProfile: APIRequest {

@@ -6,7 +6,7 @@ import TestSupport
 
 /// The README and every DocC article say what the code does: the claims that went stale once are checked here
 /// against the code they describe.
-@Suite struct DocumentationClaimsTests {
+@Suite(.timeLimit(.minutes(3))) struct DocumentationClaimsTests {
     /// README.md and every `.docc` article, with their paths.
     static func documents() throws -> [(path: String, text: String)] {
         let root = READMESnippets.root

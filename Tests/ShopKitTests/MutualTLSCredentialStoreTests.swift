@@ -5,7 +5,7 @@ import Testing
 
 /// Client keys kept in ShopKit's credential layer (the keyring inside scripts/with-keyring, and the encrypted file),
 /// loaded through the vault's presence policy, used against a real nginx with `ssl_verify_client on`.
-@Suite struct MutualTLSCredentialStoreTests {
+@Suite(.timeLimit(.minutes(3))) struct MutualTLSCredentialStoreTests {
     static let insidePrivateKeyring = AuthWithRealStoresTests.insidePrivateKeyring
     static let keyringOnly = AuthWithRealStoresTests.keyringOnly
     static let chainPEM = TestCertificates.chain(["client-ecdsa", "client-intermediate"])

@@ -5,7 +5,7 @@ import Testing
 
 /// ShopKit's transport against a real nginx with `http2` on: HTTP/2 by default, pins enforced, TLS 1.2 and 1.3,
 /// and HTTP/1.1 when asked for.
-@Suite struct NginxHTTP2Tests {
+@Suite(.timeLimit(.minutes(3))) struct NginxHTTP2Tests {
     private static let oneMiB = Data((0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 17) })
 
     private static func startNginx(protocols: String = "TLSv1.2 TLSv1.3") throws -> NginxServer {

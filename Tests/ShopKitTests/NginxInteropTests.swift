@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// ShopKit's stack against a real nginx on 127.0.0.1 serving the TestCerts chain.
-@Suite struct NginxInteropTests {
+@Suite(.timeLimit(.minutes(3))) struct NginxInteropTests {
     struct Widget: Decodable, Sendable, Equatable {
         let id: Int
         let name: String

@@ -10,7 +10,7 @@ import Testing
 
 /// Signed pin-set updates fetched through the pinned transport they update, against an in-process TLS server,
 /// stored in a real 0600 file, with an injected clock and sleeper.
-@Suite struct PinUpdatesTests {
+@Suite(.timeLimit(.minutes(3))) struct PinUpdatesTests {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
     let signer = try! DocumentSigner()
     let clock = NIOLockedValueBox(PinUpdatesTests.start)

@@ -7,7 +7,7 @@ import Testing
 @testable import ShopKit
 
 /// A local pin-set document file, applied again when it changes: real files, an injected clock and sleeper.
-@Suite struct PinsFileWatcherTests {
+@Suite(.timeLimit(.minutes(3))) struct PinsFileWatcherTests {
     let clock = NIOLockedValueBox(Date(timeIntervalSince1970: 1_800_000_000))
     let events = NIOLockedValueBox<[String]>([])
     let directory: String

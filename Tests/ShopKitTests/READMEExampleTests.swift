@@ -42,7 +42,7 @@ import ShopKitCore
 import Testing
 import TestSupport
 
-@Suite struct READMEExampleTests {
+@Suite(.timeLimit(.minutes(3))) struct READMEExampleTests {
     @Test func exampleIsTheREADMEsExample() throws {
         let example = try #require(try READMESnippets.example(inFile: #filePath))
         #expect(example.count > 500)

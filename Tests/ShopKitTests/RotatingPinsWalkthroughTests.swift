@@ -9,7 +9,7 @@ import ShopKit
 /// The README's "Rotating pins" walkthrough, run as written: its shell block's commands (the built pin-check and
 /// the openssl command, in a temporary directory; `api.example.com` is the loopback server's `localhost`, and
 /// pins-document trusts the test CA) between the app's own steps, against in-process TLS servers.
-@Suite struct RotatingPinsWalkthroughTests {
+@Suite(.timeLimit(.minutes(3))) struct RotatingPinsWalkthroughTests {
     static let openssl = BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl"))
     static let shell = BuiltBinary(url: URL(fileURLWithPath: "/bin/sh"))
 

@@ -4,7 +4,7 @@ import TestSupport
 
 @testable import ShopKit
 
-@Suite struct ShopKitFactoryTests {
+@Suite(.timeLimit(.minutes(3))) struct ShopKitFactoryTests {
     static let baseURL = URL(string: "https://shop.example/api")!
 
     static func configuration(

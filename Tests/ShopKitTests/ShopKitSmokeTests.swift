@@ -1,7 +1,7 @@
 import Testing
 @testable import ShopKit
 
-@Suite struct ShopKitSmokeTests {
+@Suite(.timeLimit(.minutes(3))) struct ShopKitSmokeTests {
     @Test func moduleLoads() {
         #expect(Bool(true))
     }
