@@ -62,7 +62,10 @@ package struct CompactJWS: Sendable, Equatable {
         guard let kidValue = header["kid"] else { throw .missingKeyID }
         guard let kid = kidValue as? String, !kid.isEmpty else { throw .malformedHeader("kid is not a non-empty string") }
         let typ = header["typ"] as? String
-        guard let typ, [Self.type, "application/" + Self.type].contains(typ.lowercased()) else {
+        // ASCII only, compared by bytes: a non-ASCII letter can lowercase to an ASCII one (the Kelvin sign to `k`).
+        guard let typ, typ.utf8.allSatisfy({ $0 < 0x80 }),
+            [Self.type, "application/" + Self.type].contains(where: { Array($0.utf8) == Array(typ.lowercased().utf8) })
+        else {
             throw .wrongType(typ ?? header["typ"].map { "\($0)" })
         }
         guard !signature.isEmpty else { throw .badSignature(keyID: kid) }

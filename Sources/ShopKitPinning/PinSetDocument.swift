@@ -118,13 +118,17 @@ public struct PinSetDocument: Sendable {
     /// version is above, it is valid at `now` (with ``clockSkew`` for `issuedAt`), it keeps every host pattern the
     /// baseline pins as pinned as the baseline does (an enforced set, live until the document expires; see
     /// `checkBaselineHosts`), unless it lists the pattern in `unpinnedBaselineHosts`, and it keeps a strict
-    /// baseline strict unless the baseline allows otherwise (`documentsMayAllowUnpinnedHosts`).
+    /// baseline strict unless the baseline allows otherwise (`documentsMayAllowUnpinnedHosts`): not lax, and with
+    /// no report-only set.
     package func check(baseline: PinningPolicy, currentVersion: Int, now: Date) throws(PinSetDocumentError) {
         guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
         guard now < expiresAt else { throw .expired(expiresAt: expiresAt) }
         guard issuedAt <= now.addingTimeInterval(Self.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
-        if baseline.unpinnedHosts == .refuse, policy.unpinnedHosts == .allow, !baseline.documentsMayAllowUnpinnedHosts {
-            throw .relaxesStrictHosts
+        if baseline.unpinnedHosts == .refuse, !baseline.documentsMayAllowUnpinnedHosts {
+            if policy.unpinnedHosts == .allow { throw .relaxesStrictHosts }
+            // A strict app reaches a host only with enforced pins: a report-only set would let every host it covers
+            // (`**.co.uk`) be reached with none, as a lax document would.
+            if let set = policy.pinSets.first(where: \.reportOnly) { throw .reportOnlyUnderStrictHosts(set.hostPattern) }
         }
         try checkBaselineHosts(baseline)
     }

@@ -37,6 +37,9 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// The app's baseline refuses hosts no set covers (`unpinnedHosts: .refuse`) and the document would allow them
     /// (`strictHosts` false or left out), which the app does not permit (`documentsMayAllowUnpinnedHosts`).
     case relaxesStrictHosts
+    /// The app's baseline is strict and does not allow documents to relax it, and the document has a report-only
+    /// set for this pattern: the hosts it covers would be reached without enforced pins.
+    case reportOnlyUnderStrictHosts(HostPattern)
     /// The app's signing keys are unusable: fewer than two, not Ed25519, or a repeated key id (or its audience
     /// is empty).
     case signingKeys(String)
@@ -91,6 +94,10 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
         case .relaxesStrictHosts:
             return "the pin-set document allows hosts without pins (strictHosts false or missing), but the app's "
                 + "baseline refuses them (publisher): set \"strictHosts\": true (pin-check pins-document --strict-hosts)"
+        case .reportOnlyUnderStrictHosts(let pattern):
+            return "the pin-set document has a report-only set for \(pattern), but the app's baseline is strict "
+                + "(publisher): the hosts it covers would be reached without enforced pins; enforce the set, or have "
+                + "the app allow it in code (PinningPolicy.documentsMayAllowUnpinnedHosts)"
         case .signingKeys(let problem):
             return "the app's pin-set signing keys are unusable (app configuration): \(problem)"
         case .wrongType(let typ):

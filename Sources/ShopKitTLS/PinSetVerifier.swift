@@ -105,7 +105,9 @@ public struct PinSetVerifier: Sendable {
         guard document.expiresAt.timeIntervalSince(document.issuedAt) <= maximumValidity else {
             throw .validityTooLong(days: days, maximumDays: Int((maximumValidity / 86_400).rounded(.down)))
         }
-        guard document.version <= currentVersion || document.version - currentVersion <= maximumVersionStep else {
+        // Subtracted with overflow reported: an app's version in force near Int.min must not trap on a document.
+        let step = document.version.subtractingReportingOverflow(currentVersion)
+        guard document.version <= currentVersion || (!step.overflow && step.partialValue <= maximumVersionStep) else {
             throw .versionTooFar(version: document.version, current: currentVersion, maximumStep: maximumVersionStep)
         }
         try document.check(baseline: baseline, currentVersion: currentVersion, now: now)
@@ -121,7 +123,9 @@ public struct PinSetVerifier: Sendable {
             throw .badSignature(keyID: parsed.keyID)
         }
         let document = try PinSetDocument(json: parsed.payload)
-        if let audience, document.audience != audience {
+        // Byte for byte: Swift's `==` on strings is canonical equivalence (a decomposed `é`, or the Kelvin sign for
+        // `K`, would equal another app's identifier).
+        if let audience, !(document.audience.map { Array($0.utf8) == Array(audience.utf8) } ?? false) {
             throw .wrongAudience(document: document.audience, app: audience)
         }
         return document

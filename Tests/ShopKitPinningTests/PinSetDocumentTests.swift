@@ -117,6 +117,23 @@ import Testing
         try Self.check(lax, Self.baseline(["api.example.com"]))
         try Self.check(Self.json([("api.example.com", false, nil)]), Self.baseline(["api.example.com"]))
     }
+
+    /// Found by the adversarial review: a strict document with report-only sets for hosts the baseline does not pin
+    /// (`**.co.uk`, `**.evil.com`) let a strict app reach every host they cover without enforced pins.
+    @Test func aReportOnlySetOverAStrictBaselineIsRefused() throws {
+        let strict = Self.baseline(["api.example.com"], strict: true)
+        for pattern in ["**.co.uk", "**.evil.com", "metrics.example.net"] {
+            let document = Self.json([("api.example.com", false, nil), (pattern, true, nil)])
+            #expect(throws: PinSetDocumentError.reportOnlyUnderStrictHosts(try HostPattern(pattern))) {
+                try Self.check(document, strict)
+            }
+            // The app may allow it in code, and a lax app takes it.
+            var allowing = strict
+            allowing.documentsMayAllowUnpinnedHosts = true
+            try Self.check(document, allowing)
+            try Self.check(document, Self.baseline(["api.example.com"]))
+        }
+    }
 }
 
 extension PinSetDocumentTests {
@@ -133,7 +150,13 @@ extension PinSetDocumentTests {
         #expect(document.policy.unpinnedHosts == .refuse)
         #expect(document.policy.pinSets.map(\.hostPattern.description) == ["api.example.com", "**.cdn.example.com", "metrics.example.net"])
         #expect(document.unpinnedBaselineHosts.map(\.description) == ["legacy.example.com"])
-        let baseline = Self.baseline(["api.example.com", "legacy.example.com"], strict: true)
+        // A strict app that allows report-only sets in code (the example has one).
+        var baseline = Self.baseline(["api.example.com", "legacy.example.com"], strict: true)
+        baseline.documentsMayAllowUnpinnedHosts = true
         try document.check(baseline: baseline, currentVersion: 6, now: document.issuedAt)
+        baseline.documentsMayAllowUnpinnedHosts = false
+        #expect(throws: PinSetDocumentError.reportOnlyUnderStrictHosts(try HostPattern("metrics.example.net"))) {
+            try document.check(baseline: baseline, currentVersion: 6, now: document.issuedAt)
+        }
     }
 }

@@ -43,6 +43,11 @@ import Testing
             let jws = try sign(payload, header: #"{"alg":"EdDSA","kid":"current","typ":"\#(typ)"}"#)
             #expect(try signer.verifier.verify(jws, baseline: baseline, currentVersion: 0, now: now).version == 3)
         }
+        // Found by the adversarial review: a non-ASCII letter that lowercases to an ASCII one (the Kelvin sign).
+        let kelvin = try sign(payload, header: #"{"alg":"EdDSA","kid":"current","typ":"shop\u212Ait-pins+jws"}"#)
+        #expect(throws: PinSetDocumentError.wrongType("shop\u{212A}it-pins+jws")) {
+            try signer.verifier.verify(kelvin, baseline: baseline, currentVersion: 0, now: now)
+        }
         // What ShopKit signs carries it.
         let header = try #require(signer.sign(payload, kid: "current").split(separator: ".").first)
         #expect(String(decoding: Base64URL.decode(header)!, as: UTF8.self).contains(#""typ":"shopkit-pins+jws""#))
@@ -56,6 +61,14 @@ import Testing
         let none = try signer.sign(document { $0["audience"] = nil }, kid: "current")
         #expect(throws: PinSetDocumentError.wrongAudience(document: nil, app: "com.example.shop")) {
             try signer.verifier.verify(none, baseline: baseline, currentVersion: 0, now: now)
+        }
+        // Found by the adversarial review: an audience equal only by Unicode equivalence is another app's.
+        for (app, spelled) in [("com.example.Kit", "com.example.\u{212A}it"), ("com.ex\u{E1}mple.shop", "com.exa\u{301}mple.shop")] {
+            let verifier = try PinSetVerifier(publicKeys: try keys(), audience: app)
+            let near = try signer.sign(document { $0["audience"] = spelled }, kid: "current")
+            #expect(throws: PinSetDocumentError.wrongAudience(document: spelled, app: app)) {
+                try verifier.verify(near, baseline: baseline, currentVersion: 0, now: now)
+            }
         }
         #expect { try PinSetVerifier(publicKeys: try keys(), audience: " ") } throws: { error in
             guard case .signingKeys(let problem) = error as? PinSetDocumentError else { return false }
@@ -90,6 +103,10 @@ import Testing
         #expect(try signer.verifier.verify(jump, baseline: baseline, currentVersion: 4, now: now).version == 1_004)
         let wider = try PinSetVerifier(publicKeys: try keys(), audience: "com.example.shop", maximumVersionStep: 10_000)
         #expect(try wider.verify(jump, baseline: baseline, currentVersion: 3, now: now).version == 1_004)
+        // Found by the adversarial review: a version in force near Int.min trapped on the step's subtraction.
+        #expect(throws: PinSetDocumentError.versionTooFar(version: 1_004, current: Int.min, maximumStep: 1_000)) {
+            try signer.verifier.verify(jump, baseline: baseline, currentVersion: Int.min, now: now)
+        }
     }
 
     func keys() throws -> [String: String] {
