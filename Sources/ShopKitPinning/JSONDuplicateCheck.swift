@@ -26,8 +26,9 @@ package enum JSONDuplicateCheck {
 
     private enum Expect { case value, valueOrEnd, nameOrEnd, name, colon, commaOrEnd, done }
 
-    /// Scans `bytes` (one JSON text).
-    package static func scan(_ bytes: [UInt8]) -> Outcome {
+    /// Scans `bytes` (one JSON text). With `integersOnly`, a number with a fraction or an exponent (`1.0`, `1e0`,
+    /// `0.99999999999999999`, which decoders round to an integer another reader would not see) is malformed.
+    package static func scan(_ bytes: [UInt8], integersOnly: Bool = false) -> Outcome {
         var stack: [Frame] = []
         var expect = Expect.value
         var index = 0
@@ -88,7 +89,12 @@ package enum JSONDuplicateCheck {
                     guard string(bytes, &index) != nil else { return malformed("invalid string") }
                     expect = stack.isEmpty ? .done : .commaOrEnd
                 case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                    let start = index
                     guard number(bytes, &index) else { return malformed("invalid number") }
+                    if integersOnly, bytes[start..<index].contains(where: { [0x2E, 0x65, 0x45].contains($0) }) {
+                        index = start
+                        return malformed("a number that is not an integer (a fraction or an exponent)")
+                    }
                     expect = stack.isEmpty ? .done : .commaOrEnd
                 default:
                     guard let literal = ["true", "false", "null"].first(where: { bytes[index...].starts(with: $0.utf8) })

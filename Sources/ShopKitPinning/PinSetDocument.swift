@@ -55,7 +55,9 @@ public struct PinSetDocument: Sendable {
     ///
     /// - Throws: ``PinSetDocumentError/malformedDocument(_:)`` naming the field at fault.
     package init(json: [UInt8]) throws(PinSetDocumentError) {
-        switch JSONDuplicateCheck.scan(json) {
+        // Every number in a document is an integer, written as one: `1.0` or `5.9999999999999999` would be read as
+        // a version that another reader (or the reviewer) does not see.
+        switch JSONDuplicateCheck.scan(json, integersOnly: true) {
         case .unique: break
         case .duplicate(let name, let path):
             throw .malformedDocument(
@@ -165,8 +167,12 @@ public struct PinSetDocument: Sendable {
     private static func date(_ text: String, field: String) throws(PinSetDocumentError) -> Date {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
-        guard let date = formatter.date(from: text) else {
-            throw .malformedDocument("\(field) \(String(reflecting: text)) is not an ISO 8601 time such as 2027-01-01T00:00:00Z")
+        // Exactly as the document writes times (`YYYY-MM-DDTHH:MM:SSZ`, ASCII, UTC): the parser also takes offsets,
+        // other digits and out-of-range fields (`+14:00`, `２０２７`, February 30, 24:00) and reads them as another
+        // instant than a reviewer does; a time that does not print back as written is refused.
+        guard let date = formatter.date(from: text), Array(timestamp(date).utf8) == Array(text.utf8) else {
+            throw .malformedDocument(
+                "\(field) \(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ, such as 2027-01-01T00:00:00Z")
         }
         return date
     }

@@ -160,3 +160,31 @@ extension PinSetDocumentTests {
         }
     }
 }
+
+extension PinSetDocumentTests {
+    /// Found by the adversarial review: times and versions that a decoder reads otherwise than the text says.
+    @Test func timesAndVersionsMeanExactlyWhatTheirTextSays() throws {
+        let good = try #require(String(decoding: Self.json([("api.example.com", false, nil)]), as: UTF8.self) as String?)
+        let issued = PinSetDocument.timestamp(Self.now - 60)
+        for odd in [
+            "2026-11-28T10:00:00+14:00", "2027-02-30T00:00:00Z", "2026-12-31T24:00:00Z", "2027-1-1T0:0:0Z",
+            " \(issued)", "\(issued) ", "\u{FF12}\u{FF10}\u{FF12}\u{FF17}-01-01T00:00:00Z",
+        ] {
+            let text = good.replacingOccurrences(of: "\"issuedAt\":\"\(issued)\"", with: "\"issuedAt\":\(String(reflecting: odd))")
+            #expect(text != good, "the fixture changed: \(odd)")
+            #expect("\(odd)") { try PinSetDocument(json: Array(text.utf8)) } throws: { error in
+                guard case .malformedDocument(let problem) = error as? PinSetDocumentError else { return false }
+                return problem.contains("issuedAt") && problem.contains("YYYY-MM-DDTHH:MM:SSZ")
+            }
+        }
+        for version in ["3.0", "3e0", "2.9999999999999999", "0.3E1"] {
+            let text = good.replacingOccurrences(of: "\"version\":3", with: "\"version\":\(version)")
+            #expect(text != good)
+            #expect("\(version)") { try PinSetDocument(json: Array(text.utf8)) } throws: { error in
+                guard case .malformedDocument(let problem) = error as? PinSetDocumentError else { return false }
+                return problem.contains("not an integer")
+            }
+        }
+        _ = try PinSetDocument(json: Array(good.utf8))
+    }
+}
