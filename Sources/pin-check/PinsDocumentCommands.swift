@@ -38,9 +38,17 @@ struct SignPinsCommand: ParsableCommand {
     var out: String
 
     func execute() throws(Failure) -> Int32 {
-        let json = try readText(input, option: "--in")
+        // The file's own bytes are what is checked and signed: text decoded with replacement characters would sign
+        // other bytes than the reviewed ones.
+        guard let data = FileManager.default.contents(atPath: input) else {
+            throw Failure(.usage, "--in \(input): cannot read the file (check the path and permissions)")
+        }
+        let json = Array(data)
+        guard String(validating: json, as: UTF8.self) != nil else {
+            throw Failure(.refused, "--in \(input): not UTF-8 text; a pin-set document is UTF-8 JSON")
+        }
         let document: PinSetDocument
-        do { document = try PinSetDocument(json: Array(json.utf8)) } catch {
+        do { document = try PinSetDocument(json: json) } catch {
             throw Failure(.refused, "--in \(input): \(error)")
         }
         guard document.audience != nil else {
@@ -52,6 +60,25 @@ struct SignPinsCommand: ParsableCommand {
             throw Failure(
                 .refused, "--in \(input): the document expired at \(PinSetDocument.timestamp(document.expiresAt)); "
                     + "give it a later expiresAt (pin-check pins-document --valid-days) before signing")
+        }
+        // What every app refuses is not signed either (PinSetVerifier's default limits).
+        let validity = document.expiresAt.timeIntervalSince(document.issuedAt)
+        let maximum = Double(PinSetVerifier.defaultMaximumValidity.components.seconds)
+        guard validity <= maximum else {
+            throw Failure(
+                .refused, "--in \(input): valid for \(Int((validity / 86_400).rounded(.up))) days, but apps accept at most "
+                    + "\(Int(maximum / 86_400)) by default; give it an earlier expiresAt (pin-check pins-document --valid-days)")
+        }
+        guard document.issuedAt <= Date().addingTimeInterval(PinSetDocument.clockSkew) else {
+            throw Failure(
+                .refused, "--in \(input): issued at \(PinSetDocument.timestamp(document.issuedAt)), in the future; apps "
+                    + "refuse it until then: give it the time of signing")
+        }
+        let keyID = kid ?? ((key as NSString).lastPathComponent as NSString).deletingPathExtension
+        guard !keyID.isEmpty, keyID.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw Failure(
+                .usage, "--kid: the key id must be printable ASCII without spaces, as the app's PinSetVerifier names "
+                    + "its keys (got \(keyID.utf8.count) bytes that are not)")
         }
         var info = stat()
         if stat(key, &info) == 0, info.st_mode & 0o077 != 0 {
@@ -69,10 +96,9 @@ struct SignPinsCommand: ParsableCommand {
         guard signingKey.isEd25519 else {
             throw Failure(.usage, "--key \(key): a \(signingKey.keyDescription) key; sign with an Ed25519 key")
         }
-        let keyID = kid ?? ((key as NSString).lastPathComponent as NSString).deletingPathExtension
         let jws: String
         do {
-            jws = try CompactJWS.serialize(payload: Array(json.utf8), keyID: keyID) { try signingKey.signEd25519($0) }
+            jws = try CompactJWS.serialize(payload: json, keyID: keyID) { try signingKey.signEd25519($0) }
         } catch {
             throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
         }

@@ -111,4 +111,40 @@ struct PinCheckSignPinsRulesTests {
         let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/pins.json", "--out", "\(dir)/x.jws"])
         #expect(signed.status == 0, "\(signed.stderr)")
     }
+
+    /// Found by the adversarial review: sign-pins signed documents every app refuses, and re-decoded text.
+    @Test func signPinsRefusesWhatEveryAppRefuses() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Date()
+        func document(issuedAt: Date, expiresAt: Date, audience: String = "com.example.shop") -> String {
+            """
+            {"version": 4, "issuedAt": "\(PinSetDocument.timestamp(issuedAt))", "expiresAt": "\(PinSetDocument.timestamp(expiresAt))",
+             "strictHosts": true, "audience": "\(audience)",
+             "pinSets": [{"host": "api.example.com", "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
+            """
+        }
+        let cases: [(String, [UInt8], [String], String)] = [
+            ("long", Array(document(issuedAt: now - 60, expiresAt: now + 3650 * 86_400).utf8), [], "apps accept at most 180"),
+            ("future", Array(document(issuedAt: now + 100 * 86_400, expiresAt: now + 120 * 86_400).utf8), [], "in the future"),
+            ("latin1", Array(document(issuedAt: now - 60, expiresAt: now + 86_400).utf8).map { $0 == UInt8(ascii: "!") ? 0xFF : $0 }
+                + [], [], ""),
+            ("emptykid", Array(document(issuedAt: now - 60, expiresAt: now + 86_400).utf8), ["--kid", ""], "printable ASCII"),
+            ("newlinekid", Array(document(issuedAt: now - 60, expiresAt: now + 86_400).utf8), ["--kid", "sig\nning"], "printable ASCII"),
+        ]
+        for (name, bytes, extra, message) in cases {
+            var bytes = bytes
+            if name == "latin1" {
+                // A raw 0xFF inside the audience: not UTF-8.
+                let text = String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: "com.example.shop", with: "com.example.shopX")
+                bytes = Array(text.utf8).map { $0 == UInt8(ascii: "X") ? 0xFF : $0 }
+            }
+            FileManager.default.createFile(atPath: "\(dir)/\(name).json", contents: Data(bytes))
+            let outcome = try await PinCheckBinary.run(
+                ["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/\(name).json", "--out", "\(dir)/\(name).jws"] + extra)
+            #expect(outcome.status == (name.hasSuffix("kid") ? 64 : 65), "\(name): \(outcome.stderr)")
+            #expect(outcome.stderr.contains(name == "latin1" ? "not UTF-8" : message), "\(name): \(outcome.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: "\(dir)/\(name).jws"), "\(name)")
+        }
+    }
 }
