@@ -219,12 +219,19 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     @Option(help: "The document in force (JSON, or the signed JWS): its strictHosts carries over unless a flag says otherwise.")
     var previous: String?
 
+    @Option(
+        name: .customLong("pubkey"),
+        help: "With a signed --previous: a public key it must verify under, KID=FILE or FILE (PEM). Repeatable.")
+    var publicKeys: [String] = []
+
     @Option(help: "Where to write the JSON (default: standard output).")
     var out: String?
 
     func execute() async throws(Failure) -> Int32 {
-        guard version > 0, (1...3650).contains(validDays) else {
-            throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to 3650")
+        // No longer than apps accept by default (PinSetVerifier's maximum validity).
+        let maximumDays = Int(PinSetVerifier.defaultMaximumValidity.components.seconds / 86_400)
+        guard version > 0, (1...maximumDays).contains(validDays) else {
+            throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to \(maximumDays) (what apps accept by default)")
         }
         let (strict, carriedAudience) = try carriedOver()
         guard let audience = audience ?? carriedAudience else {
@@ -288,8 +295,17 @@ struct PinsDocumentCommand: AsyncParsableCommand {
             let text = try readText(previous, option: "--previous").trimmingCharacters(in: .whitespacesAndNewlines)
             var json = Array(text.utf8)
             if !text.hasPrefix("{") {
-                do { json = try CompactJWS(parsing: text).payload } catch {
-                    throw Failure(.usage, "--previous \(previous): neither a pin-set document's JSON nor its JWS (\(error))")
+                // A signed document carries its settings over only once its signature verifies: a forged one would
+                // otherwise hand its strictHosts and audience to the next document.
+                guard !publicKeys.isEmpty else {
+                    throw Failure(
+                        .usage, "--previous \(previous) is signed: give the public keys it must verify under (--pubkey), "
+                            + "as for verify-pins")
+                }
+                do { json = try trustedKeys(publicKeys, audience: nil).signedDocument(text).json } catch let failure as Failure {
+                    throw failure
+                } catch {
+                    throw Failure(.refused, "--previous \(previous): \(error)")
                 }
             }
             do {

@@ -81,6 +81,31 @@ struct PinCheckSignPinsRulesTests {
         let relaxed = try await document(["--previous", "\(dir)/previous.json", "--no-strict-hosts"])
         #expect(relaxed.1?["strictHosts"] as? Bool == false)
         #expect(relaxed.0.stderr.contains("warning"))
+
+        // Found by the adversarial review: a signed --previous carried its settings over unverified, so a forged
+        // one (another key, a lax strictHosts, another app's audience) set the next document's.
+        let now = Date()
+        let fresh = """
+            {"version": 1, "issuedAt": "\(PinSetDocument.timestamp(now - 60))", "expiresAt": "\(PinSetDocument.timestamp(now + 86_400))",
+             "strictHosts": false, "audience": "com.attacker.app",
+             "pinSets": [{"host": "localhost", "pins": ["\(TestCertificates.pin("leaf-localhost-ecdsa"))", "\(TestCertificates.pin("backup-intermediate"))"]}]}
+            """
+        try fresh.write(toFile: "\(dir)/fresh.json", atomically: true, encoding: .utf8)
+        for (key, name) in [("a", "genuine"), ("stranger", "forged")] {
+            let signed = try await PinCheckBinary.run(
+                ["sign-pins", "--key", "\(dir)/\(key).key", "--kid", "a", "--in", "\(dir)/fresh.json", "--out", "\(dir)/\(name).jws"])
+            #expect(signed.status == 0, "\(signed.stderr)")
+        }
+        let unchecked = try await document(["--previous", "\(dir)/forged.jws"])
+        #expect(unchecked.0.status == 64)
+        #expect(unchecked.0.stderr.contains("--pubkey"), "\(unchecked.0.stderr)")
+        let forged = try await document(["--previous", "\(dir)/forged.jws", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub"])
+        #expect(forged.0.status == 65, "\(forged.0.stderr)")
+        #expect(forged.1 == nil)
+        let genuine = try await document(["--previous", "\(dir)/genuine.jws", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub"])
+        #expect(genuine.0.status == 0, "\(genuine.0.stderr)")
+        #expect(genuine.1?["strictHosts"] as? Bool == false)
+        #expect(genuine.1?["audience"] as? String == "com.attacker.app")
         try await server.shutdown()
     }
 
