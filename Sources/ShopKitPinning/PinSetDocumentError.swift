@@ -55,7 +55,22 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// would leave no room for the next ones.
     case versionTooFar(version: Int, current: Int, maximumStep: Int)
 
+    /// One line of printable text: a document's own strings (a host, a pin, a field) can carry control characters,
+    /// which a terminal would act on (an escape sequence) or a log would split (a newline); they are written as
+    /// `\u{1B}` escapes.
     public var description: String {
+        var printable = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                printable += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                printable.unicodeScalars.append(scalar)
+            }
+        }
+        return printable
+    }
+
+    private var text: String {
         switch self {
         case .malformedJWS(let problem):
             return "the pin-set document is not a compact JWS (publisher): \(problem)"

@@ -188,3 +188,17 @@ extension PinSetDocumentTests {
         _ = try PinSetDocument(json: Array(good.utf8))
     }
 }
+
+extension PinSetDocumentTests {
+    /// Found by the adversarial review: a document's own strings reached the message raw, so a host carrying an
+    /// escape sequence was acted on by the terminal that printed the refusal, and a newline split the log line.
+    @Test func aRefusalNeverCarriesControlCharactersFromTheDocument() throws {
+        let text = String(decoding: Self.json([("api.example.com", false, nil)]), as: UTF8.self)
+            .replacingOccurrences(of: "\"api.example.com\"", with: "\"\\u001B[2J\\nevil.example.com\"")
+        #expect { try PinSetDocument(json: Array(text.utf8)) } throws: { error in
+            let message = "\(error)"
+            return !message.unicodeScalars.contains { $0.properties.generalCategory == .control }
+                && message.contains("\\u{1B}[2J\\u{A}evil.example.com")
+        }
+    }
+}
