@@ -59,6 +59,9 @@ package struct CompactJWS: Sendable, Equatable {
         if let crit = header["crit"] {
             throw .unsupportedCritical((crit as? [Any])?.map { "\($0)" } ?? ["\(crit)"])
         }
+        // RFC 7797's unencoded payload is not supported; a `b64` member, even without `crit`, would make another
+        // reader verify other bytes than these (RFC 7797 §6 says to reject it then).
+        if header["b64"] != nil { throw .malformedHeader("b64 is not supported (RFC 7797); the payload is base64url") }
         guard let kidValue = header["kid"] else { throw .missingKeyID }
         guard let kid = kidValue as? String, !kid.isEmpty else { throw .malformedHeader("kid is not a non-empty string") }
         let typ = header["typ"] as? String

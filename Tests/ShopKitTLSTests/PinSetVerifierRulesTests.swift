@@ -43,6 +43,13 @@ import Testing
             let jws = try sign(payload, header: #"{"alg":"EdDSA","kid":"current","typ":"\#(typ)"}"#)
             #expect(try signer.verifier.verify(jws, baseline: baseline, currentVersion: 0, now: now).version == 3)
         }
+        // Found by the adversarial review: b64 (RFC 7797) without crit was ignored.
+        for b64 in ["false", "true"] {
+            let unencoded = try sign(payload, header: #"{"alg":"EdDSA","b64":\#(b64),"kid":"current","typ":"shopkit-pins+jws"}"#)
+            #expect(throws: PinSetDocumentError.malformedHeader("b64 is not supported (RFC 7797); the payload is base64url")) {
+                try signer.verifier.verify(unencoded, baseline: baseline, currentVersion: 0, now: now)
+            }
+        }
         // Found by the adversarial review: a non-ASCII letter that lowercases to an ASCII one (the Kelvin sign).
         let kelvin = try sign(payload, header: #"{"alg":"EdDSA","kid":"current","typ":"shop\u212Ait-pins+jws"}"#)
         #expect(throws: PinSetDocumentError.wrongType("shop\u{212A}it-pins+jws")) {
