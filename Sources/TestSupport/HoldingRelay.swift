@@ -51,6 +51,7 @@ package final class HoldingRelay: Sendable {
                     return state.accepted
                 }
                 return ClientBootstrap(group: client.eventLoop)
+                    .connectTimeout(.seconds(60))  // a loaded machine can hold a loopback connect past NIO's 10 s
                     .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                     .channelInitializer { upstream in
                         upstream.eventLoop.makeCompletedFuture {

@@ -79,6 +79,7 @@ private final class ConnectHandler: ChannelInboundHandler {
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         let client = context.channel
         ClientBootstrap(group: context.eventLoop)
+            .connectTimeout(.seconds(60))  // a loaded machine can hold a loopback connect past NIO's 10 s
             .channelInitializer { outbound in
                 outbound.eventLoop.makeCompletedFuture {
                     try outbound.pipeline.syncOperations.addHandler(Splice(to: client))

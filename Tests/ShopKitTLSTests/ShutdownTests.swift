@@ -45,14 +45,20 @@ import Testing
         let port = try #require(serverChannel.localAddress?.port)
         let context = try TLSClientContext(configuration: Probe.configuration())
         let promise = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Recorder.Outcome.self)
-        _ = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: "localhost", port: port))
-                    try channel.pipeline.syncOperations.addHandler(Recorder(promise: promise))
+        do {
+            _ = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(60))  // wide: not this test's subject
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: "localhost", port: port))
+                        try channel.pipeline.syncOperations.addHandler(Recorder(promise: promise))
+                    }
                 }
-            }
-            .connect(host: "127.0.0.1", port: port).get()
+                .connect(host: "127.0.0.1", port: port).get()
+        } catch {
+            promise.fail(error)  // never leaked
+            throw error
+        }
         let outcome = try await promise.futureResult.get()
         try await serverChannel.close()
         return outcome

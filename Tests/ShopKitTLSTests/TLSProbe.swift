@@ -39,15 +39,24 @@ enum Probe {
     {
         let group = MultiThreadedEventLoopGroup.singleton
         let promise = group.next().makePromise(of: ProbeResult.self)
-        let channel = try await ClientBootstrap(group: group)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: host, port: port))
-                    try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                    try channel.pipeline.syncOperations.addHandler(ProbeHandler(promise: promise))
+        // A wide connect timeout: a loaded machine (under AddressSanitizer) held a loopback connect past NIO's
+        // default 10 s. The promise is failed on every path, so a failed connect never leaks it.
+        let channel: any Channel
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(.seconds(60))
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(context.makeHandler(host: host, port: port))
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(ProbeHandler(promise: promise))
+                    }
                 }
-            }
-            .connect(host: "127.0.0.1", port: port).get()
+                .connect(host: "127.0.0.1", port: port).get()
+        } catch {
+            promise.fail(error)
+            throw error
+        }
         var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path)
         head.headers.add(name: "host", value: host)
         channel.write(HTTPClientRequestPart.head(head), promise: nil)
