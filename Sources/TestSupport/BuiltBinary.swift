@@ -63,8 +63,10 @@ package struct BuiltBinary: Sendable {
                 sigemptyset(&empty)
                 pthread_sigmask(SIG_SETMASK, &empty, nil)
                 let process = Process()
-                process.executableURL = url
-                process.arguments = arguments
+                // Through setpriv, the child gets SIGKILL if the test process dies (a crash): it would otherwise
+                // live on holding `swift test`'s output open. Its parent is this thread, which waits for it.
+                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                process.arguments = ["--pdeathsig", "KILL", "--", url.path] + arguments
                 var environment = ProcessInfo.processInfo.environment
                 for (name, value) in overrides { environment[name] = value }
                 process.environment = environment

@@ -151,8 +151,10 @@ private final class StreamingChild: Sendable {
         let launch = child.launch, errors = child.errors, outcome = child.outcome
         Thread {
             let process = Process()
-            process.executableURL = url
-            process.arguments = arguments
+            // Dies with the test process (setpriv's parent-death signal): a crash would otherwise leave it holding
+            // `swift test`'s output open.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--pdeathsig", "KILL", "--", url.path] + arguments
             let out = Pipe(), err = Pipe()
             process.standardInput = FileHandle.nullDevice
             process.standardOutput = out
