@@ -48,6 +48,21 @@ extension ServerInspector {
                 tlsVersion: info.protocolVersion, cipher: info.cipherSuite, alpn: info.alpnProtocol,
                 verifiedChain: verified, presentedChain: presented, configuredPins: configured,
                 matchedPin: matchedPin?.description, warnings: warnings) }
+        case .failed(.tls(.pinMismatch(let pinReport)), let details?) where details.pinRefusal != nil:
+            // Enforced pins (a client identity is set) refused the verified chain inside the handshake.
+            let refusal = details.pinRefusal!
+            let verified = refusal.verifiedChain.certificates.map { ServerReport.Certificate($0, now: now, matched: false) }
+            let presented = (details.presentedChain?.certificates ?? []).map {
+                ServerReport.Certificate($0, now: now, matched: false)
+            }
+            let reason = pinReport.description
+                + "\nThe handshake was stopped before the client certificate was sent: with --cert the pins are "
+                + "enforced, as in any ShopKit client."
+            return withClientCertificate(details.clientCertificateRequest) { ServerReport(
+                host: address.host, port: address.port, servername: checkedName, verdict: .pinMismatch,
+                reason: reason, tlsVersion: refusal.protocolVersion, cipher: refusal.cipherSuite,
+                alpn: refusal.alpnProtocol, verifiedChain: verified, presentedChain: presented,
+                configuredPins: configured, matchedPin: nil, warnings: []) }
         case .failed(let error, let details):
             let presented = (details?.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
@@ -56,7 +71,9 @@ extension ServerInspector {
             switch error {
             case .tls(.untrustedChain): verdict = .untrusted
             case .tls(.hostnameMismatch): verdict = .hostnameMismatch
-            case .tls(.pinMismatch): verdict = .pinMismatch  // not reached: the inspector's pin set is report-only
+            // Enforced pins (with a client identity) refuse above, with the verified chain; this is a refusal
+            // without one, which the handshake does not make.
+            case .tls(.pinMismatch): verdict = .pinMismatch
             default: verdict = .connectFailed
             }
             var reason = error.description

@@ -79,14 +79,20 @@ package struct ServerInspector: Sendable {
         return try SPKIPin(trimmed.hasPrefix("sha256//") ? "sha256/" + trimmed.dropFirst(8) : trimmed)
     }
 
-    /// The pin policy for the given pins: one report-only set for the checked name, so the handshake
-    /// completes and the verdict (computed by `PinningPolicy` on the verified chain) can be shown.
+    /// The pin policy for the given pins: one set for the checked name.
+    ///
+    /// Without a client identity the set is report-only, so the handshake completes and the report shows what was
+    /// negotiated beside the verdict (computed by `PinningPolicy` on the verified chain). With a client identity
+    /// (``clientIdentity``) the set is enforced, as in any ShopKit client: a mismatch ends the handshake inside
+    /// OpenSSL's verification of the server's chain, before the client's certificate is sent or anything is
+    /// signed with its key; the report still shows the verified chain (`TLSHandshakeFailureDetails.pinRefusal`).
     package func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
         if replaceablePins != nil { return try resolvingPins().pinningPolicy() }
         guard !pins.isEmpty else { return PinningPolicy() }
         do {
             let set = try PinSet(
-                hostPattern: HostPattern(checkedName), pins: pins, reportOnly: true, acceptingSinglePin: true)
+                hostPattern: HostPattern(checkedName), pins: pins, reportOnly: clientIdentity == nil,
+                acceptingSinglePin: true)
             return PinningPolicy(pinSets: [set])
         } catch {
             throw TLSContextError(message: "cannot pin '\(checkedName)': \(error)", kind: .invalidInput)
