@@ -32,8 +32,8 @@ extension ServerInspector {
             if !info.forwardSecrecy {
                 warnings.append(
                     "the server uses static RSA key exchange (\(info.cipherSuite)): no forward secrecy, so its "
-                        + "private key decrypts every recorded session; connected only because of --allow-static-rsa "
-                        + "(TLSClientConfiguration.allowsStaticRSAKeyExchange): have the server offer ECDHE")
+                        + "private key decrypts every recorded session; connected only because of --allow-static-rsa: "
+                        + "have the server offer ECDHE")
             }
             if !pins.isEmpty, Set(pins).count < 2 {
                 warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
@@ -77,18 +77,33 @@ extension ServerInspector {
             default: verdict = .connectFailed
             }
             var reason = error.description
+            // The reason without OpenSSL's error-queue text, for text output; JSON's reason keeps everything.
+            var plainReason: String?
+            var openSSLText: String?
             if case .tls(.clientCertificateRequired(let issuers)) = error {
                 let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
                 reason = "the server requires a client certificate\(from): pass --cert FILE --key FILE"
-            } else if case .tls(.handshakeFailed(let openSSLText)) = error,
-                let hint = FailureWording.handshakeHint(openSSLText)
+            } else if case .tls(.handshakeFailed(let text)) = error, let phrase = FailureWording.openSSLReason(text) {
+                openSSLText = text
+                if let hint = FailureWording.handshakeHint(text) {
+                    reason = "\(hint) (OpenSSL: \(text))"
+                    plainReason = hint
+                } else {
+                    plainReason = "the TLS handshake failed: \(phrase)"
+                }
+            } else if case .tls(.untrustedChain(_, let code)) = error,
+                let hint = FailureWording.untrustedHint(
+                    code: code, presented: presented.map { ($0.subject, $0.issuer, $0.signatureAlgorithm) })
             {
-                reason = "\(hint) (OpenSSL: \(openSSLText))"
+                reason = "\(error.description)\n\(hint)"
             }
-            return withClientCertificate(details?.clientCertificateRequest) { ServerReport(
+            var report = withClientCertificate(details?.clientCertificateRequest) { ServerReport(
                 host: address.host, port: address.port, servername: checkedName, verdict: verdict,
                 reason: reason, tlsVersion: nil, cipher: nil, alpn: nil, verifiedChain: [],
                 presentedChain: presented, configuredPins: configured, matchedPin: nil, warnings: []) }
+            report.plainReason = plainReason
+            report.openSSLText = openSSLText
+            return report
         }
     }
 
@@ -101,5 +116,14 @@ extension ServerInspector {
             report.clientCertificate = .init(acceptedIssuers: request.acceptedIssuers, sent: sent)
         }
         return report
+    }
+}
+
+extension ServerReport {
+    /// Replaces the "no cipher suite in common" hint with what the static-RSA probe found.
+    mutating func noCipherInCommon(_ probe: ServerInspector.CipherProbe?, openSSLText: String) {
+        let hint = FailureWording.noCipherInCommonHint(probe)
+        reason = "\(hint) (OpenSSL: \(openSSLText))"
+        plainReason = hint
     }
 }

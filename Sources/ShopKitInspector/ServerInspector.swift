@@ -121,8 +121,46 @@ package struct ServerInspector: Sendable {
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         var report = report(for: outcome, policy: configuration.pinning)
+        if case .failed(.tls(.handshakeFailed(let text)), _) = outcome, FailureWording.isNoCipherInCommon(text),
+            !allowsStaticRSAKeyExchange
+        {
+            report.noCipherInCommon(await staticRSAProbe(group: group), openSSLText: text)
+        }
         report.proxy = route?.description
         return report
+    }
+
+    /// What a server that shares no cipher suite with ShopKit does offer, as far as one more handshake tells.
+    package enum CipherProbe: Sendable, Equatable {
+        /// It accepts static RSA key exchange, with this suite (`--allow-static-rsa` would connect).
+        case staticRSA(cipher: String)
+        /// It accepts neither ShopKit's suites nor static RSA: it offers only finite-field DHE or CBC suites with
+        /// ECDHE (or something older), which ShopKit never offers.
+        case nothingShopKitOffers
+    }
+
+    /// `pin-check`'s diagnosis of "no cipher suite in common": one more handshake that also offers static RSA, with
+    /// the same trust, no pins and never a client certificate, closed as soon as it ends. Its cipher says whether
+    /// `--allow-static-rsa` would help, so the hint never sends the user the wrong way.
+    /// Nil when the probe learnt nothing (it could not connect, or the client context could not be made).
+    func staticRSAProbe(group: any EventLoopGroup) async -> CipherProbe? {
+        var configuration = TLSClientConfiguration(
+            trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
+            logger: TLSClientConfiguration.disabledLogger, applicationProtocols: ["h2", "http/1.1"])
+        configuration.allowsStaticRSAKeyExchange = true
+        guard let context = try? TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
+        else { return nil }
+        switch await handshake(context: context, group: group) {
+        case .established(let info):
+            return .staticRSA(cipher: info.cipherSuite)
+        case .failed(_, let details) where details?.presentedChain != nil:
+            // The server sent its certificate, so it accepted a suite of the probe's, which can only be static RSA.
+            return .staticRSA(cipher: "")
+        case .failed(.tls(.handshakeFailed(let text)), _) where FailureWording.isNoCipherInCommon(text):
+            return .nothingShopKitOffers
+        case .failed:
+            return nil
+        }
     }
 
     /// Connects with a context shared by many checks (its trust anchors; its pins are not used), handshakes,
@@ -243,7 +281,7 @@ final class InspectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let tlsError = error as? TLSError ?? .handshakeFailed(reason: "\(error)")
+        let tlsError = error as? TLSError ?? .handshakeFailed(reason: FailureWording.handshakeTransportFailure(error))
         promise.succeed(.failed(.tls(tlsError), details))
         context.close(promise: nil)
     }

@@ -4,8 +4,8 @@ import Foundation
 import Glibc
 #endif
 
-/// Debian's `openssl s_server` as a child process on 127.0.0.1, serving one connection (`-naccept 1`, so its
-/// output ends when it exits; `-www`, so it does not read its empty stdin): a real, independent TLS peer whose
+/// Debian's `openssl s_server` as a child process on 127.0.0.1, serving a set number of connections (`-naccept`,
+/// so its output ends when it exits; `-www`, so it does not read its empty stdin): a real, independent TLS peer whose
 /// log says what it received (a `verify return` line for each client certificate it verified).
 ///
 /// The server certificate is a TestCerts leaf; `-cert_chain` carries its intermediates, since s_server sends only
@@ -28,10 +28,11 @@ package final class OpenSSLSServer: Sendable {
     }
 
     /// Starts s_server with the TestCerts `leaf` (and its key), sending `intermediates` after it, plus `arguments`
-    /// (a version flag, `-Verify 1 -CAfile …`, `-cipher …`), and waits for its `ACCEPT` line.
+    /// (a version flag, `-Verify 1 -CAfile …`, `-cipher …`), for `connections` connections, and waits for its
+    /// `ACCEPT` line.
     package static func start(
         leaf: String = "leaf-localhost-ecdsa", intermediates: [String] = ["intermediate-2", "intermediate-1"],
-        _ arguments: [String]
+        connections: Int = 1, _ arguments: [String]
     ) async throws -> OpenSSLSServer {
         let certs = TestCertificates.directory
         let chainFile = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-s_server-\(UUID()).pem")
@@ -44,7 +45,7 @@ package final class OpenSSLSServer: Sendable {
             process = try TiedChild(
                 "/usr/bin/openssl",
                 arguments: [
-                    "s_server", "-www", "-accept", "0", "-naccept", "1",
+                    "s_server", "-www", "-accept", "0", "-naccept", "\(connections)",
                     "-cert", certs.appendingPathComponent("\(leaf).pem").path,
                     "-key", certs.appendingPathComponent("\(leaf).key").path,
                 ] + (intermediates.isEmpty ? [] : ["-cert_chain", chainFile.path]) + arguments,
@@ -78,8 +79,8 @@ package final class OpenSSLSServer: Sendable {
         return OpenSSLSServer(port: port, process: process, reader: reader, chainFile: chainFile)
     }
 
-    /// s_server's whole log once it exited after its one connection; throws ``WaitEnded`` past the deadline.
-    package func waitForExit(_ what: String = "s_server to exit after its one connection") async throws -> String {
+    /// s_server's whole log once it exited after its connections; throws ``WaitEnded`` past the deadline.
+    package func waitForExit(_ what: String = "s_server to exit after its connections") async throws -> String {
         try await reader.waitForEnd(what)
     }
 

@@ -49,7 +49,8 @@ package enum ProxyTunnel {
     ) -> EventLoopFuture<any Channel> {
         connect().flatMapErrorThrowing { error -> any Channel in
             if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
-            throw HTTPSTransportError.proxyConnectFailed(host: proxy.host, port: proxy.port, reason: "\(error)")
+            throw HTTPSTransportError.proxyConnectFailed(
+                host: proxy.host, port: proxy.port, reason: SocketFailureWording.reason(error))
         }.flatMap { channel in
             let secured: EventLoopFuture<Void>
             switch (proxy.scheme, proxySecurity) {
