@@ -91,7 +91,8 @@ package enum FailureWording {
         case .nothingShopKitOffers:
             return "\(ours), nor static RSA: most likely it offers only finite-field DHE suites or only CBC suites, "
                 + "which ShopKit never offers, and no option changes that; the server must offer ECDHE with AES-GCM or "
-                + "ChaCha20-Poly1305, or TLS 1.3"
+                + "ChaCha20-Poly1305, or TLS 1.3 (a TLS 1.3 server also ends here when no signature algorithm fits its "
+                + "key, such as an RSA key under 2048 bits)"
         case nil:
             return "\(ours); a server that offers only finite-field DHE or only CBC suites ends here too, and no "
                 + "option reaches it; for a server with static RSA key exchange only, pass --allow-static-rsa"
