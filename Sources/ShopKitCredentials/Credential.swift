@@ -110,7 +110,8 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     case io(String)
     /// The write would make the store larger than its format allows; nothing was changed.
     case tooLarge(String)
-    /// The store path is not a plain file with one name (a FIFO, device or other special file, or a hard link).
+    /// The store path is not a plain file with one name (a symbolic link, a FIFO, device or other special file, or
+    /// a file with a second name: a hard link). A security refusal: someone may be redirecting the store.
     case unsafeFile(String)
     /// The configuration cannot work (e.g. scrypt parameters outside RFC 7914 or ShopKit's limits); nothing was done.
     case invalidConfiguration(String)
