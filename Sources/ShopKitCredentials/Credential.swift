@@ -140,7 +140,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .unavailable(let why): return "no Secret Service available: \(why)"
         case .wrongPassphrase: return "wrong passphrase for the token file"
         case .corrupt(let why): return "token file is corrupt or was tampered with: \(why)"
-        case .insecurePermissions(let fix): return "token file permissions are too open: \(fix)"
+        case .insecurePermissions(let fix): return "token file location is not private: \(fix)"
         case .wrongDevice: return "this credential is bound to another device"
         case .accessDenied(let why): return "access denied: \(why)"
         case .policyUnsupported(let why): return "access policy cannot be honoured here: \(why)"
