@@ -88,6 +88,11 @@ package enum FailureWording {
             return "\(ours); of the rest, it accepts only static RSA key exchange with a CBC cipher\(suite): pass --allow-static-rsa "
                 + "only if the server cannot be fixed, as it then connects with neither forward secrecy nor AEAD; "
                 + "have the server offer ECDHE with AES-GCM"
+        case .weakKey(let key):
+            return "no signature algorithm fits the server's key: the server's key (\(key)) is too small to sign "
+                + "the TLS 1.3 handshake with (RSA-PSS needs more than 512 bits), and ShopKit refuses RSA keys under "
+                + "2048 bits on any version; the server needs a new key (RSA 2048 or more, or ECDSA P-256), not other "
+                + "cipher suites"
         case .nothingShopKitOffers:
             return "\(ours), nor static RSA: most likely it offers only finite-field DHE suites or only CBC suites, "
                 + "which ShopKit never offers, and no option changes that; the server must offer ECDHE with AES-GCM or "

@@ -134,28 +134,41 @@ package struct ServerInspector: Sendable {
     package enum CipherProbe: Sendable, Equatable {
         /// It accepts static RSA key exchange, with this suite (`--allow-static-rsa` would connect).
         case staticRSA(cipher: String)
+        /// Over TLS 1.2 it took one of ShopKit's own suites and sent a certificate whose key is too small for any
+        /// signature algorithm ShopKit accepts (`RSA 512`): over TLS 1.3 it found none to sign with.
+        case weakKey(String)
         /// It accepts neither ShopKit's suites nor static RSA: it offers only finite-field DHE or CBC suites with
         /// ECDHE (or something older), which ShopKit never offers.
         case nothingShopKitOffers
     }
 
-    /// `pin-check`'s diagnosis of "no cipher suite in common": one more handshake that also offers static RSA, with
-    /// the same trust, no pins and never a client certificate, closed as soon as it ends. Its cipher says whether
-    /// `--allow-static-rsa` would help, so the hint never sends the user the wrong way.
+    /// `pin-check`'s diagnosis of "no cipher suite in common": one more handshake, over TLS 1.2 only, that also
+    /// offers static RSA, with the same trust, no pins and never a client certificate, closed as soon as it ends.
+    /// Its cipher says whether `--allow-static-rsa` would help, and the certificate it reaches whether the key is
+    /// what failed, so the hint never sends the user the wrong way.
     /// Nil when the probe learnt nothing (it could not connect, or the client context could not be made).
     func staticRSAProbe(group: any EventLoopGroup) async -> CipherProbe? {
         var configuration = TLSClientConfiguration(
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             logger: TLSClientConfiguration.disabledLogger, applicationProtocols: ["h2", "http/1.1"])
         configuration.allowsStaticRSAKeyExchange = true
+        configuration.maximumVersion = .tls12
         guard let context = try? TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         else { return nil }
         switch await handshake(context: context, group: group) {
         case .established(let info):
-            return .staticRSA(cipher: info.cipherSuite)
-        case .failed(_, let details) where details?.presentedChain != nil:
-            // The server sent its certificate, so it accepted a suite of the probe's, which can only be static RSA.
-            return .staticRSA(cipher: "")
+            return info.forwardSecrecy ? nil : .staticRSA(cipher: info.cipherSuite)
+        case .failed(_, let details?) where details.cipherSuite != nil:
+            let cipher = details.cipherSuite ?? ""
+            if !cipher.hasPrefix("ECDHE-") && !cipher.hasPrefix("DHE-") { return .staticRSA(cipher: cipher) }
+            // One of ShopKit's own suites: what failed is the certificate. A key too small to sign with is the
+            // reason TLS 1.3 found no signature algorithm.
+            if let key = details.presentedChain?.certificates.first?.keyDescription, key.hasPrefix("RSA "),
+                let bits = Int(key.dropFirst(4)), bits < 2048
+            {
+                return .weakKey(key)
+            }
+            return nil
         case .failed(.tls(.handshakeFailed(let text)), _) where FailureWording.isNoCipherInCommon(text):
             return .nothingShopKitOffers
         case .failed:

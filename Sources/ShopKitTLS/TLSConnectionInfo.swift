@@ -69,6 +69,8 @@ package struct TLSHandshakeFailureDetails: Sendable {
     package let verifyResult: VerifyResult
     /// The server's request for a client certificate and the answer, if it asked before the failure.
     package internal(set) var clientCertificateRequest: ClientCertificateRequest? = nil
+    /// The cipher suite the server chose, when the handshake got past its ServerHello (nil before).
+    package internal(set) var cipherSuite: String? = nil
     /// Set when an enforced pin set refused the chain inside OpenSSL's verification (the failure is then
     /// `TLSError.pinMismatch`): the chain OpenSSL verified and what was negotiated, for a report that shows them
     /// although the handshake ended before the client's certificate was sent.

@@ -355,6 +355,8 @@ package final class TLSHandler: ChannelDuplexHandler {
             var details = TLSHandshakeFailureDetails(
                 presentedChain: (try? connection.presentedChain()) ?? nil, verifyResult: connection.verifyResult,
                 clientCertificateRequest: connection.clientCertificateRequest)
+            let cipher = connection.cipherSuite
+            if !cipher.isEmpty { details.cipherSuite = cipher }
             if let chain = refusedDuringVerification?.refusedChain {
                 // The pins refused a chain OpenSSL had verified: past the ServerHello, so what was negotiated is known.
                 details.pinRefusal = .init(

@@ -30,11 +30,15 @@ package final class OpenSSLSServer: Sendable {
     /// Starts s_server with the TestCerts `leaf` (and its key), sending `intermediates` after it, plus `arguments`
     /// (a version flag, `-Verify 1 -CAfile …`, `-cipher …`), for `connections` connections, and waits for its
     /// `ACCEPT` line.
+    ///
+    /// `leafFiles` replaces the TestCerts leaf with a certificate and key made by the test (paths to PEM files).
     package static func start(
-        leaf: String = "leaf-localhost-ecdsa", intermediates: [String] = ["intermediate-2", "intermediate-1"],
-        connections: Int = 1, _ arguments: [String]
+        leaf: String = "leaf-localhost-ecdsa", leafFiles: (certificate: String, key: String)? = nil,
+        intermediates: [String] = ["intermediate-2", "intermediate-1"], connections: Int = 1, _ arguments: [String]
     ) async throws -> OpenSSLSServer {
         let certs = TestCertificates.directory
+        let leafCertificate = leafFiles?.certificate ?? certs.appendingPathComponent("\(leaf).pem").path
+        let leafKey = leafFiles?.key ?? certs.appendingPathComponent("\(leaf).key").path
         let chainFile = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-s_server-\(UUID()).pem")
         try TestCertificates.chain(intermediates).write(to: chainFile, atomically: true, encoding: .utf8)
         let fds = try TiedChild.socketPair()
@@ -46,8 +50,7 @@ package final class OpenSSLSServer: Sendable {
                 "/usr/bin/openssl",
                 arguments: [
                     "s_server", "-www", "-accept", "0", "-naccept", "\(connections)",
-                    "-cert", certs.appendingPathComponent("\(leaf).pem").path,
-                    "-key", certs.appendingPathComponent("\(leaf).key").path,
+                    "-cert", leafCertificate, "-key", leafKey,
                 ] + (intermediates.isEmpty ? [] : ["-cert_chain", chainFile.path]) + arguments,
                 environment: ProcessInfo.processInfo.environment, stopSignal: "KILL"
             ) { actions in

@@ -155,6 +155,39 @@ import Testing
         #expect(!outcome.stdout.contains("--allow-static-rsa"), "\(outcome.stdout)")
     }
 
+    /// A 512-bit RSA server that speaks TLS 1.3: no signature algorithm fits the key, so the server ends the
+    /// handshake with a handshake-failure alert. The message names the key, not the TLS 1.2 cipher suites.
+    @Test func a512BitRSAServerOnTLS13IsToldItsKeyIsTooSmall() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-rsa512-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = { (name: String) in directory.appendingPathComponent(name).path }
+        let openssl = BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl"))
+        let request = try await openssl.run(
+            ["req", "-new", "-newkey", "rsa:512", "-nodes", "-keyout", path("leaf.key"), "-subj", "/CN=localhost",
+             "-out", path("leaf.csr")])
+        #expect(request.status == 0, "\(request.stderr)")
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("ext"), atomically: true, encoding: .utf8)
+        let certs = TestCertificates.directory
+        let signed = try await openssl.run(
+            ["x509", "-req", "-in", path("leaf.csr"), "-CA", certs.appendingPathComponent("intermediate-2.pem").path,
+             "-CAkey", certs.appendingPathComponent("intermediate-2.key").path, "-set_serial", "512", "-days", "30",
+             "-extfile", path("ext"), "-out", path("leaf.pem")])
+        #expect(signed.status == 0, "\(signed.stderr)")
+        // Security level 0, or s_server refuses to load the key; TLS 1.2 and 1.3, as such a server would.
+        let server = try await OpenSSLSServer.start(
+            leafFiles: (path("leaf.pem"), path("leaf.key")), connections: 2, ["-cipher", "DEFAULT@SECLEVEL=0"])
+        defer { server.stop() }
+        let outcome = try await PinCheckBinary.run(
+            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSNginxTests.path("root.pem"),
+             "--timeout", "60"])
+        _ = try await server.waitForExit("s_server to serve the check and the probe")
+        #expect(outcome.status == 4)
+        #expect(outcome.stdout.contains("the server's key (RSA 512) is too small"), "\(outcome.stdout)")
+        #expect(!outcome.stdout.contains("--allow-static-rsa"), "\(outcome.stdout)")
+        #expect(!outcome.stdout.contains("only finite-field DHE"), "\(outcome.stdout)")
+    }
+
     /// badssl's `cbc` (ECDHE-CBC and RSA-CBC): `--allow-static-rsa` would connect with static RSA and CBC, so the
     /// hint says exactly that instead of recommending it.
     @Test func aCBCServerIsToldWhatStaticRSAWouldCost() async throws {
