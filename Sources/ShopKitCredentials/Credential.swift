@@ -110,7 +110,8 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     case io(String)
     /// The write would make the store larger than its format allows; nothing was changed.
     case tooLarge(String)
-    /// The store path is not a plain file with one name (a FIFO, device or other special file, or a hard link).
+    /// The store path is not a plain file with one name (a symbolic link, a FIFO, device or other special file, or
+    /// a file with a second name: a hard link). A security refusal: someone may be redirecting the store.
     case unsafeFile(String)
     /// The configuration cannot work (e.g. scrypt parameters outside RFC 7914 or ShopKit's limits); nothing was done.
     case invalidConfiguration(String)
@@ -139,7 +140,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .unavailable(let why): return "no Secret Service available: \(why)"
         case .wrongPassphrase: return "wrong passphrase for the token file"
         case .corrupt(let why): return "token file is corrupt or was tampered with: \(why)"
-        case .insecurePermissions(let fix): return "token file permissions are too open: \(fix)"
+        case .insecurePermissions(let fix): return "token file location is not private: \(fix)"
         case .wrongDevice: return "this credential is bound to another device"
         case .accessDenied(let why): return "access denied: \(why)"
         case .policyUnsupported(let why): return "access policy cannot be honoured here: \(why)"

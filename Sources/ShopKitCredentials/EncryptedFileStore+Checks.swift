@@ -30,13 +30,16 @@ extension TokenFileIO {
     /// `chmod 700` is advised only for a directory of the user's own that is not shared and that ShopKit may call
     /// its own (``isShopKitsToChange(_:home:dataHome:)``); anything else (`/etc` as root, `/`, `/tmp`, another
     /// user's directory, the home directory itself) is never to be changed. The example path offered instead
-    /// (``exampleStorePath(refusing:mode:owner:user:shared:fallback:)``) is a private subdirectory where one is
-    /// safe, else `fallback`, the default store location, else a subdirectory of `/var/tmp`: never a path inside
-    /// the directory just refused, unless it is such a subdirectory.
+    /// (``exampleStorePath(refusing:mode:owner:user:shared:fallback:accountHome:)``) is a private subdirectory
+    /// where one is safe, else `fallback`, the default store location, else the default location under the user's
+    /// home from the password database (`accountHome`, for root running with another user's `HOME`): never a path
+    /// inside the directory just refused, unless it is such a subdirectory, and never `/var/tmp`, where anyone can
+    /// create the directory first and cleaners empty it. With no such place, no path is offered.
     static func directoryProblem(
         _ directory: String, mode: mode_t, owner: uid_t, user: uid_t,
         home: String = homeDirectory(), dataHome: String = dataDirectory(),
-        fallback: String = EncryptedFileStore.defaultURL().path
+        fallback: String = EncryptedFileStore.defaultURL().path,
+        accountHome: (uid_t) -> String? = KeyringMarker.passwordDatabaseHome
     ) -> String? {
         let open = mode & 0o077 != 0
         guard owner != user || open else { return nil }
@@ -54,7 +57,8 @@ extension TokenFileIO {
             return "directory \(directory) is accessible by group or others; run: chmod 700 \(directory)"
         }
         let example = exampleStorePath(
-            refusing: directory, mode: mode, owner: owner, user: user, shared: shared != nil, fallback: fallback)
+            refusing: directory, mode: mode, owner: owner, user: user, shared: shared != nil, fallback: fallback,
+            accountHome: accountHome)
         let instead: String
         if let shared {
             instead = "directory \(directory) is \(shared) and must not hold the token file; do not change its "
@@ -66,7 +70,10 @@ extension TokenFileIO {
                 + "(it lies outside your home and data directories, or is one of them); do not change its "
                 + "permissions: keep the store in \(place) instead"
         }
-        return instead + (example.map { ", e.g. configure the path \($0)" } ?? "")
+        return instead
+            + (example.map { ", e.g. configure the path \($0)" }
+                ?? ", under a home directory of your own (not in /tmp or /var/tmp, where another user can create the "
+                + "directory first and cleaners empty it)")
             + " (a missing directory is created with mode 0700)"
     }
 
@@ -86,10 +93,13 @@ extension TokenFileIO {
     /// The store path to offer instead of one in the refused `directory`: in a sticky directory (`/tmp`) a
     /// subdirectory of the user's own (`shopkit-<uid>`, which no one else can rename or remove there); in a
     /// directory of the user's own that no one else can write to, a `shopkit` subdirectory; else `fallback`;
-    /// else `/var/tmp/shopkit-<uid>/tokens.skt`. Apart from those subdirectories, a path inside the refused
-    /// directory (as the default location is for a user whose home belongs to root) is never offered.
+    /// else `<home>/.local/share/shopkit/tokens.skt`, `<home>` being the user's entry in the password database
+    /// (`accountHome`; not `$HOME`, which may be another user's, as for `sudo` keeping it); else nil. Apart from
+    /// those subdirectories, a path inside the refused directory (as the default location is for a user whose home
+    /// belongs to root) is never offered.
     static func exampleStorePath(
-        refusing directory: String, mode: mode_t, owner: uid_t, user: uid_t, shared: Bool, fallback: String
+        refusing directory: String, mode: mode_t, owner: uid_t, user: uid_t, shared: Bool, fallback: String,
+        accountHome: (uid_t) -> String? = KeyringMarker.passwordDatabaseHome
     ) -> String? {
         if directory != "/" && mode & S_ISVTX != 0 { return "\(directory)/shopkit-\(user)/tokens.skt" }
         if !shared, owner == user, mode & 0o022 == 0, directory != "/" { return "\(directory)/shopkit/tokens.skt" }
@@ -97,7 +107,10 @@ extension TokenFileIO {
             let parent = (path as NSString).deletingLastPathComponent
             return directory != "/" && (parent == directory || parent.hasPrefix(directory + "/"))
         }
-        return [fallback, "/var/tmp/shopkit-\(user)/tokens.skt"].first { !inside($0) }
+        let own = accountHome(user).flatMap { home in
+            home.hasPrefix("/") && home != "/" ? withoutTrailingSlash(home) + "/.local/share/shopkit/tokens.skt" : nil
+        }
+        return ([fallback] + (own.map { [$0] } ?? [])).first { !inside($0) }
     }
 
     /// The user's home directory as the default store location finds it (`$HOME`).

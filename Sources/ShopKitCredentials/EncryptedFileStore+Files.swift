@@ -46,7 +46,10 @@ package enum TokenFileIO {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return nil }
-            if errno == ELOOP { throw .io("\(path) is a symbolic link; the token file must be a regular file") }
+            if errno == ELOOP {
+                throw .unsafeFile("\(path) is a symbolic link; the token file must be a regular file (replace the link "
+                    + "with the file, or configure the file's own path)")
+            }
             throw .io("cannot open \(path): \(errorText())")
         }
         defer { close(fd) }

@@ -32,8 +32,8 @@ extension ServerInspector {
             if !info.forwardSecrecy {
                 warnings.append(
                     "the server uses static RSA key exchange (\(info.cipherSuite)): no forward secrecy, so its "
-                        + "private key decrypts every recorded session; connected only because of --allow-static-rsa "
-                        + "(TLSClientConfiguration.allowsStaticRSAKeyExchange): have the server offer ECDHE")
+                        + "private key decrypts every recorded session; connected only because of --allow-static-rsa: "
+                        + "have the server offer ECDHE")
             }
             if !pins.isEmpty, Set(pins).count < 2 {
                 warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
@@ -48,6 +48,21 @@ extension ServerInspector {
                 tlsVersion: info.protocolVersion, cipher: info.cipherSuite, alpn: info.alpnProtocol,
                 verifiedChain: verified, presentedChain: presented, configuredPins: configured,
                 matchedPin: matchedPin?.description, warnings: warnings) }
+        case .failed(.tls(.pinMismatch(let pinReport)), let details?) where details.pinRefusal != nil:
+            // Enforced pins (a client identity is set) refused the verified chain inside the handshake.
+            let refusal = details.pinRefusal!
+            let verified = refusal.verifiedChain.certificates.map { ServerReport.Certificate($0, now: now, matched: false) }
+            let presented = (details.presentedChain?.certificates ?? []).map {
+                ServerReport.Certificate($0, now: now, matched: false)
+            }
+            let reason = pinReport.description
+                + "\nThe handshake was stopped before the client certificate was sent: with --cert the pins are "
+                + "enforced, as in any ShopKit client."
+            return withClientCertificate(details.clientCertificateRequest) { ServerReport(
+                host: address.host, port: address.port, servername: checkedName, verdict: .pinMismatch,
+                reason: reason, tlsVersion: refusal.protocolVersion, cipher: refusal.cipherSuite,
+                alpn: refusal.alpnProtocol, verifiedChain: verified, presentedChain: presented,
+                configuredPins: configured, matchedPin: nil, warnings: []) }
         case .failed(let error, let details):
             let presented = (details?.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
@@ -56,22 +71,39 @@ extension ServerInspector {
             switch error {
             case .tls(.untrustedChain): verdict = .untrusted
             case .tls(.hostnameMismatch): verdict = .hostnameMismatch
-            case .tls(.pinMismatch): verdict = .pinMismatch  // not reached: the inspector's pin set is report-only
+            // Enforced pins (with a client identity) refuse above, with the verified chain; this is a refusal
+            // without one, which the handshake does not make.
+            case .tls(.pinMismatch): verdict = .pinMismatch
             default: verdict = .connectFailed
             }
             var reason = error.description
+            // The reason without OpenSSL's error-queue text, for text output; JSON's reason keeps everything.
+            var plainReason: String?
+            var openSSLText: String?
             if case .tls(.clientCertificateRequired(let issuers)) = error {
                 let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
                 reason = "the server requires a client certificate\(from): pass --cert FILE --key FILE"
-            } else if case .tls(.handshakeFailed(let openSSLText)) = error,
-                let hint = FailureWording.handshakeHint(openSSLText)
+            } else if case .tls(.handshakeFailed(let text)) = error, let phrase = FailureWording.openSSLReason(text) {
+                openSSLText = text
+                if let hint = FailureWording.handshakeHint(text) {
+                    reason = "\(hint) (OpenSSL: \(text))"
+                    plainReason = hint
+                } else {
+                    plainReason = "the TLS handshake failed: \(phrase)"
+                }
+            } else if case .tls(.untrustedChain(_, let code)) = error,
+                let hint = FailureWording.untrustedHint(
+                    code: code, presented: presented.map { ($0.subject, $0.issuer, $0.signatureAlgorithm) })
             {
-                reason = "\(hint) (OpenSSL: \(openSSLText))"
+                reason = "\(error.description)\n\(hint)"
             }
-            return withClientCertificate(details?.clientCertificateRequest) { ServerReport(
+            var report = withClientCertificate(details?.clientCertificateRequest) { ServerReport(
                 host: address.host, port: address.port, servername: checkedName, verdict: verdict,
                 reason: reason, tlsVersion: nil, cipher: nil, alpn: nil, verifiedChain: [],
                 presentedChain: presented, configuredPins: configured, matchedPin: nil, warnings: []) }
+            report.plainReason = plainReason
+            report.openSSLText = openSSLText
+            return report
         }
     }
 
@@ -84,5 +116,14 @@ extension ServerInspector {
             report.clientCertificate = .init(acceptedIssuers: request.acceptedIssuers, sent: sent)
         }
         return report
+    }
+}
+
+extension ServerReport {
+    /// Replaces the "no cipher suite in common" hint with what the static-RSA probe found.
+    mutating func noCipherInCommon(_ probe: ServerInspector.CipherProbe?, openSSLText: String) {
+        let hint = FailureWording.noCipherInCommonHint(probe)
+        reason = "\(hint) (OpenSSL: \(openSSLText))"
+        plainReason = hint
     }
 }

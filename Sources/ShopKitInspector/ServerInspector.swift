@@ -79,14 +79,20 @@ package struct ServerInspector: Sendable {
         return try SPKIPin(trimmed.hasPrefix("sha256//") ? "sha256/" + trimmed.dropFirst(8) : trimmed)
     }
 
-    /// The pin policy for the given pins: one report-only set for the checked name, so the handshake
-    /// completes and the verdict (computed by `PinningPolicy` on the verified chain) can be shown.
+    /// The pin policy for the given pins: one set for the checked name.
+    ///
+    /// Without a client identity the set is report-only, so the handshake completes and the report shows what was
+    /// negotiated beside the verdict (computed by `PinningPolicy` on the verified chain). With a client identity
+    /// (``clientIdentity``) the set is enforced, as in any ShopKit client: a mismatch ends the handshake inside
+    /// OpenSSL's verification of the server's chain, before the client's certificate is sent or anything is
+    /// signed with its key; the report still shows the verified chain (`TLSHandshakeFailureDetails.pinRefusal`).
     package func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
         if replaceablePins != nil { return try resolvingPins().pinningPolicy() }
         guard !pins.isEmpty else { return PinningPolicy() }
         do {
             let set = try PinSet(
-                hostPattern: HostPattern(checkedName), pins: pins, reportOnly: true, acceptingSinglePin: true)
+                hostPattern: HostPattern(checkedName), pins: pins, reportOnly: clientIdentity == nil,
+                acceptingSinglePin: true)
             return PinningPolicy(pinSets: [set])
         } catch {
             throw TLSContextError(message: "cannot pin '\(checkedName)': \(error)", kind: .invalidInput)
@@ -115,8 +121,59 @@ package struct ServerInspector: Sendable {
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         var report = report(for: outcome, policy: configuration.pinning)
+        if case .failed(.tls(.handshakeFailed(let text)), _) = outcome, FailureWording.isNoCipherInCommon(text),
+            !allowsStaticRSAKeyExchange
+        {
+            report.noCipherInCommon(await staticRSAProbe(group: group), openSSLText: text)
+        }
         report.proxy = route?.description
         return report
+    }
+
+    /// What a server that shares no cipher suite with ShopKit does offer, as far as one more handshake tells.
+    package enum CipherProbe: Sendable, Equatable {
+        /// It accepts static RSA key exchange, with this suite (`--allow-static-rsa` would connect).
+        case staticRSA(cipher: String)
+        /// Over TLS 1.2 it took one of ShopKit's own suites and sent a certificate whose key is too small for any
+        /// signature algorithm ShopKit accepts (`RSA 512`): over TLS 1.3 it found none to sign with.
+        case weakKey(String)
+        /// It accepts neither ShopKit's suites nor static RSA: it offers only finite-field DHE or CBC suites with
+        /// ECDHE (or something older), which ShopKit never offers.
+        case nothingShopKitOffers
+    }
+
+    /// `pin-check`'s diagnosis of "no cipher suite in common": one more handshake, over TLS 1.2 only, that also
+    /// offers static RSA, with the same trust, no pins and never a client certificate, closed as soon as it ends.
+    /// Its cipher says whether `--allow-static-rsa` would help, and the certificate it reaches whether the key is
+    /// what failed, so the hint never sends the user the wrong way.
+    /// Nil when the probe learnt nothing (it could not connect, or the client context could not be made).
+    func staticRSAProbe(group: any EventLoopGroup) async -> CipherProbe? {
+        var configuration = TLSClientConfiguration(
+            trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
+            logger: TLSClientConfiguration.disabledLogger, applicationProtocols: ["h2", "http/1.1"])
+        configuration.allowsStaticRSAKeyExchange = true
+        configuration.maximumVersion = .tls12
+        guard let context = try? TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
+        else { return nil }
+        switch await handshake(context: context, group: group) {
+        case .established(let info):
+            return info.forwardSecrecy ? nil : .staticRSA(cipher: info.cipherSuite)
+        case .failed(_, let details?) where details.cipherSuite != nil:
+            let cipher = details.cipherSuite ?? ""
+            if !cipher.hasPrefix("ECDHE-") && !cipher.hasPrefix("DHE-") { return .staticRSA(cipher: cipher) }
+            // One of ShopKit's own suites: what failed is the certificate. A key too small to sign with is the
+            // reason TLS 1.3 found no signature algorithm.
+            if let key = details.presentedChain?.certificates.first?.keyDescription, key.hasPrefix("RSA "),
+                let bits = Int(key.dropFirst(4)), bits < 2048
+            {
+                return .weakKey(key)
+            }
+            return nil
+        case .failed(.tls(.handshakeFailed(let text)), _) where FailureWording.isNoCipherInCommon(text):
+            return .nothingShopKitOffers
+        case .failed:
+            return nil
+        }
     }
 
     /// Connects with a context shared by many checks (its trust anchors; its pins are not used), handshakes,
@@ -237,7 +294,7 @@ final class InspectionHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        let tlsError = error as? TLSError ?? .handshakeFailed(reason: "\(error)")
+        let tlsError = error as? TLSError ?? .handshakeFailed(reason: FailureWording.handshakeTransportFailure(error))
         promise.succeed(.failed(.tls(tlsError), details))
         context.close(promise: nil)
     }

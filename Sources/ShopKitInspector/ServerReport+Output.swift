@@ -12,8 +12,9 @@ extension ServerReport {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// The report for people: TLS details, the chain leaf to root with pins, the verdict and what to do.
-    package func text() -> String {
+    /// The report for people: TLS details, the chain leaf to root with pins, the verdict and what to do. OpenSSL's
+    /// error-queue text of a handshake failure is left out unless `verbose` (`pin-check --verbose`).
+    package func text(verbose: Bool = false) -> String {
         var lines = ["\(servername) at \(hostDescription):\(port)"]
         if let proxy { lines.append("  via proxy \(proxy) (CONNECT tunnel)") }
         if let tlsVersion {
@@ -61,7 +62,8 @@ extension ServerReport {
                     : "  the chain leads to a trusted root, but \(servername) is not in the certificate's SANs: "
                         + names.joined(separator: ", "))
         case .untrusted, .connectFailed:
-            if let reason { lines.append("  \(reason)") }
+            if let reason = plainReason ?? reason { lines.append("  " + reason.replacingOccurrences(of: "\n", with: "\n  ")) }
+            if verbose, let openSSLText { lines.append("  OpenSSL: \(openSSLText)") }
         }
         for warning in warnings { lines.append("warning: \(warning)") }
         return lines.joined(separator: "\n")

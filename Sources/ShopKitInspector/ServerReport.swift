@@ -77,7 +77,7 @@ package struct ServerReport: Sendable, Codable, Equatable {
     /// The overall verdict.
     package let verdict: Verdict
     /// Why the verdict is not `ok`, in words (OpenSSL's verify reason, the connect error, the pin report).
-    package let reason: String?
+    package internal(set) var reason: String?
     /// e.g. `TLSv1.3` (nil when no session was set up).
     package let tlsVersion: String?
     /// The negotiated cipher suite.
@@ -119,6 +119,11 @@ package struct ServerReport: Sendable, Codable, Equatable {
 
     /// The proxy tunnelled through (`http://host:port`, never its credentials), or nil for a direct connection.
     package var proxy: String? = nil
+    /// ``reason`` without OpenSSL's error-queue text (`SSL_do_handshake failed: error:0A000410:…`), which text
+    /// output shows only with `--verbose`; nil when ``reason`` has none. Not in JSON, whose `reason` keeps all.
+    package var plainReason: String? = nil
+    /// OpenSSL's error-queue text of a handshake failure, for `--verbose`; nil for other failures.
+    package var openSSLText: String? = nil
 
     enum CodingKeys: String, CodingKey {
         case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain

@@ -70,8 +70,14 @@ extension OpenSSLConnection {
     package var protocolVersion: String { withSSL { String(cString: SSL_get_version($0)) } }
 
     /// The negotiated cipher suite, e.g. `TLS_AES_256_GCM_SHA384`.
+    ///
+    /// During a TLS 1.2 handshake (or after one failed) the suite the ServerHello chose is still pending
+    /// (`SSL_get_pending_cipher`); it is reported then, and "" before any ServerHello.
     package var cipherSuite: String {
-        withSSL { ssl in SSL_get_current_cipher(ssl).map { String(cString: SSL_CIPHER_get_name($0)) } ?? "" }
+        withSSL { ssl in
+            (SSL_get_current_cipher(ssl) ?? SSL_get_pending_cipher(ssl)).map { String(cString: SSL_CIPHER_get_name($0)) }
+                ?? ""
+        }
     }
 
     /// Whether the negotiated key exchange has forward secrecy (`SSL_CIPHER_get_kx_nid`: ECDHE, DHE, or TLS 1.3's

@@ -95,13 +95,20 @@ package final class OpenSSLContext: @unchecked Sendable {
     package static func client(
         trust: Trust, minimumVersion: ProtocolVersion, alpn: [String] = ["http/1.1"],
         identity: OpenSSLClientIdentity? = nil, requiresIdentityWhenAsked: Bool = true,
-        tls12CipherSuites: TLS12CipherSuites = .forwardSecretAEAD
+        tls12CipherSuites: TLS12CipherSuites = .forwardSecretAEAD, maximumVersion: ProtocolVersion? = nil
     ) throws(OpenSSLError) -> OpenSSLContext {
         let protocols = try alpnWireFormat(alpn)
         let context = try OpenSSLContext(role: .client, method: TLS_client_method())
         context.clientIdentity = identity
         context.requiresIdentityWhenAsked = requiresIdentityWhenAsked
         try context.applyCommon(minimumVersion: minimumVersion == .tls10 ? .tls12 : minimumVersion)
+        if let maximumVersion {
+            try context.withContext { ctx throws(OpenSSLError) in
+                try check(
+                    shopkit_SSL_CTX_set_max_proto_version(ctx, maximumVersion.openSSLValue),
+                    "SSL_CTX_set_max_proto_version")
+            }
+        }
         context.raiseSecurityLevel(to: minimumClientSecurityLevel)
         try context.withContext { ctx throws(OpenSSLError) in
             try check(SSL_CTX_set_cipher_list(ctx, tls12CipherSuites.cipherList), "SSL_CTX_set_cipher_list")

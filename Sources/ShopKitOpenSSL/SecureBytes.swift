@@ -1,28 +1,63 @@
 import COpenSSL
 
-/// Key material in a heap buffer that is wiped with `OPENSSL_cleanse` when the last reference goes away.
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Key material in pages of its own that are wiped with `OPENSSL_cleanse` when the last reference goes away.
 ///
 /// Why a class: a Swift `Array` may be copied or reallocated behind our back, leaving stray copies of a key in
 /// freed memory; this buffer is allocated once, never grows, and is wiped in `deinit`. Its description is redacted.
 ///
+/// The pages are an anonymous mapping of their own (`mmap`), so that what is done to them touches no other data:
+/// they are left out of core dumps (`madvise(MADV_DONTDUMP)`), and locked in memory so they never reach swap
+/// (`mlock`) where `RLIMIT_MEMLOCK` allows; ``isLockedInMemory`` says whether it did. A refused `mlock` is not an
+/// error: the bytes are still wiped, and still left out of core dumps (SECURITY.md, "Secrets in memory").
+///
 /// - Warning: Bytes read through ``withUnsafeBytes(_:)`` must not escape the closure.
 package final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     // @unchecked Sendable is safe: `storage` is filled only during init (before the object is shared)
-    // and only read afterwards; it is wiped and freed in deinit, when no other reference exists.
+    // and only read afterwards; it is wiped, unlocked and unmapped in deinit, when no other reference exists.
     private let storage: UnsafeMutableRawBufferPointer
+    /// Whether `storage` came from `mmap` (else, when mapping failed, from the heap).
+    private let mapped: Bool
+    /// Whether `mlock` locked the pages, so they cannot be swapped out.
+    package let isLockedInMemory: Bool
 
     /// A zero-filled buffer of `count` bytes that `fill` writes into before the object is shared.
     package init<E: Error>(count: Int, fill: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
-        storage = .allocate(byteCount: Swift.max(count, 1), alignment: 16)
-        storage.initializeMemory(as: UInt8.self, repeating: 0)
+        (storage, mapped, isLockedInMemory) = Self.allocate(count: count)
         do {
             try fill(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))
         } catch {
-            Self.wipe(storage)
-            storage.deallocate()
+            Self.release(storage, mapped: mapped, locked: isLockedInMemory)
             throw error
         }
         self.count = count
+    }
+
+    /// Whole pages of their own for `count` bytes, zero-filled, left out of core dumps and locked where the limit
+    /// allows; heap memory (neither) only if the kernel refuses the mapping.
+    private static func allocate(count: Int) -> (UnsafeMutableRawBufferPointer, mapped: Bool, locked: Bool) {
+        let page = Swift.max(Int(sysconf(Int32(_SC_PAGESIZE))), 4096)
+        let length = (Swift.max(count, 1) + page - 1) / page * page
+        let raw = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+        guard let raw, raw != UnsafeMutableRawPointer(bitPattern: -1) else {
+            let heap = UnsafeMutableRawBufferPointer.allocate(byteCount: Swift.max(count, 1), alignment: 16)
+            heap.initializeMemory(as: UInt8.self, repeating: 0)
+            return (heap, false, false)
+        }
+        _ = madvise(raw, length, MADV_DONTDUMP)
+        let locked = mlock(raw, length) == 0
+        return (UnsafeMutableRawBufferPointer(start: raw, count: length), true, locked)
+    }
+
+    /// Wipes `buffer`, then unlocks and unmaps it (or frees it).
+    private static func release(_ buffer: UnsafeMutableRawBufferPointer, mapped: Bool, locked: Bool) {
+        wipe(buffer)
+        guard mapped else { return buffer.deallocate() }
+        if locked { _ = munlock(buffer.baseAddress, buffer.count) }
+        _ = munmap(buffer.baseAddress, buffer.count)
     }
 
     /// Copies `bytes`; the caller should wipe its own copy.
@@ -51,8 +86,7 @@ package final class SecureBytes: @unchecked Sendable, CustomStringConvertible {
     package var description: String { "SecureBytes(\(count) bytes, <redacted>)" }
 
     deinit {
-        Self.wipe(storage)
-        storage.deallocate()
+        Self.release(storage, mapped: mapped, locked: isLockedInMemory)
     }
 
     /// Wipes `buffer` in a way the optimiser keeps.

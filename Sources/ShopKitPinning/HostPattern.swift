@@ -100,15 +100,22 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    /// A host as patterns compare it: lowercased, without its trailing dot, and as an IP address when it is one.
-    /// Preparing it once keeps a lookup over many patterns from lowercasing and parsing the host for each.
+    /// A host as patterns compare it: its canonical ``ServerName`` (`127.0.0.1.` is `127.0.0.1`, `[::1]` is `::1`,
+    /// `API.Example.COM.` is `api.example.com`), the form the TLS layer looks pins up under; a host that is no
+    /// server name (a pattern may hold `_`) lowercased, without its trailing dot. Preparing it once keeps a
+    /// lookup over many patterns from parsing the host for each.
     package struct Subject: Sendable {
-        /// The lowercased host without a trailing dot, for name patterns.
+        /// The canonical host, for name patterns.
         let name: String
-        /// The host as an IP address (parsed as given, a trailing dot included), for IP patterns.
+        /// The host as an IP address, for IP patterns.
         let address: IPAddress?
 
         package init(_ host: String) {
+            if let canonical = try? ServerName(host) {
+                name = canonical.text
+                address = canonical.isIPAddress ? IPAddress(literal: canonical.text) : nil
+                return
+            }
             let lowercased = host.lowercased()
             address = IPAddress(literal: lowercased)
             name = lowercased.utf8.last == UInt8(ascii: ".") ? String(lowercased.dropLast()) : lowercased

@@ -65,8 +65,9 @@ public struct PinningPolicy: Sendable {
         unpinnedHosts == .refuse && pinSet(for: host, at: now)?.isExpired(at: now) ?? true
     }
 
-    /// The set applied to `host` at `now`: the most specific live set covering it; when every covering set has
-    /// expired, the most specific of those (it is then not enforced); nil when none covers it.
+    /// The set applied to `host` (any spelling: it is looked up under its canonical ``ServerName``) at `now`: the
+    /// most specific live set covering it; when every covering set has expired, the most specific of those (it is
+    /// then not enforced); nil when none covers it.
     package func pinSet(for host: String, at now: Date) -> PinSet? {
         mostSpecific(for: host) { !$0.isExpired(at: now) } ?? pinSet(for: host)
     }
@@ -97,7 +98,12 @@ public struct PinningPolicy: Sendable {
     /// chain → ``PinVerdict/matched(pin:certificateIndex:)`` (leaf first); otherwise an expired set (every set
     /// covering the host has expired) → ``PinVerdict/expired(_:)``, a report-only set →
     /// ``PinVerdict/reportOnlyMismatch(_:)``, else ``PinVerdict/mismatch(_:)``.
+    ///
+    /// Any spelling of a server name finds the set of its canonical form (`127.0.0.1.` finds the set for
+    /// `127.0.0.1`; `API.Example.COM.` the one for `api.example.com`), as the TLS layer's own lookup does, and a
+    /// report names the canonical form.
     public func evaluate(host: String, chain: VerifiedChain, now: Date) -> PinVerdict {
+        let host = (try? ServerName(host))?.text ?? host
         guard let set = pinSet(for: host, at: now) else { return .notPinned }
         for (index, certificate) in chain.certificates.enumerated() where set.pins.contains(certificate.spkiPin) {
             return .matched(pin: certificate.spkiPin, certificateIndex: index)

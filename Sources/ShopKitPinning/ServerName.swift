@@ -16,8 +16,10 @@ import Darwin
 /// - an IP address in its standard text form, parsed with `inet_pton` and printed with `inet_ntop`
 ///   (`::1`, `2001:db8::1`, `203.0.113.5`; a trailing dot after an IPv4 address is dropped);
 /// - otherwise a DNS name: lowercased, without its trailing dot, in ASCII (A-labels), letters, digits and
-///   hyphens only, labels of 1–63 bytes not starting or ending with a hyphen, at most 253 bytes, and a last label
-///   that is not all digits (so `127.1` or `0x7f.1`, which resolvers may read as addresses, are refused).
+///   hyphens only, labels of 1–63 bytes not starting or ending with a hyphen, at most 253 bytes, a last label
+///   that is not all digits, and not a form that glibc's resolver reads as an IPv4 address (`inet_aton`'s
+///   shortened, octal and hex forms): `127.1`, `0177.0.0.1`, `0x7f.1` and `0x7f000001` are refused, so a name
+///   is never checked as a DNS name while the connection goes to an address.
 package struct ServerName: Sendable, Hashable, CustomStringConvertible {
     /// The canonical text.
     package let text: String
@@ -125,7 +127,17 @@ package struct ServerName: Sendable, Hashable, CustomStringConvertible {
         guard !labelIsNumeric else {
             throw ServerNameError(host: host, problem: "is neither an IP address in standard form nor a DNS name (its last label is all digits)")
         }
-        return String(decoding: canonical, as: UTF8.self)
+        let text = String(decoding: canonical, as: UTF8.self)
+        // inet_aton reads only names that start with a digit (`0x7f000001`, `1.0x7f`); others skip the call.
+        if let first = canonical.first, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
+            var address = in_addr()
+            guard inet_aton(text, &address) == 0 else {
+                throw ServerNameError(
+                    host: host,
+                    problem: "is an IPv4 address in a shortened, octal or hex form, which resolvers read as an address: write the address as four decimal numbers, such as 127.0.0.1")
+            }
+        }
+        return text
     }
 }
 

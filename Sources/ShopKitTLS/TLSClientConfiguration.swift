@@ -75,6 +75,9 @@ public struct TLSClientConfiguration: Sendable {
     /// - Warning: Static RSA has no forward secrecy: whoever obtains the server's private key later can decrypt
     ///   every recorded session. Turn it on only for a server you cannot get upgraded.
     public var allowsStaticRSAKeyExchange: Bool = false
+    /// Caps the protocol version offered (nil: no cap). Package access: only `pin-check`'s diagnosis uses it, to ask
+    /// a server that failed over TLS 1.3 what it does over TLS 1.2; an app has no reason to forgo TLS 1.3.
+    package var maximumVersion: MinimumVersion? = nil
     /// The ALPN protocols offered, most preferred first (default: none). `HTTPSTransport` sets this from its
     /// `HTTPSTransport.Configuration.httpVersion` (`h2`, `http/1.1`), so leave it empty when configuring
     /// the transport; set it when using ``TLSClientContext`` with a protocol of your own.

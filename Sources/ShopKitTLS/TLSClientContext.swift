@@ -61,7 +61,8 @@ public final class TLSClientContext: Sendable {
                 trust: trust, minimumVersion: configuration.minimumVersion == .tls13 ? .tls13 : .tls12,
                 alpn: configuration.applicationProtocols, identity: configuration.clientIdentity?.material,
                 requiresIdentityWhenAsked: configuration.certificateRequestWithoutIdentity == .fail,
-                tls12CipherSuites: configuration.allowsStaticRSAKeyExchange ? .allowingStaticRSA : .forwardSecretAEAD)
+                tls12CipherSuites: configuration.allowsStaticRSAKeyExchange ? .allowingStaticRSA : .forwardSecretAEAD,
+                maximumVersion: configuration.maximumVersion.map { $0 == .tls13 ? .tls13 : .tls12 })
         } catch {
             // Tell a bad anchor file (the caller's input) from a failure of OpenSSL or the system store.
             if case .pem(let pem, _) = configuration.trustRoots {

@@ -69,4 +69,22 @@ package struct TLSHandshakeFailureDetails: Sendable {
     package let verifyResult: VerifyResult
     /// The server's request for a client certificate and the answer, if it asked before the failure.
     package internal(set) var clientCertificateRequest: ClientCertificateRequest? = nil
+    /// The cipher suite the server chose, when the handshake got past its ServerHello (nil before).
+    package internal(set) var cipherSuite: String? = nil
+    /// Set when an enforced pin set refused the chain inside OpenSSL's verification (the failure is then
+    /// `TLSError.pinMismatch`): the chain OpenSSL verified and what was negotiated, for a report that shows them
+    /// although the handshake ended before the client's certificate was sent.
+    package internal(set) var pinRefusal: PinRefusal? = nil
+
+    /// The verified chain an enforced pin set refused, and what the handshake had negotiated by then.
+    package struct PinRefusal: Sendable {
+        /// The chain OpenSSL verified (trusted root, hostname checked), which matched no pin.
+        package let verifiedChain: VerifiedChain
+        /// The negotiated protocol, e.g. `TLSv1.3`.
+        package let protocolVersion: String
+        /// The negotiated cipher suite.
+        package let cipherSuite: String
+        /// The ALPN protocol the server chose, if any.
+        package let alpnProtocol: String?
+    }
 }

@@ -85,7 +85,7 @@ extension TLSHandler {
         }
         let verdict = policy.evaluate(host: host, chain: chain, now: client.now())
         guard case .mismatch = verdict else { return true }
-        refusedDuringVerification = .mismatch(verdict)
+        refusedDuringVerification = .mismatch(verdict, chain)
         return false
     }
 
@@ -106,7 +106,7 @@ extension TLSHandler {
         switch refusal {
         case .hostNotPinned:
             return unpinnedError(client: client, host: host)
-        case .mismatch(let verdict):
+        case .mismatch(let verdict, _):
             let verdict = withReportDetails(verdict, port: port, chainPEM: connection?.refusedChainPEM)
             _ = apply(verdict, client: client, host: host)
             guard case .mismatch(let report) = verdict else {
@@ -253,6 +253,13 @@ extension TLSHandler {
 enum VerificationRefusal {
     /// Strict mode, and no live pin set covers the host.
     case hostNotPinned
-    /// An enforced pin set matched no certificate of the verified chain (the verdict holds the report).
-    case mismatch(PinVerdict)
+    /// An enforced pin set matched no certificate of the verified chain (the verdict holds the report; the chain
+    /// is the one OpenSSL verified, for diagnostics such as `pin-check`'s report).
+    case mismatch(PinVerdict, VerifiedChain)
+
+    /// The verified chain the pin check refused, if it refused one.
+    var refusedChain: VerifiedChain? {
+        guard case .mismatch(_, let chain) = self else { return nil }
+        return chain
+    }
 }

@@ -352,10 +352,18 @@ package final class TLSHandler: ChannelDuplexHandler {
         }
         if handshaking, case .client = role, let connection {
             // Diagnostics only: a `PresentedChain` can never reach the pin check.
-            context.fireUserInboundEventTriggered(
-                TLSHandshakeFailureDetails(
-                    presentedChain: (try? connection.presentedChain()) ?? nil, verifyResult: connection.verifyResult,
-                    clientCertificateRequest: connection.clientCertificateRequest))
+            var details = TLSHandshakeFailureDetails(
+                presentedChain: (try? connection.presentedChain()) ?? nil, verifyResult: connection.verifyResult,
+                clientCertificateRequest: connection.clientCertificateRequest)
+            let cipher = connection.cipherSuite
+            if !cipher.isEmpty { details.cipherSuite = cipher }
+            if let chain = refusedDuringVerification?.refusedChain {
+                // The pins refused a chain OpenSSL had verified: past the ServerHello, so what was negotiated is known.
+                details.pinRefusal = .init(
+                    verifiedChain: chain, protocolVersion: connection.protocolVersion,
+                    cipherSuite: connection.cipherSuite, alpnProtocol: connection.alpnProtocol)
+            }
+            context.fireUserInboundEventTriggered(details)
         }
         context.fireErrorCaught(error)
         context.close(promise: nil)

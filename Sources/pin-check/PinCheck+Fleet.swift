@@ -80,7 +80,7 @@ struct FleetRow {
             detail = report.matchedPin.map { "pin \($0) matched" }
                 ?? (report.configuredPins.isEmpty ? "no pins for this host; chain and hostname ok" : "ok")
         default:
-            let reason = (report.reason ?? "").split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let reason = (report.plainReason ?? report.reason ?? "").split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             detail = reason.count > 100 ? String(reason.prefix(99)) + "…" : reason
         }
     }

@@ -92,6 +92,9 @@ struct PinCheck: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
+    @Flag(help: "With text output: add OpenSSL's own error text to a handshake failure (JSON always has it).")
+    var verbose = false
+
     @Option(name: .customLong("print-config"), help: "Print the leaf and intermediate pins as shopkit, okhttp, curl or android.")
     var printConfig: PinConfigFormat?
 
@@ -115,6 +118,7 @@ struct PinCheck: ParsableCommand {
             (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
             (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"), (certFile != nil, "--cert"),
             (keyFile != nil, "--key"), (proxyURL != nil, "--proxy"), (proxyFromEnvironment, "--proxy-from-env"),
+            (verbose, "--verbose"),
         ].filter(\.0).map(\.1)
     }
 
@@ -178,7 +182,7 @@ struct PinCheck: ParsableCommand {
         let inspector = try makeInspector()
         let report: ServerReport
         do { report = try await inspector.inspect() } catch { throw failure(for: error) }
-        print(json ? report.json() : report.text())
+        print(json ? report.json() : report.text(verbose: verbose))
         if let printConfig {
             if let config = printConfig.render(report) {
                 print("\n\(printConfig.rawValue) configuration:\n\(config)")

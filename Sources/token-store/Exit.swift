@@ -22,6 +22,9 @@ struct Exit: Error {
         /// A keyring change (set or delete) was cut off by its timeout after it had started: it may or may not
         /// have been made. Unlike ``unavailable`` (nothing was done), read back or repeat it.
         case outcomeUnknown = 11
+        /// The token file is a symbolic link, has a second name (a hard link) or is not a regular file: a security
+        /// refusal (someone may be redirecting the store), unlike ``io``. Nothing was read or written.
+        case unsafeFile = 12
         case usage = 64
     }
 
@@ -44,7 +47,8 @@ struct Exit: Error {
         case .corrupt: code = .corrupt
         case .accessDenied, .wrongDevice, .policyUnsupported: code = .accessDenied
         case .insecurePermissions: code = .insecurePermissions
-        case .io, .tooLarge, .unsafeFile, .invalidConfiguration: code = .io
+        case .unsafeFile: code = .unsafeFile
+        case .io, .tooLarge, .invalidConfiguration: code = .io
         case .passphraseRejected: code = .passphraseRejected
         }
         self.init(code, error.description)

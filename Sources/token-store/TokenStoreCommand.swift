@@ -10,7 +10,7 @@ import ShopKitCore
 ///
 /// Exit codes (``Exit``): 0 ok, 1 not found, 2 locked, 3 unavailable, 4 wrong passphrase, 5 corrupt file,
 /// 6 access denied, 7 insecure permissions, 8 other I/O, 9 passphrase refused, 10 output not written,
-/// 11 outcome unknown, 64 usage error.
+/// 11 outcome unknown, 12 unsafe token file, 64 usage error.
 struct TokenStoreCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-store",
@@ -25,7 +25,9 @@ struct TokenStoreCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 1 not found, 2 locked, 3 unavailable (nothing was done), 4 wrong passphrase,
             5 corrupt file, 6 access denied, 7 insecure permissions, 8 other I/O error, 9 passphrase refused,
             10 standard output could not be written, 11 outcome unknown (a keyring set or delete timed
-            out after it started: it may or may not have been made; read back or repeat it), 64 usage error.
+            out after it started: it may or may not have been made; read back or repeat it),
+            12 unsafe token file (a symbolic link, a second name or not a regular file: nothing was read or
+            written), 64 usage error.
             """,
         version: ShopKitVersion.current,
         subcommands: [Get.self, Set.self, Delete.self, Probe.self])

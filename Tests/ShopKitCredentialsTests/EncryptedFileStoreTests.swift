@@ -149,8 +149,9 @@ import Testing
             let real = dir.url.appendingPathComponent("real.skt")
             try FileManager.default.moveItem(at: dir.storeURL, to: real)
             try FileManager.default.createSymbolicLink(at: dir.storeURL, withDestinationURL: real)
-            guard case .io(let why) = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
-            else { Issue.record("expected an io error"); return }
+            // Issue 39, item 6: a security refusal of its own (`unsafeFile`, token-store exit 12), no longer `.io`.
+            guard case .unsafeFile(let why) = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
+            else { Issue.record("expected an unsafeFile error"); return }
             #expect(why.contains("symbolic link"))
         }
     }

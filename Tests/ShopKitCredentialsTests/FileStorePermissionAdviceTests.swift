@@ -29,12 +29,43 @@ import Testing
 
     /// When the refused directory is the default location's own, the default location is not offered (it would
     /// be the same directory); another place is (issue 26, item 1; no example at all was offered before).
+    /// Issue 39, item 6: the other place is the user's own home from the password database, never `/var/tmp`
+    /// (anyone can create `/var/tmp/shopkit-<uid>` first, and tmp cleaners empty it).
     @Test func theRefusedDefaultDirectoryIsNotOfferedAsTheFix() throws {
         let problem = try #require(TokenFileIO.directoryProblem(
             "/home/u/.local/share/shopkit", mode: 0o40700, owner: 0, user: 1000,
-            fallback: "/home/u/.local/share/shopkit/tokens.skt"))
+            fallback: "/home/u/.local/share/shopkit/tokens.skt", accountHome: { _ in "/srv/u-home" }))
         #expect(!problem.contains("/home/u/.local/share/shopkit/tokens.skt") && !problem.contains("chown"), "\(problem)")
-        #expect(problem.contains("e.g. configure the path /var/tmp/shopkit-1000/tokens.skt "), "\(problem)")
+        #expect(problem.contains("e.g. configure the path /srv/u-home/.local/share/shopkit/tokens.skt "), "\(problem)")
+        #expect(!problem.contains("/var/tmp"), "\(problem)")
+    }
+
+    /// Issue 39, item 6: root running with another user's `HOME` is offered root's own home (the password
+    /// database's), never `/var/tmp/shopkit-0`.
+    @Test func rootWithAnotherUsersHomeIsOfferedItsOwnHome() throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            "/home/alice/.local/share/shopkit", mode: 0o40700, owner: 1000, user: 0, home: "/home/alice",
+            dataHome: "/home/alice/.local/share", fallback: "/home/alice/.local/share/shopkit/tokens.skt",
+            accountHome: { $0 == 0 ? "/root" : nil }))
+        #expect(problem.contains("e.g. configure the path /root/.local/share/shopkit/tokens.skt "), "\(problem)")
+        #expect(!problem.contains("/var/tmp") && !problem.contains("chmod") && !problem.contains("chown"), "\(problem)")
+        #expect(problem.contains("owned by another user (uid 1000)"), "\(problem)")
+    }
+
+    /// Without a home of its own outside the refused directory, no path is offered, and `/tmp` is warned off.
+    @Test func noSafePlaceMeansNoExamplePath() throws {
+        let problem = try #require(TokenFileIO.directoryProblem(
+            "/home/u", mode: 0o40755, owner: 0, user: 1000, home: "/home/u", dataHome: "/home/u/.local/share",
+            fallback: "/home/u/.local/share/shopkit/tokens.skt", accountHome: { _ in "/home/u" }))
+        #expect(!problem.contains("e.g. configure the path"), "\(problem)")
+        #expect(problem.contains("not in /tmp or /var/tmp"), "\(problem)")
+    }
+
+    /// The error opens with what it is about: an ownership problem is not "permissions are too open".
+    @Test func theErrorDoesNotCallOwnershipTooOpen() {
+        let error = CredentialError.insecurePermissions("directory /x is owned by another user (uid 0) …")
+        #expect(!error.description.contains("too open"), "\(error.description)")
+        #expect(error.description.hasPrefix("token file location is not private: "), "\(error.description)")
     }
 
     /// A directory of the user's own that is merely open to group or others keeps its chmod advice; a private
@@ -81,14 +112,15 @@ import Testing
         #expect(problem.contains("e.g. configure the path /home/u/.local/share/shopkit/tokens.skt "), "\(problem)")
     }
 
-    /// A user whose home belongs to root: the default location lies inside the refused directory, so another
-    /// place is offered (a private subdirectory of the sticky `/var/tmp`).
+    /// A user whose `HOME` belongs to root: the default location lies inside the refused directory, so another
+    /// place is offered: the user's home from the password database (issue 39, item 6: no longer `/var/tmp`).
     @Test func aSuggestionInsideTheRefusedDirectoryIsReplaced() throws {
         let problem = try #require(TokenFileIO.directoryProblem(
             "/home/u", mode: 0o40755, owner: 0, user: 1000, home: "/home/u", dataHome: "/home/u/.local/share",
-            fallback: "/home/u/.local/share/shopkit/tokens.skt"))
+            fallback: "/home/u/.local/share/shopkit/tokens.skt", accountHome: { _ in "/srv/u-home" }))
         #expect(!problem.contains("/home/u/.local") && !problem.contains("chmod"), "\(problem)")
-        #expect(problem.contains("e.g. configure the path /var/tmp/shopkit-1000/tokens.skt "), "\(problem)")
+        #expect(problem.contains("e.g. configure the path /srv/u-home/.local/share/shopkit/tokens.skt "), "\(problem)")
+        #expect(!problem.contains("/var/tmp"), "\(problem)")
     }
 
     /// A real store directly in `/tmp` and directly in `/`: refused before anything is created, with the

@@ -127,6 +127,22 @@ import ShopKitTLS
         #expect(sent == ["https://backup-collector.example.org:8443", "https://collector.example.net", "https://backup-collector.example.org:8443"])
     }
 
+    /// Issue 39, item 4: the own-endpoint check compares canonical names: a report URI spelled with capitals, a
+    /// trailing dot or brackets is still the endpoint the report is about.
+    @Test(arguments: [
+        ("https://COLLECTOR.Example.NET./r", "collector.example.net", 443),
+        ("https://127.0.0.1.:8443/r", "127.0.0.1", 8443),
+        ("https://[0:0:0:0:0:0:0:1]:8443/r", "::1", 8443),
+    ])
+    func aReportURIInAnotherSpellingIsStillItsOwnEndpoint(uri: String, host: String, port: Int) async throws {
+        let stub = StubTransport(replies: [.status(200)])
+        let reporter = try Self.reporter(stub, uris: [uri, "https://backup-collector.example.org/r"])
+        reporter.report(Self.report(host: host, port: port))
+        try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
+        let sent = await stub.requests.map(\.baseURL.absoluteString)
+        #expect(sent == ["https://backup-collector.example.org"], "\(uri)")
+    }
+
     @Test func failedPostsAreCountedNotRetried() async throws {
         let stub = StubTransport(replies: [.status(500), .failure(HTTPSTransportError.connectionClosed)])
         let reporter = try Self.reporter(stub)

@@ -35,6 +35,26 @@ import Testing
         #expect(proxy.connectTargets == ["127.0.0.1:\(port)"])
     }
 
+    /// Issue 39, item 3: a host in any spelling is made canonical before the tunnel, so `LocalHost` and
+    /// `localhost.` reach the proxy as `CONNECT localhost:PORT` (not "invalid URL … no CONNECT is sent").
+    @Test(arguments: ["LocalHost", "localhost."])
+    func aHostInAnySpellingIsTunnelledUnderItsCanonicalName(_ host: String) async throws {
+        let proxy = try await TinyproxyServer.start()
+        defer { proxy.stop() }
+        let server = try await LoopbackTLSServer.start(
+            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
+        let caFile = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
+        defer { try? FileManager.default.removeItem(at: caFile) }
+        let outcome = try await PinCheckBinary.run(
+            ["\(host):\(server.port)", "--ca-file", caFile.path, "--timeout", "60", "--proxy", proxy.url.absoluteString,
+             "--json", "--pin", Self.leafPin, "--pin", Self.backupPin])
+        try await server.shutdown()
+        #expect(outcome.status == 0, "stdout: \(outcome.stdout)\nstderr: \(outcome.stderr)")
+        #expect(outcome.verdict == "ok")
+        try await proxy.waitForConnects(1)
+        #expect(proxy.connectTargets == ["localhost:\(server.port)"])
+    }
+
     @Test func directChecksHaveANullProxyInJSON() async throws {
         let (outcome, _) = try await Self.run(["--json"])
         #expect(outcome.status == 0)

@@ -191,10 +191,14 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
         return state.idleWaiters
     }
 
-    /// Whether `uri` is the endpoint the report is about (same host and port).
+    /// Whether `uri` is the endpoint the report is about: the same port, and the same host once both are in their
+    /// canonical ``ServerName`` form (`COLLECTOR.example.net.` is `collector.example.net`, `[::1]` is `::1`).
     static func isOwnEndpoint(_ uri: URL, _ report: TrustKitReport) -> Bool {
-        uri.host?.lowercased() == report.hostname.lowercased() && (uri.port ?? 443) == report.port
+        guard let host = uri.host, (uri.port ?? 443) == report.port else { return false }
+        return canonical(host) == canonical(report.hostname)
     }
+
+    private static func canonical(_ host: String) -> String { (try? ServerName(host))?.text ?? host.lowercased() }
 
     /// POSTs `body` to `uri`; true for a 2xx answer. The answer's body is read (up to 64 KiB) and dropped.
     static func post(_ body: Data, to uri: URL, transport: any ClientTransport) async -> Bool {

@@ -77,7 +77,8 @@ struct ConnectionFactory: Sendable {
             let host = connectAddresses[target.host] ?? target.host
             opened = tcpConnect(host: host, port: target.port, on: loop).flatMapErrorThrowing { error -> any Channel in
                 if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
-                throw HTTPSTransportError.connectFailed(host: target.host, port: target.port, reason: "\(error)")
+                throw HTTPSTransportError.connectFailed(
+                    host: target.host, port: target.port, reason: SocketFailureWording.reason(error))
             }
         case .tunnel(let proxy):
             opened = tunnel(to: target, through: proxy, on: loop)

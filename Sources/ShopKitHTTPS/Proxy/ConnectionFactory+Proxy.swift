@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import ShopKitPinning
 import ShopKitTLS
 
 extension ConnectionFactory {
@@ -25,6 +26,10 @@ package enum ProxyTunnel {
     /// Opens a tunnel to `host`:`port` through `proxy` on `group`, for a caller that adds its own TLS handlers
     /// to the returned channel (pin-check). Failures are as for ``ConnectionFactory/tunnel(to:through:on:)``.
     ///
+    /// `host` may be any spelling of a server name (`Example.com`, `localhost.`, `[::1]`): the `CONNECT` line
+    /// carries its canonical ``ServerName`` form, as the transport's does. A host that is no server name is
+    /// refused without a `CONNECT` (``HTTPSTransportError/invalidURL(reason:)``).
+    ///
     /// - Throws: `TLSContextError` when an `https://` proxy's trust anchors cannot be loaded.
     package static func open(
         to host: String, port: Int, through proxy: ProxyConfiguration, group: any EventLoopGroup, timeout: TimeAmount
@@ -32,7 +37,8 @@ package enum ProxyTunnel {
         let proxySecurity = try HTTPSTransport.makeProxySecurity(for: proxy)
         let bootstrap = ClientBootstrap(group: group).connectTimeout(timeout)
         return open(
-            to: RequestTarget(host: host, port: port), through: proxy, proxySecurity: proxySecurity,
+            to: RequestTarget(host: (try? ServerName(host))?.text ?? host, port: port), through: proxy,
+            proxySecurity: proxySecurity,
             connect: { bootstrap.connect(literalOrHost: proxy.host, port: proxy.port) }, connectTimeout: timeout,
             handshakeTimeout: timeout)
     }
@@ -43,7 +49,8 @@ package enum ProxyTunnel {
     ) -> EventLoopFuture<any Channel> {
         connect().flatMapErrorThrowing { error -> any Channel in
             if case ChannelError.connectTimeout = error { throw HTTPSTransportError.timeout(.connect) }
-            throw HTTPSTransportError.proxyConnectFailed(host: proxy.host, port: proxy.port, reason: "\(error)")
+            throw HTTPSTransportError.proxyConnectFailed(
+                host: proxy.host, port: proxy.port, reason: SocketFailureWording.reason(error))
         }.flatMap { channel in
             let secured: EventLoopFuture<Void>
             switch (proxy.scheme, proxySecurity) {
