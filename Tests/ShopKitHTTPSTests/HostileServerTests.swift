@@ -145,7 +145,8 @@ import TestSupport
     /// The same fragment in the read that ends a response (in its record, or in a record of its own). Known
     /// defect (issue 37's exact framing): NIO's decoder takes in a fragment that parses as a header prefix
     /// without a sign, so the next caller on the connection receives it as its status and headers. Recorded as a
-    /// known issue: the day the framing is exact, this test says so.
+    /// known issue, intermittent: when the fragment lands in a read of its own, the connection is already closed
+    /// as doubtful (the reads' cuts depend on timing).
     @Test(arguments: [false, true]) func aFragmentInTheReadThatEndsAResponseReachesNobody(ownRecord: Bool) async throws {
         let server = try await LoopbackHTTPServer.startTLS { request in
             ownRecord
@@ -155,7 +156,7 @@ import TestSupport
         let transport = Self.contendedTransport()
         let results = await Self.fetchAll(["/r1", "/r2"], on: transport, server: server)
         let (after, _) = try await transport.fetch(.get, "/r3", baseURL: server.baseURL)
-        withKnownIssue("a fragment parsing as a header prefix in the same read is not detected yet") {
+        withKnownIssue("a fragment parsing as a header prefix in the same read is not detected yet", isIntermittent: true) {
             #expect(!Self.isSpliced(after), "\(after.status) \(after.headerFields)")
             for path in ["/r1", "/r2"] {
                 switch results[path] {

@@ -37,11 +37,16 @@ import Testing
     @Test func aBodyLongerThanItDeclaresSmugglesNothing() async throws {
         let server = try await Self.server()
         let transport = Self.transport()
-        await #expect {
+        // Either the transport sees the extra chunk and fails the request as the caller's, or the server answers
+        // the one declared byte first and the request ends before the extra chunk is read: never is it written.
+        do {
             _ = try await transport.fetch(
                 .post, "/upload", baseURL: server.baseURL,
                 body: Self.body(["A", "GET /smuggled HTTP/1.1\r\nX-Ignore: "], declaring: 1))
-        } throws: { Self.isMismatch($0, declared: 1) }
+            #expect(server.requests.first?.body == Array("A".utf8))
+        } catch {
+            #expect(Self.isMismatch(error, declared: 1), "\(error)")
+        }
         let (response, body) = try await transport.fetch(.get, "/r1", baseURL: server.baseURL)
         #expect(response.status == .ok)
         #expect(String(decoding: body, as: UTF8.self) == "/r1")
@@ -94,9 +99,12 @@ import Testing
             configuration: .init(timeouts: .wide(), pool: .init(maxConnectionsPerHost: 1)),
             security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
         let base = URL(string: "https://127.0.0.1:\(server.port)")!
-        await #expect {
+        // As over HTTP/1.1: the caller's error, or an answer to the one declared byte before the rest was read.
+        do {
             _ = try await transport.fetch(.post, "/upload", baseURL: base, body: Self.body(["A", "BC"], declaring: 1))
-        } throws: { Self.isMismatch($0, declared: 1) }
+        } catch {
+            #expect(Self.isMismatch(error, declared: 1), "\(error)")
+        }
         await #expect {
             _ = try await transport.fetch(.post, "/upload", baseURL: base, body: Self.body(["A"], declaring: 5))
         } throws: { Self.isMismatch($0, declared: 5) }
