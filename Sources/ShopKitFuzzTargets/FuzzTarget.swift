@@ -21,8 +21,11 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case keyringItem = "keyring-item"
     /// A `Retry-After` header value.
     case retryAfter = "retry-after"
-    /// Response bytes from the server, through NIO's response decoder into `HTTP1ConnectionHandler`.
+    /// Response bytes from the server, through the response decoder into `HTTP1ConnectionHandler`.
     case httpResponse = "http-response"
+    /// Response bytes through the HTTP/1.1 response decoder alone: framing independent of read cuts, nothing lost,
+    /// and agreement with NIO's decoder on the responses both accept.
+    case http1ResponseDecoder = "http1-response-decoder"
     /// Server bytes facing several exchanges on one HTTP/1.1 connection, handed over as the pool does.
     case http1Connection = "http1-connection"
     /// Server bytes facing several requests on the streams of one HTTP/2 connection.
@@ -35,7 +38,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         switch self {
         case .spkiPin, .hostPattern, .retryAfter: return 512
         case .pinsFile, .keyringItem, .pinSetDocument: return 4_096
-        case .pem, .der, .httpResponse, .http1Connection, .http2Connection: return 16_384
+        case .pem, .der, .httpResponse, .http1ResponseDecoder, .http1Connection, .http2Connection: return 16_384
         case .tokenFile: return 1_024
         }
     }
@@ -52,6 +55,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .keyringItem: AuthTargets.keyringItem(bytes)
         case .retryAfter: APITargets.retryAfter(bytes)
         case .httpResponse: HTTPResponseTarget.run(bytes)
+        case .http1ResponseDecoder: HTTP1ResponseDecoderTarget.run(bytes)
         case .http1Connection: HTTPConnectionTarget.run(bytes)
         case .http2Connection: HTTP2ConnectionTarget.run(bytes)
         case .pinSetDocument: PinSetDocumentTarget.run(bytes)

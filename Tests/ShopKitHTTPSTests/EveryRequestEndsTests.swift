@@ -14,22 +14,10 @@ import Testing
 /// The choices (timeouts, pool size, which request is cancelled, the delays between the events) come from the
 /// case's seed; the delays are jitter that moves the events against each other, not waits for anything.
 @Suite(.timeLimit(.minutes(3))) struct EveryRequestEndsTests {
-    /// SplitMix64: the same choices for the same seed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// 24 requests (every third answered at once, the others held), a third of them cancelled after a random
     /// delay, while the pins change twice and the held responses are released in three bursts.
     static func run(seed: Int, baseURL: URL, httpVersion: HTTPSTransport.HTTPVersionPolicy, release: @escaping @Sendable () -> Void) async throws {
-        var random = SeededGenerator(state: UInt64(seed))
+        var random = SeededRandom(seed: UInt64(seed))
         var tls = loopbackClientTLS
         tls.pinning = LivePinningTests.policy(LivePinningTests.pinsA, version: 1)
         let transport = try HTTPSTransport(
