@@ -4,8 +4,8 @@ import NIOHTTP1
 import ShopKitHTTPS
 import ShopKitTLS
 
-/// The pipeline a real HTTP/1.1 connection has after its handshake (``InboundByteObserver``, NIO's HTTP/1.1 codec,
-/// ``HTTP1ConnectionHandler``) on a connected `EmbeddedChannel`, fed server bytes as the fuzzer cuts them: the
+/// The pipeline a real HTTP/1.1 connection has after its handshake (NIO's request encoder, ``HTTP1ConnectionHandler``
+/// with its own response framing) on a connected `EmbeddedChannel`, fed server bytes as the fuzzer cuts them: the
 /// HTTP fuzz targets' one harness.
 struct EmbeddedHTTP1Connection {
     let channel: EmbeddedChannel
@@ -20,8 +20,7 @@ struct EmbeddedHTTP1Connection {
         do {
             let sync = channel.pipeline.syncOperations
             if let first { try sync.addHandler(first) }
-            try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
-            try sync.addHTTPClientHandlers()
+            try sync.addHandler(HTTPRequestEncoder())
             try sync.addHandler(handler)
             channel.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 443), promise: nil)
         } catch {

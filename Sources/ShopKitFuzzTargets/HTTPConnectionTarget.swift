@@ -6,7 +6,7 @@ import ShopKitTLS
 
 /// One HTTP/1.1 connection carrying several exchanges, one after another, facing a server byte stream the fuzzer
 /// chooses, cut into reads where it chooses: the pipeline a real connection has after its handshake
-/// (``InboundByteObserver``, NIO's HTTP/1.1 codec, ``HTTP1ConnectionHandler``) on an `EmbeddedChannel`.
+/// (NIO's request encoder and ``HTTP1ConnectionHandler``, which frames responses itself) on an `EmbeddedChannel`.
 /// Like the pool, the harness starts the next exchange inside the release of the previous one, when that release
 /// says the connection is reusable.
 ///

@@ -5,8 +5,8 @@ import ShopKitHTTPS
 import ShopKitTLS
 
 /// The HTTPS client's response path without TLS: bytes from the server go through the pipeline a real
-/// connection has after its handshake (``InboundByteObserver``, NIO's HTTP/1.1 codec,
-/// ``HTTP1ConnectionHandler``) on an `EmbeddedChannel`, with one exchange started and its request written.
+/// connection has after its handshake (NIO's request encoder and
+/// ``HTTP1ConnectionHandler``, which frames responses itself) on an `EmbeddedChannel`, with one exchange started and its request written.
 ///
 /// Input: one control byte, then the response bytes.
 /// - bit 0: the request is `HEAD` (a response body is then not expected even with a `Content-Length`);

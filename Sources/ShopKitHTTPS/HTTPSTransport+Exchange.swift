@@ -9,6 +9,11 @@ struct NotProcessed: Error {
     let error: any Error
 }
 
+/// A kept-alive HTTP/1.1 connection that was not quiet when a request was about to be written on it (the server
+/// sent something after its last response, or closed): discarded before anything was written, so the request
+/// goes out on another connection, and this does not count as an attempt.
+struct ConnectionNotQuiet: Error {}
+
 /// An exchange whose response head arrived: the lease it runs on, the connection (for HTTP/2: the stream), and
 /// the exchange.
 struct StartedExchange: Sendable {
@@ -125,6 +130,13 @@ extension HTTPSTransport {
                 // No stream could be opened: nothing was sent.
                 release(false)
                 waiting.resume(throwing: LeasedFailure(failure: ExchangeFailure(error: error, noResponseBytes: true), lease: lease))
+                return
+            }
+            if lease.reused, case .http1 = lease.connection, !ConnectionQuiet.check(carrier.channel) {
+                // Never write a request after bytes nobody asked for, or to a server that closed.
+                carrier.channel.close(promise: nil)
+                release(false)
+                waiting.resume(throwing: ConnectionNotQuiet())
                 return
             }
             if hasBody {

@@ -278,6 +278,11 @@ public struct HTTPSTransport: ClientTransport {
             do {
                 let started = try await exchange(head, body: body, to: target, limits: limits)
                 return try await response(of: started, isHead: request.method == .head)
+            } catch is ConnectionNotQuiet {
+                // Nothing was written on it: not an attempt. The pool no longer has it.
+                configuration.httpLogger.debug(
+                    "discarded a kept-alive connection: the server sent bytes or closed it while it was idle",
+                    metadata: ["host": "\(target.host)"])
             } catch let failure as NotProcessed {
                 // Not processed by the server: a kept-alive HTTP/1.1 connection it had closed while idle, or an
                 // HTTP/2 stream it refused (above the last stream id of its GOAWAY).

@@ -182,6 +182,10 @@ package final class OpenSSLConnection {
     /// never larger, so a read buffer of this size (plus what OpenSSL already buffered) fits it.
     package var unreadCiphertextCount: Int { inbound.count }
 
+    /// Whether any input waits inside the connection: fed ciphertext OpenSSL has not read, or bytes in its record
+    /// buffer (part of a record, or decrypted data not read yet; `SSL_has_pending`).
+    package var hasUnreadInput: Bool { inbound.count > 0 || SSL_has_pending(ssl) == 1 }
+
     /// Moves pending ciphertext for the peer into `destination` (as much as fits); returns the byte count.
     /// Lets the caller read straight into its own buffer (e.g. a NIO `ByteBuffer`) without a copy in between.
     package func takeCiphertext(into destination: UnsafeMutableRawBufferPointer) -> Int {

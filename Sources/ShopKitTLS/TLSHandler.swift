@@ -43,6 +43,10 @@ package final class TLSHandler: ChannelDuplexHandler {
     let pinning: PinningSnapshot
     var machine = TLSHandlerStateMachine<PendingWrite>()
     var connection: OpenSSLConnection?
+
+    /// Whether bytes from the peer wait in the TLS layer, not yet passed on as plaintext (part of a record): the
+    /// connection is not quiet. On the channel's event loop.
+    package var holdsUnreadInput: Bool { connection?.hasUnreadInput ?? false }
     /// The cached session offered to the server, with its verified chain (client role).
     var offered: TLSSessionCache.Entry?
     /// Sessions that arrived before the pin check finished (TLS 1.2 hands them out during the handshake).

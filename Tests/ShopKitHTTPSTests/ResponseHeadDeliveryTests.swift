@@ -28,11 +28,17 @@ import Testing
             handler.requestSent(exchange.id)
         }
 
-        func read(_ part: HTTPClientResponsePart) {
-            channel.pipeline.syncOperations.fireChannelRead(NIOAny(part))
+        /// One read of the server's bytes.
+        func read(_ bytes: String) {
+            channel.pipeline.syncOperations.fireChannelRead(NIOAny(ByteBuffer(string: bytes)))
         }
 
-        func readComplete() { channel.pipeline.syncOperations.fireChannelReadComplete() }
+        /// The read's end, and then the tasks it scheduled (a hand-over is a task of its own), as a real event
+        /// loop runs them next.
+        func readComplete() {
+            channel.pipeline.syncOperations.fireChannelReadComplete()
+            channel.embeddedEventLoop.run()
+        }
 
         var headDelivered: Bool { releasedAtHead.value != nil }
 
@@ -49,14 +55,13 @@ import Testing
         }
     }
 
-    static let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "3"])
+    static let head = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\n"
 
     @Test func theHeadWaitsForTheEndOfItsReadAndTheBodyOfThatReadIsThenComplete() async throws {
         let running = try Running()
-        running.read(.head(Self.head))
+        running.read(Self.head)
         #expect(!running.headDelivered)
-        running.read(.body(ByteBuffer(string: "abc")))
-        running.read(.end(nil))
+        running.read("abc")  // the body, and so the response's end
         #expect(!running.headDelivered)
         running.readComplete()
         // When the caller got the head, the exchange had already ended (released reusable, body finished).
@@ -67,11 +72,10 @@ import Testing
 
     @Test func aHeadWhoseBodyComesInALaterReadIsHandedOverAtTheEndOfItsOwn() async throws {
         let running = try Running()
-        running.read(.head(Self.head))
+        running.read(Self.head)
         running.readComplete()
         #expect(running.releasedAtHead.value == [])
-        running.read(.body(ByteBuffer(string: "abc")))
-        running.read(.end(nil))
+        running.read("abc")  // the body, and so the response's end
         running.readComplete()
         #expect(try await running.body() == Array("abc".utf8))
         try running.finish()
@@ -79,8 +83,8 @@ import Testing
 
     @Test func aFailureInTheSameReadComesAfterTheHead() async throws {
         let running = try Running(maxResponseBodyBytes: 2)
-        running.read(.head(HTTPResponseHead(version: .http1_1, status: .ok)))
-        running.read(.body(ByteBuffer(string: "abc")))  // over the limit: the exchange fails
+        running.read("HTTP/1.1 200 OK\r\n\r\n")  // a body framed by the connection's end
+        running.read("abc")  // over the limit: the exchange fails
         #expect(running.headDelivered)
         #expect(running.released.value == [false])
         await #expect(throws: HTTPSTransportError.responseBodyTooLarge(limit: 2)) { _ = try await running.body() }
@@ -89,9 +93,8 @@ import Testing
 
     @Test func aConnectionThatClosesBeforeTheEndOfTheReadStillHandsOverTheHead() async throws {
         let running = try Running()
-        running.read(.head(Self.head))
-        running.read(.body(ByteBuffer(string: "abc")))
-        running.read(.end(nil))  // the exchange is over: the close that follows fails nothing
+        running.read(Self.head)
+        running.read("abc")  // the response ends: the close that follows fails nothing
         running.channel.pipeline.fireChannelInactive()
         #expect(running.releasedAtHead.value == [true])
         #expect(try await running.body() == Array("abc".utf8))
@@ -105,9 +108,7 @@ import Testing
         let embedded = try EmbeddedExchange()
         let (channel, handler, exchange) = (embedded.channel, embedded.handler, embedded.exchange)
         handler.start(exchange)
-        channel.pipeline.syncOperations.fireChannelRead(NIOAny(HTTPClientResponsePart.head(Self.head)))
-        channel.pipeline.syncOperations.fireChannelRead(NIOAny(HTTPClientResponsePart.body(ByteBuffer(string: "abc"))))
-        channel.pipeline.syncOperations.fireChannelRead(NIOAny(HTTPClientResponsePart.end(nil)))
+        channel.pipeline.syncOperations.fireChannelRead(NIOAny(ByteBuffer(string: Self.head + "abc")))
         channel.pipeline.syncOperations.fireChannelReadComplete()
         #expect(embedded.released.value == [])  // the request is still being written
         handler.requestSent(exchange.id)

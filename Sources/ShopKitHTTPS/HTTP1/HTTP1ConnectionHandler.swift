@@ -8,18 +8,28 @@ import ShopKitTLS
 /// it back to the pool. Every decision is the state machine's; every method runs on the channel's event loop.
 /// Time is the event loop's clock (`EventLoop.now`), so tests can drive it.
 ///
+/// Responses are framed by ``HTTP1ResponseDecoder`` from the connection's bytes: each ends exactly where its
+/// framing says, and a byte after that end (in the same read, a later one, or on an idle connection) is never
+/// decoded for anyone; it makes the connection doubtful, so it is closed and never reused.
+///
+/// The connection goes back to the pool in a new event-loop task, never inside the read or the write completion
+/// that ended the exchange, and only if nothing arrived and the channel is still open by then.
+///
 /// Backpressure: when the body stream holds more unread bytes than its high watermark, the handler holds back
 /// the channel's next `read`, and lets it through once the reader has drained the stream (``resumeReading()``).
 /// So a slow reader bounds the memory of a large body, and the event loop does not race ahead of the reader.
 package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler {
-    package typealias InboundIn = HTTPClientResponsePart
+    package typealias InboundIn = ByteBuffer
     package typealias OutboundIn = HTTPClientRequestPart
     package typealias OutboundOut = HTTPClientRequestPart
 
     private var machine = HTTP1ConnectionStateMachine()
+    private var decoder = HTTP1ResponseDecoder()
     /// The request running, until the machine releases the connection.
     private var current: RequestContext?
     private var delivery = ResponseDelivery()
+    /// A hand-over to the pool is scheduled (``handOver(endingBody:)``): the held head waits for it.
+    private var handOverScheduled = false
     /// Where the handler logs what it drops (the transport's logger; names only, never values).
     private let logger: Logger
 
@@ -53,6 +63,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         switch action {
         case .start(let deadline):
             current = request
+            decoder.expectResponse(isHead: request.isHead)
             timer.arm(noLaterThan: deadline, on: context?.eventLoop, TimerFired(handler: self))
         case .refuse(let failed):
             delivery.fail(request, failed)
@@ -68,13 +79,11 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
             // An early response's request end was just written, from inside a write's completion: hand the
             // connection back once this event is over, never from inside it (no re-entrant hand-over).
             cancelTimer()
-            guard let request = current else { return }
-            current = nil
-            if !reusable { context?.close(promise: nil) }
-            if let loop = context?.eventLoop {
-                loop.assumeIsolated().execute { request.release(reusable) }
+            if reusable {
+                handOver(endingBody: false)
             } else {
-                request.release(reusable)
+                context?.close(promise: nil)
+                release(reusable: false)
             }
         }
     }
@@ -109,19 +118,40 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         if machine.readerCaughtUp(now: now) { context?.read() }
     }
 
-    /// Called by ``InboundByteObserver`` for every inbound read; returns whether the bytes go on to the decoder
-    /// (not when they close the connection: nobody asked for them).
-    package func noteBytesRead() -> Bool {
-        guard machine.bytesRead(now: now) else { return true }
-        context?.close(promise: nil)
-        return false
-    }
-
     // MARK: From the channel
 
+    /// Decodes the read's responses part by part; bytes after the expected response's end are dropped, and make
+    /// the connection doubtful.
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !machine.bytesRead(now: now) else {
+            // Bytes on an idle connection: nobody asked for them.
+            context.close(promise: nil)
+            return
+        }
         delivery.reading = true
-        switch unwrapInboundIn(data) {
+        var buffer = unwrapInboundIn(data)
+        while true {
+            let event: HTTP1ResponseDecoder.Event
+            do {
+                event = try decoder.next(&buffer)
+            } catch {
+                perform(machine.errorCaught(.transport(.malformedResponse(error.reason))))
+                return
+            }
+            switch event {
+            case .needMoreData:
+                return
+            case .stray:
+                perform(machine.strayBytes())
+                return
+            case .part(let part):
+                handle(part, context: context)
+            }
+        }
+    }
+
+    private func handle(_ part: HTTP1ResponseDecoder.Part, context: ChannelHandlerContext) {
+        switch part {
         case .head(let head):
             switch machine.responseHead(head) {
             case .none: break
@@ -161,12 +191,15 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
         case .none:
             break
         case .release(let reusable):
-            let ended = current
-            release(reusable: reusable)
-            ended?.body.finish()
-            if !reusable { context.close(promise: nil) }
+            if reusable {
+                handOver(endingBody: true)
+            } else {
+                release(reusable: false, endingBody: true)
+                context.close(promise: nil)
+            }
         }
-        delivery.readComplete()
+        // A head held for a hand-over goes to its caller after it (the caller finds the exchange over).
+        delivery.readComplete(handingOverHead: !handOverScheduled)
         context.fireChannelReadComplete()
     }
 
@@ -185,13 +218,16 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
 
     package func channelInactive(context: ChannelHandlerContext) {
         cancelTimer()
+        if let end = decoder.connectionEnded() {
+            // A body framed by the connection's end is complete (an unclean end failed the request before).
+            handle(end, context: context)
+        }
         switch machine.channelInactive() {
         case .none:
             break
         case .releaseEnded(let reusable):
-            let ended = current
-            release(reusable: reusable)
-            ended?.body.finish()
+            // Closed: nothing can start on it, so no hand-over is needed (the pool never reuses a closed one).
+            release(reusable: reusable, endingBody: true)
         case .failRequest(let failed):
             cancelTimer()
             if let request = current {
@@ -217,20 +253,43 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
                 delivery.fail(request, failed)
             }
         case .endResponseAndClose:
-            let ended = current
-            release(reusable: false)
-            ended?.body.finish()
+            release(reusable: false, endingBody: true)
         case .close:
             break
         }
         context?.close(promise: nil)
     }
 
-    /// Gives the connection back to the pool for the request that ran: exactly once per request.
-    private func release(reusable: Bool) {
+    /// Gives the connection back to the pool for the request that ran, at once: exactly once per request, for a
+    /// connection that is not reusable (or closed already). `endingBody`: the response ended, so its body stream
+    /// ends right after the release (a caller that read the body to its end finds the connection released).
+    private func release(reusable: Bool, endingBody: Bool = false) {
         guard let request = current else { return }
         current = nil
         request.release(reusable)
+        if endingBody { request.body.finish() }
+    }
+
+    /// Gives a reusable connection back to the pool for the request that ran, in a new event-loop task: never
+    /// inside the event that ended the exchange (a read, a write's completion), so the next request is never
+    /// written there. By then a byte that arrived, or the channel's close, has made the connection doubtful: it is
+    /// then released as not reusable. The body stream's end and a head held to the end of the read follow the
+    /// release, so a caller that finds its response over finds the connection back in the pool.
+    private func handOver(endingBody: Bool) {
+        guard let request = current else { return }
+        current = nil
+        guard let loop = context?.eventLoop else {
+            request.release(false)
+            if endingBody { request.body.finish() }
+            return
+        }
+        handOverScheduled = true
+        loop.assumeIsolated().execute { [self] in
+            handOverScheduled = false
+            request.release(machine.isIdle && context?.channel.isActive == true)
+            if endingBody { request.body.finish() }
+            delivery.handOverHeldHead()
+        }
     }
 
     private func arm(_ deadline: NIODeadline) {

@@ -207,10 +207,9 @@ package struct HTTP1ConnectionStateMachine {
 
     // MARK: The channel's events
 
-    /// Bytes arrived (before the HTTP decoder saw them). Returns whether to close the connection: bytes on an idle
-    /// connection answer nobody, and the decoder would keep a partial head they start for the next request's
-    /// response (a stray `302` with its `Location` and `Set-Cookie` became the next caller's), so they are never
-    /// decoded for anyone.
+    /// Bytes arrived (before the response decoder saw them). Returns whether to close the connection: bytes on an
+    /// idle connection answer nobody (a stray `302` with its `Location` and `Set-Cookie` once became the next
+    /// caller's head), so they are never decoded for anyone.
     mutating func bytesRead(now: NIODeadline) -> Bool {
         switch state {
         case .ending:
@@ -278,6 +277,23 @@ package struct HTTP1ConnectionStateMachine {
         case .fail(let failed):
             state = .closed
             return .close(.failRequest(failed))
+        }
+    }
+
+    /// The decoder found bytes after the expected response's end (it decoded none of them): they answer no
+    /// request, and the connection is doubtful. A response that ended in this read stands, but the connection is
+    /// released as not reusable and closed; a request still waiting for its own end to be written (an early
+    /// response) fails as the server's fault.
+    mutating func strayBytes() -> CloseAction {
+        switch state {
+        case .ending:
+            state = .ending(reusable: false)
+            return .none
+        case .inRequest:
+            return fail(.transport(.malformedResponse("the server sent bytes after its response's end")))
+        case .idle, .closed:
+            state = .closed
+            return .close
         }
     }
 

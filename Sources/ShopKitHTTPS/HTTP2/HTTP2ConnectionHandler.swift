@@ -27,7 +27,7 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     package static let initialSettings: HTTP2Settings = [
         HTTP2Setting(parameter: .enablePush, value: 0),
         HTTP2Setting(parameter: .initialWindowSize, value: streamWindowSize),
-        HTTP2Setting(parameter: .maxHeaderListSize, value: 64 * 1024),
+        HTTP2Setting(parameter: .maxHeaderListSize, value: HTTPResponseLimits.maxHeadBytes),
     ]
 
     /// HTTP/2's initial connection window (RFC 9113 §6.9.2), before the first WINDOW_UPDATE.

@@ -119,16 +119,20 @@ struct ConnectionFactory: Sendable {
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(connectTimeout)
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                // First in the pipeline: counts what the socket gave, for the reuse check (`ConnectionQuiet`).
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(ReceivedByteCounter()) }
+            }
         return bootstrap.connect(literalOrHost: host, port: port)
     }
 
-    /// Adds the HTTP/1.1 codec and the exchange handler behind the security handlers.
+    /// Adds NIO's request encoder and the exchange handler (which frames responses itself) behind the security
+    /// handlers.
     private static func http1(on channel: any Channel, logger: Logger) throws -> HTTPClientConnection {
         let handler = HTTP1ConnectionHandler(logger: logger)
         let sync = channel.pipeline.syncOperations
         do {
-            try sync.addHandler(InboundByteObserver { handler.noteBytesRead() })
-            try sync.addHTTPClientHandlers()
+            try sync.addHandler(HTTPRequestEncoder())
             try sync.addHandler(handler)
         } catch {
             // After the handshake: not a TLS failure. The channel closed meanwhile.

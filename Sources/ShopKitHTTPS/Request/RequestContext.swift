@@ -120,10 +120,11 @@ struct ResponseDelivery {
         request.body.yield(ArraySlice(buffer.readableBytesView))
     }
 
-    /// The read is over: the held head goes to its caller.
-    mutating func readComplete() {
+    /// The read is over: the held head goes to its caller, unless `handingOverHead` is false (the handler hands
+    /// it over later, with ``handOverHeldHead()``).
+    mutating func readComplete(handingOverHead: Bool = true) {
         reading = false
-        handOverHeldHead()
+        if handingOverHead { handOverHeldHead() }
     }
 
     /// Fails `request`'s caller: the head (if it was not delivered yet), then the body stream. `refusedByGoAway`:
@@ -208,20 +209,6 @@ struct RequestTimer {
     mutating func didFire() {
         scheduled = nil
         armedFor = nil
-    }
-}
-
-/// Tells the handler that bytes arrived on the connection, before the HTTP decoder sees them; bytes the handler
-/// refuses (`onRead` returns false: nobody asked for them) never reach the decoder.
-package final class InboundByteObserver: ChannelInboundHandler, RemovableChannelHandler {
-    package typealias InboundIn = ByteBuffer
-    package typealias InboundOut = ByteBuffer
-    private let onRead: () -> Bool
-
-    package init(onRead: @escaping () -> Bool) { self.onRead = onRead }
-
-    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if onRead() { context.fireChannelRead(data) }
     }
 }
 
