@@ -23,7 +23,7 @@ import ShopKitTLS
 ///
 /// Call ``start()`` once at launch, then ``update()`` on demand or ``run()`` in a task of its own to fetch every
 /// `interval` (±10 % jitter, so a fleet of clients does not fetch in step).
-public final class PinUpdates: Sendable {
+public final class PinUpdates: DocumentTracking {
     /// What happened, for the app's log or metrics. Reported through `onEvent`, which must return at once.
     public enum Event: Sendable, CustomStringConvertible {
         /// A document was applied: fetched, or loaded from the store by ``start()``.
@@ -76,15 +76,6 @@ public final class PinUpdates: Sendable {
         case pinned
     }
 
-    struct State: Sendable {
-        /// The highest version ever accepted (stored or fetched): nothing at or below it is applied again.
-        var floor: Int
-        /// The document in force, nil while the baseline is.
-        var inForce: PinSetDocument?
-        /// Ends the document in force when it expires (``fallBackIfExpired()``); cancelled when another applies.
-        var expiryTimer: Task<Void, Never>?
-    }
-
     let transport: HTTPSTransport
     private let documentURL: URL
     let verifier: PinSetVerifier
@@ -96,7 +87,7 @@ public final class PinUpdates: Sendable {
     private let sleep: @Sendable (Duration) async throws -> Void
     let sleepUntil: @Sendable (Date) async throws -> Void
     private let random: @Sendable () -> Double
-    let state: NIOLockedValueBox<State>
+    let state: NIOLockedValueBox<DocumentInForce>
     /// The store's file operations block: they run here, never on the cooperative pool.
     let io = DispatchQueue(label: "ShopKit.PinUpdates.store")
 
@@ -143,7 +134,7 @@ public final class PinUpdates: Sendable {
         self.now = now
         self.sleep = sleep
         self.random = random
-        self.state = NIOLockedValueBox(State(floor: transport.configuration.tls.pinning.version, inForce: nil))
+        self.state = NIOLockedValueBox(DocumentInForce(floor: transport.configuration.tls.pinning.version))
     }
 
     deinit {
@@ -151,15 +142,20 @@ public final class PinUpdates: Sendable {
     }
 
     /// The signed document in force, nil while the baseline is (`transport.pinning` is the policy either way).
-    public var documentInForce: PinSetDocument? { state.withLockedValue { $0.inForce } }
+    ///
+    /// A document is in force only once applied above the baseline's version (`PinningPolicy.version`): a stored
+    /// document at or below it is never applied, so it is never the one in force, even when its version is the
+    /// baseline's own (the release carries what supersedes it).
+    public var documentInForce: PinSetDocument? { state.withLockedValue { $0.document } }
 
     /// Applies the stored document, if there is one and it is still valid, above the baseline. A stored document
     /// that cannot be used leaves the baseline in force and is reported (``Event/storedDocumentUnusable(_:)``,
     /// ``Event/expired(version:)``). The rollback floor (the highest version ever applied) is read from its own
     /// file, so it outlives a lost document.
     public func start() async {
-        let (documentPath, floorPath) = (storePath, floorPath)
-        let floorRead = await onIO { () throws(CredentialError) -> Int? in try Self.readFloor(floorPath) }
+        let documentPath = storePath
+        let floorFile = rollbackFloor
+        let floorRead = await onIO { () throws(CredentialError) -> Int? in try floorFile.read() }
         switch floorRead {
         case .success(let floor): state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
         // Reported; the stored document's version (below) is then the floor.
@@ -182,14 +178,16 @@ public final class PinUpdates: Sendable {
             let current = max(floor, transport.pinning.version)
             // Signed by the app's key and stored by it: no older document is applied again, even once it expired.
             state.floor = max(state.floor, document.version)
-            if document.version == transport.pinning.version {
-                // Already in force (applied through this transport before): track its expiry, or end it.
-                guard now() >= document.expiresAt else {
+            if document.version == transport.pinning.version, document.version > baseline.version {
+                // Already in force (applied through this transport before): track its expiry, or end it. A document
+                // at the baseline's own version never applied (documents apply only above it): the baseline is in
+                // force, and the check below refuses the document as not newer.
+                guard document.isExpired(at: now()) else {
                     track(document, &state)
                     return nil
                 }
                 guard transport.replacePinning(baseline, ifVersion: document.version) else { return nil }
-                state.inForce = nil
+                state.document = nil
                 return .expired(version: document.version)
             }
             do throws(PinSetDocumentError) {
@@ -230,7 +228,7 @@ public final class PinUpdates: Sendable {
             do throws(PinSetDocumentError) {
                 return .verified(try verifier.verify(text, baseline: baseline, currentVersion: current, now: now()))
             } catch .notNewer(let version, _)
-                where version == transport.pinning.version && state.inForce.map({ inForce in
+                where version == transport.pinning.version && state.document.map({ inForce in
                     (try? verifier.signedDocument(text))?.json == inForce.json
                 }) == true
             {
@@ -287,7 +285,7 @@ public final class PinUpdates: Sendable {
     func nextDelay() -> Duration {
         let intervalSeconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
         var seconds = intervalSeconds * (0.9 + 0.2 * random())
-        if let expiresAt = state.withLockedValue({ $0.inForce?.expiresAt }) {
+        if let expiresAt = state.withLockedValue({ $0.document?.expiresAt }) {
             seconds = min(seconds, max(0, expiresAt.timeIntervalSince(now())))
         }
         return .milliseconds(Int64((seconds * 1000).rounded()))

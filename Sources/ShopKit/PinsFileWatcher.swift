@@ -11,30 +11,37 @@ import ShopKitPinning
 /// The file is a `PinSetDocument`'s JSON, unsigned: it is trusted as the process's own configuration, so it must
 /// follow the token store's file rules (owned by the user, mode 0600 or stricter, not a symbolic link). Every other
 /// rule of a document holds: a version above the one in force, valid now, keeping the baseline's hosts. A file that
-/// cannot be read or is refused changes nothing and is reported; when the document in force expires, the baseline
-/// applies again.
+/// cannot be read or is refused changes nothing and is reported.
+///
+/// As `PinUpdates` does: when the document in force expires, a timer of its own applies the baseline again
+/// (whether ``run()`` runs or not), and the rollback floor (the highest version ever applied) is kept in
+/// `path + ".floor"` (0600, written under `path + ".lock"`, in the file's directory, which must be private to the
+/// user), recorded before a document applies: a document whose version cannot be recorded is not applied, and an
+/// older document is refused after a restart too. The document the floor names applies again after a restart.
 ///
 /// Call ``reload()`` on demand (from a `SIGHUP` handler, say) or ``run()`` in a task of its own to check the file
 /// every `interval`.
-public final class PinsFileWatcher: Sendable {
-    private struct State: Sendable {
+public final class PinsFileWatcher: DocumentTracking {
+    private struct Watch: Sendable {
         var fingerprint: [Int]?
         /// When a document refused as issued in the future becomes valid: it is read again then.
         var retryAt: Date?
-        var inForce: (version: Int, expiresAt: Date)?
-        var floor: Int
     }
 
-    private let transport: HTTPSTransport
+    let transport: HTTPSTransport
     private let path: String
     private let interval: Duration
-    private let onEvent: @Sendable (PinUpdates.Event) -> Void
-    private let now: @Sendable () -> Date
+    let onEvent: @Sendable (PinUpdates.Event) -> Void
+    let now: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
+    let sleepUntil: @Sendable (Date) async throws -> Void
     /// Runs after each read (tests swap the file there).
     private let afterRead: @Sendable () -> Void
-    private let state: NIOLockedValueBox<State>
-    private let io = DispatchQueue(label: "ShopKit.PinsFileWatcher")
+    private let watch = NIOLockedValueBox(Watch())
+    let state: NIOLockedValueBox<DocumentInForce>
+    let io = DispatchQueue(label: "ShopKit.PinsFileWatcher")
+    /// The rollback floor's file, beside the watched file.
+    var rollbackFloor: RollbackFloor { RollbackFloor(path: path + ".floor", lockPath: path + ".lock") }
 
     /// Watches `path` for `transport`, checking it every `interval` (default 5 s) while ``run()`` runs.
     public convenience init(
@@ -43,15 +50,18 @@ public final class PinsFileWatcher: Sendable {
     ) {
         self.init(
             transport: transport, path: path, interval: interval, onEvent: onEvent, now: { Date() },
-            sleep: { try await Task.sleep(for: $0) })
+            sleep: { try await Task.sleep(for: $0) }, sleepUntil: PinsFileWatcher.sleepUntilWallClock)
     }
 
-    /// The same with an injected clock and sleeper, and a hook after each read (tests).
+    /// The same with an injected clock, sleeper and expiry timer, and a hook after each read (tests).
     init(
         transport: HTTPSTransport, path: String, interval: Duration,
         onEvent: @escaping @Sendable (PinUpdates.Event) -> Void, now: @escaping @Sendable () -> Date,
-        sleep: @escaping @Sendable (Duration) async throws -> Void, afterRead: @escaping @Sendable () -> Void = {}
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        sleepUntil: @escaping @Sendable (Date) async throws -> Void = PinsFileWatcher.sleepUntilWallClock,
+        afterRead: @escaping @Sendable () -> Void = {}
     ) {
+        self.sleepUntil = sleepUntil
         self.afterRead = afterRead
         self.transport = transport
         self.path = path
@@ -59,7 +69,11 @@ public final class PinsFileWatcher: Sendable {
         self.onEvent = onEvent
         self.now = now
         self.sleep = sleep
-        self.state = NIOLockedValueBox(State(fingerprint: nil, retryAt: nil, inForce: nil, floor: transport.configuration.tls.pinning.version))
+        self.state = NIOLockedValueBox(DocumentInForce(floor: transport.configuration.tls.pinning.version))
+    }
+
+    deinit {
+        state.withLockedValue { $0.expiryTimer?.cancel() }
     }
 
     /// Reads the file and applies it if it is a valid document above the version in force; returns that version.
@@ -67,8 +81,8 @@ public final class PinsFileWatcher: Sendable {
     /// The fingerprint ``run()`` compares is taken from the very file read (its `fstat`, before its first byte),
     /// or, when the file cannot be read, before the attempt: a file swapped in meanwhile is always read again.
     ///
-    /// - Throws: the `CredentialError` of an unreadable or unsafe file, or the `PinSetDocumentError` that refused
-    ///   it; the policy in force did not change.
+    /// - Throws: the `CredentialError` of an unreadable or unsafe file (or rollback floor, or a floor that cannot
+    ///   be recorded), or the `PinSetDocumentError` that refused it; the policy in force did not change.
     @discardableResult
     public func reload() async throws -> Int {
         fallBackIfExpired()
@@ -85,7 +99,7 @@ public final class PinsFileWatcher: Sendable {
                 }
             }
         }
-        state.withLockedValue {
+        watch.withLockedValue {
             $0.fingerprint = read.1
             $0.retryAt = nil
         }
@@ -101,29 +115,48 @@ public final class PinsFileWatcher: Sendable {
         case .success(let contents?):
             bytes = contents
         }
-        let baseline = transport.configuration.tls.pinning
-        let outcome = state.withLockedValue { state -> Result<Int, PinSetDocumentError> in
-            do throws(PinSetDocumentError) {
+        let floorFile = rollbackFloor
+        let storedFloor: Int?
+        switch await onIO({ () throws(CredentialError) -> Int? in try floorFile.read() }) {
+        case .success(let floor): storedFloor = floor
+        case .failure(let error):
+            // A floor that cannot be read protects nothing: no document applies until it can be (fail safe).
+            onEvent(.storedDocumentUnusable(error))
+            throw error
+        }
+        let checked = state.withLockedValue { state -> Result<PinSetDocument, PinSetDocumentError> in
+            Result { () throws(PinSetDocumentError) in
                 let document = try PinSetDocument(json: bytes)
-                let current = max(state.floor, transport.pinning.version)
-                do throws(PinSetDocumentError) {
-                    try document.check(baseline: baseline, currentVersion: current, now: now())
-                } catch {
-                    if case .notYetValid(let issuedAt) = error {
-                        // It becomes valid by itself: read it again then, even if the file does not change.
-                        state.retryAt = issuedAt.addingTimeInterval(-PinSetDocument.clockSkew)
-                    }
-                    throw error
-                }
-                transport.replacePinning(document.policy)
-                state.floor = document.version
-                state.inForce = (document.version, document.expiresAt)
-                return .success(document.version)
-            } catch {
-                return .failure(error)
+                let current = currentVersion(for: document.version, storedFloor: storedFloor, state)
+                try document.check(baseline: baseline, currentVersion: current, now: now())
+                return document
             }
         }
-        switch outcome {
+        let document: PinSetDocument
+        switch checked {
+        case .success(let accepted): document = accepted
+        case .failure(let error):
+            if case .notYetValid(let issuedAt) = error {
+                // It becomes valid by itself: read it again then, even if the file does not change.
+                watch.withLockedValue { $0.retryAt = issuedAt.addingTimeInterval(-PinSetDocument.clockSkew) }
+            }
+            onEvent(.refused(error))
+            throw error
+        }
+        // Recorded before it applies: no restart can go below a version that was in force.
+        if let error = await storeFloor(document.version) {
+            onEvent(.floorNotStored(version: document.version, error))
+            throw error
+        }
+        let applied = state.withLockedValue { state -> Result<Int, PinSetDocumentError> in
+            // Another reload may have applied a newer document while the floor was written.
+            let current = max(state.floor, transport.pinning.version)
+            guard document.version > current else { return .failure(.notNewer(version: document.version, current: current)) }
+            transport.replacePinning(document.policy)
+            track(document, &state)
+            return .success(document.version)
+        }
+        switch applied {
         case .success(let version):
             onEvent(.applied(version: version))
             return version
@@ -143,23 +176,10 @@ public final class PinsFileWatcher: Sendable {
             let current = await withCheckedContinuation { continuation in
                 io.async { continuation.resume(returning: Self.fingerprint(path)) }
             }
-            let (recorded, retryAt) = state.withLockedValue { ($0.fingerprint, $0.retryAt) }
+            let (recorded, retryAt) = watch.withLockedValue { ($0.fingerprint, $0.retryAt) }
             if current != recorded || retryAt.map({ now() >= $0 }) == true { _ = try? await reload() }
             do { try await sleep(interval) } catch { return }
         }
-    }
-
-    /// Applies the baseline again when the document in force has expired, unless another policy replaced it since.
-    private func fallBackIfExpired() {
-        let expired = state.withLockedValue { state -> Int? in
-            guard let inForce = state.inForce, now() >= inForce.expiresAt else { return nil }
-            state.inForce = nil
-            guard transport.replacePinning(transport.configuration.tls.pinning, ifVersion: inForce.version) else {
-                return nil
-            }
-            return inForce.version
-        }
-        if let expired { onEvent(.expired(version: expired)) }
     }
 
     /// What tells one version of the file from the next: inode, size, modification and status-change times (ns);

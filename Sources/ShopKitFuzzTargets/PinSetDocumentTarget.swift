@@ -20,7 +20,7 @@ enum PinSetDocumentTarget {
     private static let inForce = 3
     private static let now = Date(timeIntervalSince1970: 1_800_000_000)
     private static let baseline = PinningPolicy(pinSets: [
-        try! PinSet(host: "api.example.com", pins: [String(repeating: "A", count: 43) + "=", String(repeating: "B", count: 43) + "="].map { "sha256/" + $0 })
+        try! PinSet(host: "api.example.com", pins: [String(repeating: "A", count: 43) + "=", String(repeating: "B", count: 42) + "A="].map { "sha256/" + $0 })
     ])
 
     static func run(_ bytes: [UInt8]) {

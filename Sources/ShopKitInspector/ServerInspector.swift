@@ -73,12 +73,6 @@ package struct ServerInspector: Sendable {
     /// The name checked: `serverName` or the host.
     package var checkedName: String { serverName ?? address.host }
 
-    /// Parses a pin as `sha256/BASE64` or curl's `sha256//BASE64`.
-    package static func parsePin(_ text: String) throws(PinParseError) -> SPKIPin {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        return try SPKIPin(trimmed.hasPrefix("sha256//") ? "sha256/" + trimmed.dropFirst(8) : trimmed)
-    }
-
     /// The pin policy for the given pins: one set for the checked name.
     ///
     /// Without a client identity the set is report-only, so the handshake completes and the report shows what was

@@ -37,8 +37,9 @@ package struct CompactJWS: Sendable, Equatable {
         guard let headerBytes = Base64URL.decode(parts[0]) else { throw .malformedJWS("the header is not base64url") }
         guard let payload = Base64URL.decode(parts[1]) else { throw .malformedJWS("the payload is not base64url") }
         guard let signature = Base64URL.decode(parts[2]) else { throw .malformedJWS("the signature is not base64url") }
-        switch JSONDuplicateCheck.scan(headerBytes) {
+        switch JSONDuplicateCheck.scan(headerBytes, maximumDepth: PinSetDocument.maximumDepth) {
         case .unique: break
+        case .tooDeep(let limit): throw .nestedTooDeeply(maximumDepth: limit)
         case .duplicate(let name, _):
             throw .malformedHeader("member \(String(reflecting: name)) appears twice (RFC 7515 §5.2)")
         case .malformed: throw .malformedHeader("not JSON")

@@ -17,6 +17,8 @@ package enum JSONDuplicateCheck {
         case duplicate(name: String, in: String)
         /// Not JSON text; the reason and byte offset.
         case malformed(String)
+        /// JSON text whose objects and arrays nest deeper than the `maximumDepth` given (the limit).
+        case tooDeep(Int)
     }
 
     private enum Frame {
@@ -27,8 +29,10 @@ package enum JSONDuplicateCheck {
     private enum Expect { case value, valueOrEnd, nameOrEnd, name, colon, commaOrEnd, done }
 
     /// Scans `bytes` (one JSON text). With `integersOnly`, a number with a fraction or an exponent (`1.0`, `1e0`,
-    /// `0.99999999999999999`, which decoders round to an integer another reader would not see) is malformed.
-    package static func scan(_ bytes: [UInt8], integersOnly: Bool = false) -> Outcome {
+    /// `0.99999999999999999`, which decoders round to an integer another reader would not see) is malformed. With
+    /// `maximumDepth`, objects and arrays nested deeper than that are `tooDeep`: valid JSON that a decoder would
+    /// give up on (Foundation's stops at a depth of its own), reported as what it is rather than as "not JSON".
+    package static func scan(_ bytes: [UInt8], integersOnly: Bool = false, maximumDepth: Int? = nil) -> Outcome {
         var stack: [Frame] = []
         var expect = Expect.value
         var index = 0
@@ -77,14 +81,16 @@ package enum JSONDuplicateCheck {
                     index += 1
                     stack.removeLast()
                     expect = stack.isEmpty ? .done : .commaOrEnd
-                case UInt8(ascii: "{"):
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    if let maximumDepth, stack.count >= maximumDepth { return .tooDeep(maximumDepth) }
                     index += 1
-                    stack.append(.object(names: [], current: nil))
-                    expect = .nameOrEnd
-                case UInt8(ascii: "["):
-                    index += 1
-                    stack.append(.array(index: 0))
-                    expect = .valueOrEnd
+                    if byte == UInt8(ascii: "{") {
+                        stack.append(.object(names: [], current: nil))
+                        expect = .nameOrEnd
+                    } else {
+                        stack.append(.array(index: 0))
+                        expect = .valueOrEnd
+                    }
                 case UInt8(ascii: "\""):
                     guard string(bytes, &index) != nil else { return malformed("invalid string") }
                     expect = stack.isEmpty ? .done : .commaOrEnd

@@ -5,8 +5,9 @@ extension PinSetDocument {
     /// unless it lists the pattern in `unpinnedBaselineHosts`.
     ///
     /// The rule, for each baseline pattern: every host the pattern matches must get from the document an
-    /// *enforced* set (not report-only) that stays live for the document's whole validity (no `expiration`, or one
-    /// not before `expiresAt`). So a report-only set, a set expiring early, or a more specific weak set under a
+    /// *enforced* set (not report-only) that stays live for the document's whole validity and past it (no
+    /// `expiration`, or one after `expiresAt`: at `expiresAt` itself the document may still be in force until its
+    /// expiry timer runs). So a report-only set, a set expiring early, or a more specific weak set under a
     /// baseline wildcard (`api.example.com` report-only under `*.example.com`) is refused; a broader enforced set
     /// (`**.example.com` for `api.example.com`) is enough.
     ///
@@ -30,11 +31,15 @@ extension PinSetDocument {
                 if applied.reportOnly {
                     throw .weakensBaselineHost(set.hostPattern.description, reason: "\(which) is report-only")
                 }
-                if let expiration = applied.expiration, expiration < expiresAt {
+                // Live at every instant the document may be in force, `expiresAt` included: from that instant the
+                // document is expired (`isExpired(at:)`), but it stays in force until its expiry timer has put the
+                // baseline back, and a set expired at that same instant would leave the host unpinned meanwhile.
+                if let expiration = applied.expiration, expiration <= expiresAt {
                     throw .weakensBaselineHost(
                         set.hostPattern.description,
-                        reason: "\(which) expires at \(Self.timestamp(expiration)), before the document "
-                            + "(\(Self.timestamp(expiresAt)))")
+                        reason: "\(which) expires at \(Self.timestamp(expiration)), "
+                            + (expiration == expiresAt ? "when the document does" : "before the document (\(Self.timestamp(expiresAt)))")
+                            + "; a set must outlive the document")
                 }
             }
         }

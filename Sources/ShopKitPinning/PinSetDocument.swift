@@ -50,6 +50,10 @@ public struct PinSetDocument: Sendable {
 
     /// How far in the future `issuedAt` may be (clock skew between publisher and app).
     package static let clockSkew: TimeInterval = 5 * 60
+    /// How deep a document's JSON may nest objects and arrays: a document needs four levels (the document,
+    /// `pinSets`, a set, its `pins`); deeper JSON is refused as ``PinSetDocumentError/nestedTooDeeply(maximumDepth:)``,
+    /// well before a decoder's own limit would report it as "not JSON".
+    package static let maximumDepth = 16
 
     /// Parses a document's JSON.
     ///
@@ -57,8 +61,9 @@ public struct PinSetDocument: Sendable {
     package init(json: [UInt8]) throws(PinSetDocumentError) {
         // Every number in a document is an integer, written as one: `1.0` or `5.9999999999999999` would be read as
         // a version that another reader (or the reviewer) does not see.
-        switch JSONDuplicateCheck.scan(json, integersOnly: true) {
+        switch JSONDuplicateCheck.scan(json, integersOnly: true, maximumDepth: Self.maximumDepth) {
         case .unique: break
+        case .tooDeep(let limit): throw .nestedTooDeeply(maximumDepth: limit)
         case .duplicate(let name, let path):
             throw .malformedDocument(
                 "member \(String(reflecting: name)) appears twice in \(path.isEmpty ? "the document" : path); readers "
@@ -88,6 +93,13 @@ public struct PinSetDocument: Sendable {
         for (index, set) in wire.pinSets.enumerated() {
             let expiration = try set.expiration.map { text throws(PinSetDocumentError) in
                 try Self.date(text, field: "pinSets[\(index)].expiration")
+            }
+            // Each pin exactly in its canonical text: the one parser's rules, and OkHttp's form only (curl's
+            // `sha256//` is the same digest written another way).
+            for (position, text) in set.pins.enumerated() {
+                let pin: SPKIPin
+                do { pin = try SPKIPin(text) } catch { throw .badPin(host: set.host, index: position, error) }
+                guard pin.description == text else { throw .badPin(host: set.host, index: position, .curlForm(pin)) }
             }
             let pinSet: PinSet
             do {
@@ -124,7 +136,7 @@ public struct PinSetDocument: Sendable {
     /// no report-only set.
     package func check(baseline: PinningPolicy, currentVersion: Int, now: Date) throws(PinSetDocumentError) {
         guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
-        guard now < expiresAt else { throw .expired(expiresAt: expiresAt) }
+        guard !isExpired(at: now) else { throw .expired(expiresAt: expiresAt) }
         guard issuedAt <= now.addingTimeInterval(Self.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
         if baseline.unpinnedHosts == .refuse, !baseline.documentsMayAllowUnpinnedHosts {
             if policy.unpinnedHosts == .allow { throw .relaxesStrictHosts }
@@ -134,6 +146,11 @@ public struct PinSetDocument: Sendable {
         }
         try checkBaselineHosts(baseline)
     }
+
+    /// Whether the document has expired at `now`: from the instant `expiresAt` names on, as a pin set's expiration
+    /// (`PinSet.isExpired(at:)`). The one rule every check of a document's expiry uses (the checks, the expiry
+    /// timers, `sign-pins`).
+    package func isExpired(at now: Date) -> Bool { now >= expiresAt }
 
     /// The JSON of a document (sorted keys; what `pin-check` emits for signing).
     package static func json(
@@ -177,6 +194,17 @@ public struct PinSetDocument: Sendable {
         return date
     }
 
+    /// What a Swift type the decoder expected is called in JSON: a user never sees Swift's type names.
+    private static func kind(_ type: Any.Type) -> String {
+        switch type {
+        case is Int.Type: return "an integer"
+        case is Bool.Type: return "true or false"
+        case is String.Type: return "a string"
+        case is [Any].Type, is [String].Type, is [WireSet].Type: return "a JSON array"
+        default: return "a JSON object"
+        }
+    }
+
     private static func describe(_ error: DecodingError) -> String {
         func path(_ keys: [any CodingKey]) -> String {
             keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined().drop { $0 == "." }.description
@@ -186,7 +214,8 @@ public struct PinSetDocument: Sendable {
             let parent = path(context.codingPath)
             return "missing field \(parent.isEmpty ? "" : parent + ".")\(key.stringValue)"
         case .typeMismatch(let type, let context), .valueNotFound(let type, let context):
-            return "field \(path(context.codingPath)) must be \(type == Int.self ? "an integer" : type == Bool.self ? "true or false" : type == String.self ? "a string" : "\(type)")"
+            let field = path(context.codingPath)
+            return "\(field.isEmpty ? "the document" : field) must be \(kind(type))"
         case .dataCorrupted(let context):
             return context.codingPath.isEmpty ? "not JSON" : "field \(path(context.codingPath)): \(context.debugDescription)"
         @unknown default:
@@ -209,13 +238,13 @@ private struct Wire: Decodable {
         let container = try decoder.container(keyedBy: FieldKey.self)
         try container.refuseUnknown(
             ["version", "issuedAt", "expiresAt", "strictHosts", "pinSets", "unpinnedBaselineHosts", "audience"])
-        audience = try container.decodeIfPresent(String.self, forKey: "audience")
+        audience = try container.decodeOptional(String.self, forKey: "audience")
         version = try container.decode(Int.self, forKey: "version")
         issuedAt = try container.decode(String.self, forKey: "issuedAt")
         expiresAt = try container.decode(String.self, forKey: "expiresAt")
-        strictHosts = try container.decodeIfPresent(Bool.self, forKey: "strictHosts") ?? false
+        strictHosts = try container.decodeOptional(Bool.self, forKey: "strictHosts") ?? false
         pinSets = try container.decode([WireSet].self, forKey: "pinSets")
-        unpinnedBaselineHosts = try container.decodeIfPresent([String].self, forKey: "unpinnedBaselineHosts") ?? []
+        unpinnedBaselineHosts = try container.decodeOptional([String].self, forKey: "unpinnedBaselineHosts") ?? []
     }
 }
 
@@ -230,8 +259,8 @@ private struct WireSet: Decodable {
         try container.refuseUnknown(["host", "pins", "reportOnly", "expiration"])
         host = try container.decode(String.self, forKey: "host")
         pins = try container.decode([String].self, forKey: "pins")
-        reportOnly = try container.decodeIfPresent(Bool.self, forKey: "reportOnly") ?? false
-        expiration = try container.decodeIfPresent(String.self, forKey: "expiration")
+        reportOnly = try container.decodeOptional(Bool.self, forKey: "reportOnly") ?? false
+        expiration = try container.decodeOptional(String.self, forKey: "expiration")
     }
 }
 
@@ -244,6 +273,18 @@ private struct FieldKey: CodingKey, ExpressibleByStringLiteral {
 }
 
 extension KeyedDecodingContainer where Key == FieldKey {
+    /// An optional member: absent is nil; `null` is refused, so that a document has one way to leave a member
+    /// out (and no reader takes `null` for a value).
+    fileprivate func decodeOptional<T: Decodable>(_ type: T.Type, forKey key: FieldKey) throws -> T? {
+        guard contains(key) else { return nil }
+        if try decodeNil(forKey: key) {
+            let at = (codingPath + [key]).map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            throw PinSetDocumentError.malformedDocument(
+                "\(at.drop { $0 == "." }) is null; leave the member out to omit it (null is not a value here)")
+        }
+        return try decode(type, forKey: key)
+    }
+
     fileprivate func refuseUnknown(_ known: Set<String>) throws {
         if let unknown = allKeys.map(\.stringValue).sorted().first(where: { !known.contains($0) }) {
             let at = codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()

@@ -21,6 +21,12 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     case badSignature(keyID: String)
     /// The signed payload is not a valid pin-set document; the message names the field.
     case malformedDocument(String)
+    /// The header's or the payload's JSON nests objects and arrays deeper than `maximumDepth`: valid JSON, but far
+    /// deeper than any pin-set document (which needs four levels), so it is not read.
+    case nestedTooDeeply(maximumDepth: Int)
+    /// A pin of the set for `host` (at `index` in its `pins`) is not a pin in its one canonical form
+    /// (`sha256/` and the 44-character base64 of a 32-byte digest, nothing around it): one document has one text.
+    case badPin(host: String, index: Int, PinParseError)
     /// The document's version is not above the version of the policy in force (a replay or a rollback).
     case notNewer(version: Int, current: Int)
     /// The document's `expiresAt` has passed.
@@ -91,6 +97,11 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
                 + "(publisher, or a document altered in transit)"
         case .malformedDocument(let problem):
             return "the pin-set document is invalid (publisher): \(problem)"
+        case .nestedTooDeeply(let depth):
+            return "the pin-set document's JSON nests objects and arrays more than \(depth) levels deep (publisher): "
+                + "a pin-set document needs four (document, pinSets, a set, its pins); write it as docs/pin-set-document.md shows"
+        case .badPin(let host, let index, let problem):
+            return "the pin-set document's set for \(host) has a bad pin at pins[\(index)] (publisher): \(problem)"
         case .notNewer(let version, let current):
             return "the pin-set document has version \(version), not above the version in force (\(current)): "
                 + "a replayed or rolled-back document; publish a higher version"

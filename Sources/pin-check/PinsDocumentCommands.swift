@@ -15,12 +15,14 @@ struct SignPinsCommand: ParsableCommand {
             Checks the document first (the fields of a pins file plus version, issuedAt, expiresAt) and signs it
             only if an app would parse it. The JWS header names the key with --kid (default: the key file's name
             without its extension), which must be one of the key ids the app's PinSetVerifier trusts. Make a
-            signing key with: openssl genpkey -algorithm ed25519 -out KEY (keep it offline).
+            signing key with: openssl genpkey -algorithm ed25519 -out KEY (keep it offline). --key reads a file
+            only you can read (mode 600), or a pipe to its end (--key /dev/stdin for a key decrypted on the fly; then
+            give --kid).
 
             Exit status:
               0   signed
               64  usage error (unreadable file, a key that is not an unencrypted Ed25519 PEM key, a key file
-                  other users can read)
+                  other users can read, a key path that is neither a file nor a pipe, an empty key)
               65  the document is not a valid pin-set document (the message names the field), or has expired
               73  the output cannot be written
             """)
@@ -56,7 +58,7 @@ struct SignPinsCommand: ParsableCommand {
                 .refused, "--in \(input): no \"audience\": add the identifier of the app the document is for, as its "
                     + "PinSetVerifier(audience:) names it (pin-check pins-document --audience)")
         }
-        guard document.expiresAt > Date() else {
+        guard !document.isExpired(at: Date()) else {
             throw Failure(
                 .refused, "--in \(input): the document expired at \(PinSetDocument.timestamp(document.expiresAt)); "
                     + "give it a later expiresAt (pin-check pins-document --valid-days) before signing")
@@ -80,14 +82,19 @@ struct SignPinsCommand: ParsableCommand {
                 .usage, "--kid: the key id must be printable ASCII without spaces, as the app's PinSetVerifier names "
                     + "its keys (got \(keyID.utf8.count) bytes that are not)")
         }
-        var info = stat()
-        if stat(key, &info) == 0, info.st_mode & 0o077 != 0 {
-            throw Failure(
-                .usage, "--key \(key): mode \(String(info.st_mode & 0o777, radix: 8)) lets other users read the signing "
-                    + "key; chmod 600 \(key) (and keep it offline), then sign again")
+        // The checks are made on the descriptor read (no stat of the path before its open), and a pipe is read to
+        // its end: `--key /dev/stdin` takes a key decrypted on the fly.
+        let secret: SecureBytes
+        do { secret = try SecureBytes.readSecret(key, limit: 64 * 1024, privateToUser: true) } catch {
+            if case .readableByOthers(let mode) = error {
+                throw Failure(
+                    .usage, "--key \(key): mode \(mode) lets other users read the signing key; chmod 600 \(key) (and "
+                        + "keep it offline), then sign again")
+            }
+            throw Failure(.usage, "--key \(key): \(error)")
         }
-        guard let secret = SecureBytes.contentsOfFile(key, limit: 64 * 1024) else {
-            throw Failure(.usage, "--key \(key): cannot read the file (check the path and permissions)")
+        guard secret.count > 0 else {
+            throw Failure(.usage, "--key \(key): empty: the pipe closed before a key came, or the file is empty")
         }
         let signingKey: OpenSSLKey
         do { signingKey = try OpenSSLKey.privateKey(pem: secret) } catch {
@@ -122,6 +129,11 @@ struct VerifyPinsCommand: ParsableCommand {
             equal to the file's name without extension, and the app's --audience. Prints the document's version,
             dates, audience, strictHosts, unpinnedBaselineHosts, and each set's host, enforcement, expiration and
             pins.
+
+            The app's baseline (the pins compiled into it) is not known here, so the rules that compare a document
+            with it (every host the baseline pins keeps an enforced set live past the document's expiry unless
+            listed in unpinnedBaselineHosts; a strict baseline stays strict) are not checked: the output says so
+            on a line "baseline: not checked". The app checks them when it applies the document.
 
             Exit status:
               0   the document is valid now
@@ -159,6 +171,9 @@ struct VerifyPinsCommand: ParsableCommand {
                 ? "  strictHosts: true (hosts without a set are refused)"
                 : "  strictHosts: false (hosts without a set connect unpinned; an app built strict refuses this document)",
         ]
+        lines.append(
+            "  baseline: not checked (verify-pins does not know the app's compiled-in pins: the app refuses a document "
+                + "that drops or weakens a host its baseline pins, or relaxes a strict baseline)")
         if !verified.unpinnedBaselineHosts.isEmpty {
             lines.append("  unpinnedBaselineHosts: \(verified.unpinnedBaselineHosts.map(\.description).joined(separator: ", "))")
         }

@@ -82,7 +82,7 @@ import Testing
     @Test func enforcedSetsLiveForTheWholeValidityAreAccepted() throws {
         let cases: [([(String, Bool, Date?)], [String])] = [
             ([("api.example.com", false, nil)], ["api.example.com"]),
-            ([("api.example.com", false, Self.expiresAt)], ["api.example.com"]),
+            ([("api.example.com", false, Self.expiresAt + 1)], ["api.example.com"]),
             ([("**.example.com", false, nil)], ["api.example.com", "*.example.com", "**.example.com"]),
             ([("*.example.com", false, nil), ("api.example.com", false, Self.expiresAt + 86_400)], ["*.example.com"]),
             // A weaker set outside the baseline pattern, or less specific than the enforced one, weakens nothing.

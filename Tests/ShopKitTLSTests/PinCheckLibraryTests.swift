@@ -29,8 +29,8 @@ struct PinCheckLibraryTests {
     @Test("curl's sha256// syntax parses to the same pin")
     func curlPinSyntax() throws {
         let pin = TestCertificates.pin("root")
-        #expect(try ServerInspector.parsePin(pin.description.replacingOccurrences(of: "sha256/", with: "sha256//")) == pin)
-        #expect(try ServerInspector.parsePin(pin.description) == pin)
+        #expect(try SPKIPin(pin.description.replacingOccurrences(of: "sha256/", with: "sha256//")) == pin)
+        #expect(try SPKIPin(pin.description) == pin)
     }
 
     /// The leaf is valid until 2045-12-31T23:59:59Z; the clock says `now` (OpenSSL's own check uses the

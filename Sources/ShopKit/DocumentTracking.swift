@@ -1,0 +1,123 @@
+import NIOConcurrencyHelpers
+import Foundation
+import ShopKitCredentials
+import ShopKitHTTPS
+import ShopKitPinning
+
+/// The document in force over a transport, as `PinUpdates` and `PinsFileWatcher` both keep it.
+struct DocumentInForce: Sendable {
+    /// The highest version ever accepted (stored or applied): nothing at or below it is applied again.
+    var floor: Int
+    /// The document in force, nil while the baseline is.
+    var document: PinSetDocument?
+    /// Ends the document in force when it expires (`fallBackIfExpired()`); cancelled when another applies.
+    var expiryTimer: Task<Void, Never>?
+}
+
+/// The rollback floor kept in a file of its own (the highest version ever applied, in decimal, 0600, under the
+/// token store's file rules), so that losing a document, or the process, does not lose it.
+struct RollbackFloor: Sendable {
+    /// The floor's file.
+    let path: String
+    /// The lock its writers take (shared with whatever else they write beside it).
+    let lockPath: String
+
+    /// The stored floor, nil when there is none.
+    func read() throws(CredentialError) -> Int? {
+        guard let bytes = try TokenFileIO.read(path) else { return nil }
+        guard let floor = Int(String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)),
+            floor >= 0
+        else {
+            throw .corrupt("\(path) does not hold a pin-set document version; delete it only if you accept rollbacks")
+        }
+        return floor
+    }
+
+    /// Raises the stored floor to `version` (atomically, under the lock); never lowers it.
+    func raise(to version: Int) throws(CredentialError) {
+        try TokenFileIO.ensureDirectory((path as NSString).deletingLastPathComponent)
+        try TokenFileIO.withExclusiveLock(lockPath) { () throws(CredentialError) in
+            if let stored = try read(), stored >= version { return }
+            try TokenFileIO.atomicReplace(path, with: Array("\(version)\n".utf8))
+        }
+    }
+}
+
+/// What `PinUpdates` (documents fetched) and `PinsFileWatcher` (a local file) share, so both keep the same rules:
+/// the document in force ends at its expiry by a timer of its own, an expiring document never undoes a newer one,
+/// and the rollback floor is recorded in its file before a document applies.
+protocol DocumentTracking: AnyObject, Sendable {
+    var transport: HTTPSTransport { get }
+    var state: NIOLockedValueBox<DocumentInForce> { get }
+    var now: @Sendable () -> Date { get }
+    var sleepUntil: @Sendable (Date) async throws -> Void { get }
+    var onEvent: @Sendable (PinUpdates.Event) -> Void { get }
+    var rollbackFloor: RollbackFloor { get }
+    /// The queue blocking file work runs on, never the cooperative pool.
+    var io: DispatchQueue { get }
+}
+
+extension DocumentTracking {
+    /// The baseline compiled into the app: what applies when no valid document does.
+    var baseline: PinningPolicy { transport.configuration.tls.pinning }
+
+    /// Makes `document` the one in force (under the state lock; the caller has replaced the transport's pins):
+    /// raises the floor and starts its expiry timer.
+    func track(_ document: PinSetDocument, _ state: inout DocumentInForce) {
+        state.floor = max(state.floor, document.version)
+        state.document = document
+        state.expiryTimer?.cancel()
+        let (sleepUntil, expiresAt) = (self.sleepUntil, document.expiresAt)
+        state.expiryTimer = Task { [weak self] in
+            do { try await sleepUntil(expiresAt) } catch { return }
+            self?.fallBackIfExpired()
+        }
+    }
+
+    /// Applies the baseline again if the document in force has expired (`PinSetDocument.isExpired(at:)`), unless
+    /// another policy replaced it since (an expiring document never undoes a newer one).
+    func fallBackIfExpired() {
+        let expired = state.withLockedValue { state -> Int? in
+            guard let inForce = state.document, inForce.isExpired(at: now()) else { return nil }
+            state.document = nil
+            guard transport.replacePinning(baseline, ifVersion: inForce.version) else { return nil }
+            return inForce.version
+        }
+        if let expired { onEvent(.expired(version: expired)) }
+    }
+
+    /// The version in force a document must be above: the floor (lowered by one when `version` is the stored
+    /// floor itself and no document of it was applied in this process, so that the document that set it applies
+    /// again after a restart), and the transport's policy.
+    func currentVersion(for version: Int, storedFloor: Int?, _ state: DocumentInForce) -> Int {
+        let stored = storedFloor.map { $0 == version && state.floor < version ? $0 - 1 : $0 } ?? 0
+        return max(state.floor, stored, transport.pinning.version)
+    }
+
+    /// Raises the stored floor to `version`; the error, if it failed.
+    func storeFloor(_ version: Int) async -> CredentialError? {
+        let floor = rollbackFloor
+        if case .failure(let error) = await onIO({ () throws(CredentialError) in try floor.raise(to: version) }) {
+            return error
+        }
+        return nil
+    }
+
+    /// Runs blocking file work on ``io``, never on the cooperative pool.
+    func onIO<T: Sendable>(_ work: @escaping @Sendable () throws(CredentialError) -> T) async -> Result<T, CredentialError> {
+        await withCheckedContinuation { continuation in
+            io.async { continuation.resume(returning: Result { () throws(CredentialError) in try work() }) }
+        }
+    }
+
+    /// Waits until the wall clock reaches `date` (re-checked at least hourly, so a clock change is followed).
+    static var sleepUntilWallClock: @Sendable (Date) async throws -> Void {
+        { date in
+            while true {
+                let remaining = date.timeIntervalSinceNow
+                guard remaining > 0 else { return }
+                try await Task.sleep(for: .milliseconds(Int64((min(remaining, 3600) * 1000).rounded(.up))))
+            }
+        }
+    }
+}
