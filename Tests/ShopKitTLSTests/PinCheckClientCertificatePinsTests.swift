@@ -9,7 +9,7 @@ import Testing
 ///
 /// The server is a real `openssl s_server -Verify 1` that asks for a certificate from `client-ca`: its log has a
 /// `verify return` line for each client certificate it receives.
-@Suite struct PinCheckClientCertificatePinsTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckClientCertificatePinsTests {
     static func path(_ file: String) -> String { MutualTLSNginxTests.path(file) }
 
     static func run(version: String, pins: [String], _ extra: [String] = []) async throws

@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 39, item 2: messages that point the user the right way. Each runs the built `pin-check` against a real
 /// server (or, where no ShopKit client can meet the failure, checks the wording on OpenSSL's own text).
-@Suite struct PinCheckWordingTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckWordingTests {
     /// Text mode's lines must carry no OpenSSL error-queue internals and no NIO type or errno text.
     static let internals = ["SSL_do_handshake", "error:0A", "SSL routines", "errno", "(error set)", "IOError", "NIOConnectionError"]
 
