@@ -109,7 +109,7 @@ package enum FailureWording {
     ///
     /// | code | OpenSSL says | said here |
     /// | --- | --- | --- |
-    /// | 20 | unable to get local issuer certificate | the leaf's issuer was not sent (a missing intermediate), or the chain sent ends at a CA whose issuer is not trusted |
+    /// | 20 | unable to get local issuer certificate | where the chain sent stops: the leaf's issuer was not sent (most likely a missing intermediate; else a private root to pass with `--ca-file`), or the chain sent ends at a CA whose issuer was neither sent nor trusted (an untrusted CA, or one more intermediate left out) |
     /// | 19 | self-signed certificate in certificate chain | the chain ends at a self-signed root that is not trusted here |
     /// | 26 | unsuitable certificate purpose | a certificate may not be used by a TLS server (its extended key usage), or the chain is out of order |
     /// | 68 | CA signature digest algorithm too weak | the certificate signed with SHA-1 or MD5, by name |
@@ -126,15 +126,20 @@ package enum FailureWording {
             {
                 index = next
             }
+            // Where it stops, the issuer was neither sent nor trusted: a root not trusted here, or an intermediate
+            // the server left out. Nothing in the chain sent tells which, so the hint names both, likelier first.
             let stuck = presented[index]
             if index == 0 {
                 return "the server did not send the certificate of \(leaf.issuer), which issued its own certificate "
-                    + "(\(leaf.subject)): an intermediate certificate is missing, and the server must send its "
-                    + "intermediate certificates after its own (a browser may fetch them; ShopKit does not)"
+                    + "(\(leaf.subject)), and it is not a trusted root here: most likely an intermediate certificate "
+                    + "is missing, and the server must send its intermediate certificates after its own (a browser "
+                    + "may fetch them; ShopKit does not); if \(leaf.issuer) is a private CA's root, which issues server "
+                    + "certificates itself, pass its certificate with --ca-file"
             }
-            return "the chain the server sent ends at \(stuck.subject), issued by \(stuck.issuer), which is not a "
-                + "trusted root here: the server's CA is not trusted (if it is a private CA, pass its root with "
-                + "--ca-file)"
+            return "the chain the server sent ends at \(stuck.subject), issued by \(stuck.issuer), which the server did "
+                + "not send and which is not a trusted root here: either the server's CA is not trusted (if it is a "
+                + "private CA, pass its root with --ca-file), or \(stuck.issuer) is an intermediate certificate that "
+                + "the server leaves out (it must send it after \(stuck.subject))"
         case 19:
             guard let root = presented.last(where: { $0.subject == $0.issuer }) else { return nil }
             return "the chain the server sent ends at the self-signed root \(root.subject), which is not trusted "

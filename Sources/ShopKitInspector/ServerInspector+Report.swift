@@ -23,20 +23,15 @@ extension ServerInspector {
             let presented = (info.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
             }
-            var warnings: [String] = []
-            if let leaf = verified.first, leaf.daysLeft <= Self.expiryWarningDays {
-                warnings.append(
-                    "the leaf certificate expires within \(Self.expiryWarningDays) days, in \(leaf.daysLeft) days "
-                        + "(\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned")
-            }
+            var warnings = chainWarnings(verified)
             if !info.forwardSecrecy {
                 warnings.append(
                     "the server uses static RSA key exchange (\(info.cipherSuite)): no forward secrecy, so its "
                         + "private key decrypts every recorded session; connected only because of --allow-static-rsa: "
                         + "have the server offer ECDHE")
             }
-            if !pins.isEmpty, Set(pins).count < 2 {
-                warnings.append("only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out")
+            if let warning = singlePinWarning {
+                warnings.append(warning)
             } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain, at: now) {
                 warnings.append(warning.description)
             }
@@ -62,7 +57,8 @@ extension ServerInspector {
                 host: address.host, port: address.port, servername: checkedName, verdict: .pinMismatch,
                 reason: reason, tlsVersion: refusal.protocolVersion, cipher: refusal.cipherSuite,
                 alpn: refusal.alpnProtocol, verifiedChain: verified, presentedChain: presented,
-                configuredPins: configured, matchedPin: nil, warnings: []) }
+                configuredPins: configured, matchedPin: nil,
+                warnings: chainWarnings(verified) + (singlePinWarning.map { [$0] } ?? [])) }
         case .failed(let error, let details):
             let presented = (details?.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
@@ -105,6 +101,21 @@ extension ServerInspector {
             report.openSSLText = openSSLText
             return report
         }
+    }
+
+    /// The warnings about a verified chain itself: its leaf expires within ``expiryWarningDays``.
+    private func chainWarnings(_ verified: [ServerReport.Certificate]) -> [String] {
+        guard let leaf = verified.first, leaf.daysLeft <= Self.expiryWarningDays else { return [] }
+        return [
+            "the leaf certificate expires within \(Self.expiryWarningDays) days, in \(leaf.daysLeft) days "
+                + "(\(leaf.notAfter.ISO8601Format())): renew it, and make sure its key is pinned"
+        ]
+    }
+
+    /// The warning for a single pin given (no backup), or nil.
+    private var singlePinWarning: String? {
+        guard !pins.isEmpty, Set(pins).count < 2 else { return nil }
+        return "only one pin given: add a backup pin (a key not in the chain yet), or a key rotation locks clients out"
     }
 
     /// `report` with the server's client-certificate request, if it made one.

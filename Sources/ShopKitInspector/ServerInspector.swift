@@ -70,8 +70,13 @@ package struct ServerInspector: Sendable {
         return fixed
     }
 
-    /// The name checked: `serverName` or the host.
-    package var checkedName: String { serverName ?? address.host }
+    /// The name checked: `serverName` or the host, in its canonical ``ServerName`` form (`LocalHost.` is
+    /// `localhost`, `127.0.0.1.` is `127.0.0.1`), the one OpenSSL checks and the pins are looked up under, so the
+    /// report names what was checked. A name that is no server name stays as given; the handshake refuses it.
+    package var checkedName: String {
+        let name = serverName ?? address.host
+        return (try? ServerName(name))?.text ?? name
+    }
 
     /// The pin policy for the given pins: one set for the checked name.
     ///

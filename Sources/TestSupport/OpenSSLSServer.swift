@@ -1,15 +1,11 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Debian's `openssl s_server` as a child process on 127.0.0.1, serving a set number of connections (`-naccept`,
 /// so its output ends when it exits; `-www`, so it does not read its empty stdin): a real, independent TLS peer whose
 /// log says what it received (a `verify return` line for each client certificate it verified).
 ///
 /// The server certificate is a TestCerts leaf; `-cert_chain` carries its intermediates, since s_server sends only
-/// the `-cert` file's first certificate. Every wait has a deadline (``OutputReader``).
+/// the `-cert` file's first certificate. Every wait has a deadline (``TiedChild/startUntilReady(_:arguments:stopSignal:what:ready:)``).
 package final class OpenSSLSServer: Sendable {
     /// The port s_server listens on (its `ACCEPT` line).
     package let port: Int
@@ -41,32 +37,18 @@ package final class OpenSSLSServer: Sendable {
         let leafKey = leafFiles?.key ?? certs.appendingPathComponent("\(leaf).key").path
         let chainFile = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-s_server-\(UUID()).pem")
         try TestCertificates.chain(intermediates).write(to: chainFile, atomically: true, encoding: .utf8)
-        let fds = try TiedChild.socketPair()
-        let writeEnd = fds.1
         let process: TiedChild
+        let reader: OutputReader
         do {
-            defer { close(writeEnd) }
-            process = try TiedChild(
+            (process, reader) = try await TiedChild.startUntilReady(
                 "/usr/bin/openssl",
                 arguments: [
                     "s_server", "-www", "-accept", "0", "-naccept", "\(connections)",
                     "-cert", leafCertificate, "-key", leafKey,
                 ] + (intermediates.isEmpty ? [] : ["-cert_chain", chainFile.path]) + arguments,
-                environment: ProcessInfo.processInfo.environment, stopSignal: "KILL"
-            ) { actions in
-                posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-                posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-            }
+                what: "s_server's ACCEPT line"
+            ) { $0.contains("ACCEPT") && $0.hasSuffix("\n") }
         } catch {
-            close(fds.0)
-            try? FileManager.default.removeItem(at: chainFile)
-            throw error
-        }
-        let reader = OutputReader(fd: fds.0)
-        do {
-            try await reader.wait(until: { $0.contains("ACCEPT") && $0.hasSuffix("\n") }, for: "s_server's ACCEPT line")
-        } catch {
-            process.stop()
             try? FileManager.default.removeItem(at: chainFile)
             throw error
         }

@@ -105,19 +105,16 @@ package final class TinyproxyServer: Sendable {
         let configPath = directory.appendingPathComponent("tinyproxy.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: configPath, atomically: true, encoding: .utf8)
 
-        let (process, readEnd) = try spawn(path, arguments: ["-d", "-c", configPath.path])
-        let output = OutputReader(fd: readEnd)
-        let started: Bool
+        let process: TiedChild
+        let output: OutputReader
         do {
-            try await output.wait(until: { $0.contains("Accepting connections") }, for: "tinyproxy to accept connections")
-            started = output.text.contains("Accepting connections")
+            // Stopped with SIGKILL: it has nothing to flush, and its shutdown waits for open tunnels.
+            (process, output) = try await TiedChild.startUntilReady(
+                path, arguments: ["-d", "-c", configPath.path], stopSignal: "KILL", what: "tinyproxy to accept connections"
+            ) { $0.contains("Accepting connections") }
         } catch {
-            process.stop()
+            try? FileManager.default.removeItem(at: directory)
             throw StartError(description: "\(error)")
-        }
-        guard started else {
-            process.stop()  // reaps a tinyproxy that exited on its own
-            throw StartError(description: "tinyproxy exited: \(output.text)")
         }
         return TinyproxyServer(port: port, directory: directory, process: process, output: output)
     }
@@ -126,29 +123,6 @@ package final class TinyproxyServer: Sendable {
     package func stop() {
         process.stop()
         try? FileManager.default.removeItem(at: directory)
-    }
-
-    /// Spawns tinyproxy (under its watcher, to be stopped with SIGKILL: it has nothing to flush, and its shutdown
-    /// waits for open tunnels) with its output on a pipe; returns it and the pipe's read end.
-    private static func spawn(_ path: String, arguments: [String]) throws -> (TiedChild, Int32) {
-        // Close-on-exec from the start, so that no other child spawned meanwhile keeps the write end (and the
-        // reader) alive; tinyproxy gets the write end as its stdout and stderr.
-        let fds: (read: Int32, write: Int32)
-        do { fds = try TiedChild.socketPair() } catch { throw StartError(description: "\(error)") }
-        let writeEnd = fds.write
-        defer { close(writeEnd) }
-        do {
-            let child = try TiedChild(
-                path, arguments: arguments, environment: ProcessInfo.processInfo.environment, stopSignal: "KILL"
-            ) { actions in
-                posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-                posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-            }
-            return (child, fds.read)
-        } catch {
-            close(fds.read)
-            throw StartError(description: "\(error)")
-        }
     }
 
     /// A free loopback port: bound to port 0, read back and released for tinyproxy to bind.

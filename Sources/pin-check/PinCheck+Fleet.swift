@@ -7,7 +7,7 @@ extension PinCheck {
     /// The most `--concurrency` accepted.
     static let maximumConcurrency = 1_024
 
-    /// `--hosts-file`: which options apply (the rest are usage errors).
+    /// `--hosts-file`: which options apply (the rest are usage errors, never silently ignored).
     func validateFleet() throws {
         for (given, option) in [
             (!pins.isEmpty, "--pin"), (serverName != nil, "--servername"), (printConfig != nil, "--print-config"),
@@ -15,13 +15,23 @@ extension PinCheck {
         ] where given {
             throw ValidationError("\(option) does not apply to --hosts-file (put each host's pins in --pins-file)")
         }
+        // A fleet check connects directly and presents no client certificate.
+        for (given, option) in [
+            (certFile != nil, "--cert"), (keyFile != nil, "--key"), (proxyURL != nil, "--proxy"),
+            (proxyFromEnvironment, "--proxy-from-env"),
+        ] where given {
+            throw ValidationError(
+                "\(option) does not apply to --hosts-file: a fleet check connects directly, without a client "
+                    + "certificate; check such a server on its own (pin-check HOST[:PORT] \(option) ...)")
+        }
         if let concurrency, !(1...Self.maximumConcurrency).contains(concurrency) {
             throw ValidationError("--concurrency must be from 1 to \(Self.maximumConcurrency)")
         }
     }
 
     /// Checks every host of the hosts file; prints a JSON line per host as it finishes (`--json`) or a summary
-    /// table at the end, and returns the worst (highest) verdict exit code.
+    /// table at the end, preceded with `--verbose` by each host's whole report (as a single check with `--verbose`
+    /// prints it) as it finishes; returns the worst (highest) verdict exit code.
     func runFleet(_ path: String) async throws(Failure) -> Int32 {
         let addresses: [ServerAddress]
         do { addresses = try HostsFile.parse(try readFile(path, option: "--hosts-file")) } catch let error as Failure {
@@ -48,13 +58,16 @@ extension PinCheck {
         var rows: [FleetRow?] = Array(repeating: nil, count: addresses.count)
         var worst: Int32 = 0
         let json = self.json
+        let verbose = self.verbose
         do {
             try await fleet.run { index, report in
                 worst = max(worst, report.verdict.exitCode)
+                // Written at once (not buffered), so a CI log shows each host as it finishes; nothing but the row is
+                // kept, so many hosts take the memory of a few.
                 if json {
-                    // Written at once (not buffered), so a CI log shows each host as it finishes.
                     FileHandle.standardOutput.write(Data((report.json(pretty: false) + "\n").utf8))
                 } else {
+                    if verbose { FileHandle.standardOutput.write(Data((report.text(verbose: true) + "\n\n").utf8)) }
                     rows[index] = FleetRow(report)
                 }
             }

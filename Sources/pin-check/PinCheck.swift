@@ -19,8 +19,9 @@ struct PinCheck: ParsableCommand {
 
             Many servers: --hosts-file FILE (one HOST[:PORT] a line) checks them concurrently (--concurrency, default
             16; --timeout per host). Its --pins-file holds every host's pins under [HOST] or [HOST:PORT] headers.
-            Prints a summary table, or one JSON object per line with --json; exits with the worst (highest) verdict
-            code of all hosts. While it runs, SIGHUP re-reads --pins-file: checks that start afterwards use the new
+            Prints a summary table, or one JSON object per line with --json; with --verbose, each host's whole report
+            (as a single check with --verbose prints it) as it finishes, then the table. Exits with the worst
+            (highest) verdict code of all hosts. --cert, --key and the proxy options do not apply to --hosts-file. While it runs, SIGHUP re-reads --pins-file: checks that start afterwards use the new
             pins, checks in flight keep theirs; each reload is announced on standard error, and a file that cannot
             be read or parsed is reported there (file and line) and the previous pins stay. Without --pins-file,
             SIGHUP ends pin-check as it ends other programs.
@@ -92,7 +93,7 @@ struct PinCheck: ParsableCommand {
     @Flag(help: "Print one JSON object instead of text.")
     var json = false
 
-    @Flag(help: "With text output: add OpenSSL's own error text to a handshake failure (JSON always has it).")
+    @Flag(help: "With text output: add OpenSSL's own error text to a handshake failure (JSON always has it); with --hosts-file, print each host's whole report before the table.")
     var verbose = false
 
     @Option(name: .customLong("print-config"), help: "Print the leaf and intermediate pins as shopkit, okhttp, curl or android.")

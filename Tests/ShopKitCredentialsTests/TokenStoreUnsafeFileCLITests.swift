@@ -7,7 +7,7 @@ import TestSupport
 /// Issue 39, item 6: a token file that is a symbolic link or has a second name (a hard link) is a security
 /// refusal with an exit code of its own (12), not the 8 of an ordinary I/O error; the library's error is
 /// `CredentialError.unsafeFile` for both.
-@Suite struct TokenStoreUnsafeFileCLITests {
+@Suite(.timeLimit(.minutes(3))) struct TokenStoreUnsafeFileCLITests {
     static func target(_ command: String, _ url: URL) -> [String] {
         [command, "--backend", "file", "--file", url.path, "--service", "s", "--account", "a"]
     }

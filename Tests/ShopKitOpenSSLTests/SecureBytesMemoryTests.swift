@@ -7,7 +7,7 @@ import Testing
 
 /// Issue 39, item 7: `SecureBytes` keeps its bytes out of core dumps (`MADV_DONTDUMP`) and, where the memory-lock
 /// limit allows, out of swap (`mlock`). Checked on the kernel's own view of the mapping, `/proc/self/smaps`.
-@Suite struct SecureBytesMemoryTests {
+@Suite(.timeLimit(.minutes(3))) struct SecureBytesMemoryTests {
     /// The `VmFlags` of the mapping that holds `address`, from `/proc/self/smaps`.
     static func vmFlags(containing address: UInt) throws -> [String] {
         // Read to its end: /proc files report a size of 0, so a read sized by stat gets nothing.

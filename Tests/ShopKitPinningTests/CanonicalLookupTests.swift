@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 39, items 4 and 5: the public lookups take any spelling of a server name and use its one canonical form
 /// (``ServerName``), as the transport does; names a resolver reads as addresses are refused, as the doc says.
-@Suite struct CanonicalLookupTests {
+@Suite(.timeLimit(.minutes(3))) struct CanonicalLookupTests {
     static let policy = PinningPolicy(pinSets: [
         try! PinSet(hostPattern: HostPattern("127.0.0.1"), pins: [Fixture.pin(1), Fixture.pin(9)]),
         try! PinSet(hostPattern: HostPattern("::1"), pins: [Fixture.pin(2), Fixture.pin(9)]),

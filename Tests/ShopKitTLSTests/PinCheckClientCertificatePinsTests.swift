@@ -1,4 +1,5 @@
 import Foundation
+import ShopKitInspector
 import TestSupport
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 ///
 /// The server is a real `openssl s_server -Verify 1` that asks for a certificate from `client-ca`: its log has a
 /// `verify return` line for each client certificate it receives.
-@Suite struct PinCheckClientCertificatePinsTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckClientCertificatePinsTests {
     static func path(_ file: String) -> String { MutualTLSNginxTests.path(file) }
 
     static func run(version: String, pins: [String], _ extra: [String] = []) async throws
@@ -55,6 +56,40 @@ import Testing
         #expect(outcome.stdout.contains("Verdict: pin-mismatch (exit 1)"))
         #expect(outcome.stdout.contains("  \(Self.chainPins[0])  CN=localhost"), "\(outcome.stdout)")
         #expect(!outcome.stdout.contains("Chain the server sent"))
+    }
+
+    /// The refused handshake keeps the report's warnings: one pin given is still warned about.
+    @Test func aSinglePinIsStillWarnedAboutWhenThePinsRefuse() async throws {
+        let (outcome, log) = try await Self.run(version: "-tls1_3", pins: ["other-leaf-localhost"])
+        #expect(!log.contains("verify return"), "s_server received the client certificate:\n\(log)")
+        #expect(outcome.status == 1, "stdout: \(outcome.stdout)\nstderr: \(outcome.stderr)")
+        #expect(outcome.stdout.contains("warning: only one pin given: add a backup pin"), "\(outcome.stdout)")
+    }
+
+    /// The refused handshake keeps the chain's own warnings too: a leaf that expires within 30 days (the clock is
+    /// injected; OpenSSL's own check uses the real time, so the chain still verifies). Two pins, so the single-pin
+    /// warning stays out of it.
+    @Test func aLeafExpiringSoonIsStillWarnedAboutWhenThePinsRefuse() async throws {
+        let server = try await LoopbackTLSServer.start(
+            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
+        let date = try #require(ISO8601DateFormatter().date(from: "2045-12-21T00:00:00Z"))
+        var inspector = ServerInspector(
+            address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
+            pins: [TestCertificates.pin("other-leaf-localhost"), TestCertificates.pin("other-intermediate")],
+            trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(60), now: { date })
+        inspector.clientIdentity = try MutualTLSNginxTests.pemIdentity("client-ecdsa")
+        let report: ServerReport
+        do { report = try await inspector.inspect() } catch {
+            try await server.shutdown()
+            throw error
+        }
+        try await server.shutdown()
+        #expect(report.verdict == .pinMismatch)
+        #expect(report.reason?.contains("before the client certificate was sent") == true, "\(report.reason ?? "")")
+        #expect(report.verifiedChain.map(\.pin) == Self.chainPins)
+        #expect(
+            report.warnings.contains { $0.contains("expires within 30 days, in 10 days") }, "warnings: \(report.warnings)")
+        #expect(!report.warnings.contains { $0.contains("only one pin given") }, "warnings: \(report.warnings)")
     }
 
     /// The control: with a matching pin the same server receives and verifies the certificate, so the absence of

@@ -179,11 +179,54 @@ struct PinCheckFleetTests {
         (["--concurrency", "0"], "--concurrency must be from 1 to 1024"),
         (["--pin", "sha256/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="], "--pin does not apply to --hosts-file"),
         (["--print-config", "curl"], "--print-config does not apply to --hosts-file"),
+        // A fleet check has no client certificate and no proxy: they were silently ignored.
+        (["--cert", "client.pem", "--key", "client.key"], "--cert does not apply to --hosts-file"),
+        (["--proxy", "http://127.0.0.1:1"], "--proxy does not apply to --hosts-file"),
+        (["--proxy-from-env"], "--proxy-from-env does not apply to --hosts-file"),
     ])
     func usageErrors(arguments: [String], message: String) async throws {
         let outcome = try await Self.run(arguments, hosts: "127.0.0.1:1")
         #expect(outcome.status == 64)
         #expect(outcome.stderr.contains(message), "stderr: \(outcome.stderr)")
+    }
+
+    /// `--verbose` with `--hosts-file`: each host's whole report, as a single check with `--verbose` prints it
+    /// (OpenSSL's own text of a handshake failure included), as each host finishes; then the table. It was
+    /// silently ignored. Without it, only the table.
+    @Test func verbosePrintsEachHostsReportThenTheTable() async throws {
+        let ok = try await LoopbackTLSServer.start(
+            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
+        let notTLS = try await VectorServer.start(for: PinCheckVector.all.first { $0.server == "not-tls" }!)
+        let hosts = "127.0.0.1:\(ok.port)\n127.0.0.1:\(notTLS.port)\n"
+        let verbose: BuiltBinary.Outcome
+        let plain: BuiltBinary.Outcome
+        do {
+            verbose = try await Self.run(["--verbose", "--concurrency", "1"], hosts: hosts)
+            plain = try await Self.run([], hosts: hosts)
+        } catch {
+            try? await ok.shutdown()
+            await notTLS.stop()
+            throw error
+        }
+        try await ok.shutdown()
+        await notTLS.stop()
+
+        #expect(verbose.status == 4, "stderr: \(verbose.stderr)")
+        // Each host's report, whole: the trusted one's chain, the other's reason and OpenSSL's text.
+        #expect(verbose.stdout.contains("127.0.0.1 at 127.0.0.1:\(ok.port)\n"), "\(verbose.stdout)")
+        #expect(verbose.stdout.contains("Verified chain (leaf to root):"), "\(verbose.stdout)")
+        #expect(verbose.stdout.contains("127.0.0.1 at 127.0.0.1:\(notTLS.port)\n"), "\(verbose.stdout)")
+        #expect(verbose.stdout.contains("\n  OpenSSL: "), "\(verbose.stdout)")
+        #expect(verbose.stdout.contains("wrong version number"), "\(verbose.stdout)")
+        // Then the table, last, as without --verbose.
+        let table = try #require(verbose.stdout.range(of: "\nSERVER "), "no table:\n\(verbose.stdout)")
+        #expect(verbose.stdout[table.upperBound...].contains("2 servers: 1 ok, 1 connect-failed; exit 4"))
+        #expect(!verbose.stdout[table.upperBound...].contains("Verified chain"), "reports after the table")
+
+        #expect(plain.status == 4)
+        #expect(plain.stdout.hasPrefix("SERVER "), "\(plain.stdout)")
+        #expect(!plain.stdout.contains("Verified chain"))
+        #expect(!plain.stdout.contains("OpenSSL: "))
     }
 
     @Test func malformedFilesExit64NamingTheLine() async throws {

@@ -108,6 +108,40 @@ struct PinCheckOutputTests {
         #expect(verdict.contains("the certificate has no SANs (its CN is never used)"))
     }
 
+    /// The name is reported in the one canonical form that OpenSSL checked and the pins were looked up under, in the
+    /// header, JSON's `servername`, the pin report and `--print-config`. It was reported as typed (`LocalHost.`),
+    /// unlike the name in the pin report beside it.
+    @Test("the name checked is reported in its canonical form", arguments: ["LocalHost.", "LOCALHOST"])
+    func canonicalServerName(spelling: String) async throws {
+        let server = try await LoopbackTLSServer.start(
+            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
+        let caFile = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
+        defer { try? FileManager.default.removeItem(at: caFile) }
+        let arguments = [
+            "127.0.0.1:\(server.port)", "--servername", spelling, "--ca-file", caFile.path, "--timeout", "60",
+            "--pin", TestCertificates.pin("other-leaf-localhost").description,
+            "--pin", TestCertificates.pin("other-intermediate").description,
+        ]
+        let json: PinCheckBinary.Outcome
+        let text: PinCheckBinary.Outcome
+        do {
+            json = try await PinCheckBinary.run(arguments + ["--json"])
+            text = try await PinCheckBinary.run(arguments + ["--print-config", "okhttp"])
+        } catch {
+            try? await server.shutdown()
+            throw error
+        }
+        try await server.shutdown()
+        #expect(json.status == 1, "stdout: \(json.stdout)\nstderr: \(json.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["servername"] as? String == "localhost")
+        #expect((object["reason"] as? String)?.contains("Certificate pinning failure for localhost") == true)
+        #expect(text.status == 1)
+        #expect(text.stdout.hasPrefix("localhost at 127.0.0.1:\(server.port)\n"), "\(text.stdout)")
+        #expect(text.stdout.contains(".add(\"localhost\", \"\(Self.leafPin)\")"), "\(text.stdout)")
+        #expect(!text.stdout.contains(spelling), "\(text.stdout)")
+    }
+
     @Test("--json has the documented shape")
     func jsonShape() async throws {
         let outcome = try await PinCheckBinary.runAgainstServer(["--json", "--pin", Self.leafPin, "--pin", Self.backupPin])

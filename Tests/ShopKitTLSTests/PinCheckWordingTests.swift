@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 39, item 2: messages that point the user the right way. Each runs the built `pin-check` against a real
 /// server (or, where no ShopKit client can meet the failure, checks the wording on OpenSSL's own text).
-@Suite struct PinCheckWordingTests {
+@Suite(.timeLimit(.minutes(3))) struct PinCheckWordingTests {
     /// Text mode's lines must carry no OpenSSL error-queue internals and no NIO type or errno text.
     static let internals = ["SSL_do_handshake", "error:0A", "SSL routines", "errno", "(error set)", "IOError", "NIOConnectionError"]
 
@@ -87,6 +87,33 @@ import Testing
         #expect(verdict.contains("unable to get local issuer certificate (20)"))
         #expect(verdict.contains("the chain the server sent ends at O=ShopKit Other,CN=ShopKit Unrelated Intermediate"), "\(verdict)")
         #expect(verdict.contains("which is not a trusted root here"), "\(verdict)")
+    }
+
+    /// Error 20 with the first intermediate sent and the second left out, under a trusted root: the chain sent
+    /// ends at a CA whose issuer was not sent, as for an untrusted CA, and nothing pin-check sees tells the two
+    /// apart. The hint names both, not only "the server's CA is not trusted", which is false here.
+    @Test func aLeftOutSecondIntermediateIsNotOnlyCalledAnUntrustedCA() async throws {
+        let outcome = try await PinCheckBinary.runAgainstServer(
+            chain: ["leaf-localhost-ecdsa", "intermediate-2"], key: "leaf-localhost-ecdsa", [])
+        #expect(outcome.status == 2)
+        let verdict = try #require(outcome.section("Verdict: untrusted (exit 2)"))
+        #expect(verdict.contains("unable to get local issuer certificate (20)"))
+        #expect(verdict.contains("the chain the server sent ends at O=ShopKit Test,CN=ShopKit Test Intermediate 2"), "\(verdict)")
+        #expect(verdict.contains("which is not a trusted root here"), "\(verdict)")
+        #expect(
+            verdict.contains(
+                "or O=ShopKit Test,CN=ShopKit Test Intermediate 1 is an intermediate certificate that the server leaves out"),
+            "\(verdict)")
+    }
+
+    /// Error 20 with only the leaf sent: most likely a missing intermediate, but a private CA that issues server
+    /// certificates itself looks the same, and its fix is --ca-file.
+    @Test func aLeafWhoseIssuerWasNotSentNamesBothCauses() {
+        let hint = FailureWording.untrustedHint(
+            code: 20, presented: [(subject: "CN=localhost", issuer: "O=Corp,CN=Corp Root", signature: "ecdsa-with-SHA256")])
+        #expect(hint?.contains("an intermediate certificate is missing") == true, "\(hint ?? "nil")")
+        #expect(hint?.contains("if O=Corp,CN=Corp Root is a private CA's root") == true, "\(hint ?? "nil")")
+        #expect(hint?.contains("pass its certificate with --ca-file") == true, "\(hint ?? "nil")")
     }
 
     @Test func aSHA1SignatureNamesTheCertificate() async throws {

@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 import ShopKitPinning
 import ShopKitTLS
 import TestSupport
@@ -84,55 +81,28 @@ import Testing
     }
 }
 
-/// The issue's reproduction with a real `openssl s_server -Verify 2` child process on 127.0.0.1 (one connection,
-/// `-naccept 1`, so its output ends when it exits; `-www`, so it does not read its empty stdin): with wrong pins, s_server never verifies a client
-/// certificate (no `verify return` line from its verify callback), over TLS 1.2 and 1.3.
+/// The issue's reproduction with a real `openssl s_server -Verify 2` child process on 127.0.0.1 (``OpenSSLSServer``:
+/// one connection, so its output ends when it exits): with wrong pins, s_server never verifies a client certificate
+/// (no `verify return` line from its verify callback), over TLS 1.2 and 1.3.
 @Suite(.timeLimit(.minutes(3))) struct PinsBeforeClientCertificateSServerTests {
     @Test(arguments: ["-tls1_2", "-tls1_3"])
     func sServerSeesNoClientCertificateWhenThePinsDoNotMatch(version: String) async throws {
-        let certs = TestCertificates.directory
-        let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-s_server-\(UUID()).pem")
-        // s_server sends the -cert file's first certificate only; the intermediates go in -cert_chain.
-        try TestCertificates.chain(["intermediate-2", "intermediate-1"]).write(to: chain, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(at: chain) }
-        let fds = try TiedChild.socketPair()
-        let writeEnd = fds.1
-        let server: TiedChild
-        do {
-            defer { close(writeEnd) }
-            server = try TiedChild(
-                "/usr/bin/openssl",
-                arguments: [
-                    "s_server", "-www", "-accept", "0", "-naccept", "1", version, "-cert", certs.appendingPathComponent("leaf-localhost-ecdsa.pem").path, "-cert_chain", chain.path,
-                    "-key", certs.appendingPathComponent("leaf-localhost-ecdsa.key").path, "-Verify", "2",
-                    "-CAfile", certs.appendingPathComponent("client-ca.pem").path,
-                ],
-                environment: ProcessInfo.processInfo.environment, stopSignal: "KILL"
-            ) { actions in
-                posix_spawn_file_actions_adddup2(&actions, writeEnd, 1)
-                posix_spawn_file_actions_adddup2(&actions, writeEnd, 2)
-            }
-        }
+        let server = try await OpenSSLSServer.start(
+            [version, "-Verify", "2", "-CAfile", TestCertificates.directory.appendingPathComponent("client-ca.pem").path])
         defer { server.stop() }
-        let reader = OutputReader(fd: fds.0)
-        try await reader.wait(until: { $0.contains("ACCEPT") && $0.hasSuffix("\n") }, for: "s_server's ACCEPT line")
-        let output = reader.text
-        let port = try #require(
-            output.split(separator: "\n").first { $0.hasPrefix("ACCEPT") }?.split(separator: ":").last.flatMap { Int($0) },
-            "no ACCEPT line from s_server: \(output)")
 
         let context = try PinsBeforeClientCertificateTests.client(pins: ["other-leaf-localhost", "other-intermediate"])
         do {
-            _ = try await Probe.get(context: context, port: port)
+            _ = try await Probe.get(context: context, port: server.port)
             Issue.record("connected with wrong pins")
         } catch let error as TLSError {
             guard case .pinMismatch = error else {
-                Issue.record("expected pinMismatch, got \(error); s_server:\n\(reader.text)")
+                Issue.record("expected pinMismatch, got \(error); s_server:\n\(server.log)")
                 return
             }
         }
         // To its end: s_server exits after its one connection.
-        let log = try await reader.waitForEnd("s_server to exit after its one connection")
+        let log = try await server.waitForExit("s_server to exit after its one connection")
         #expect(!log.contains("verify return"), "s_server verified a client certificate:\n\(log)")
         #expect(!log.contains("CN=shopkit-client-rsa") && !log.contains("CN = shopkit-client-rsa"))
     }
