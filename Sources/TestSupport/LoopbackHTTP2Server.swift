@@ -128,8 +128,14 @@ package final class LoopbackHTTP2Server: Sendable {
                     try connection.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
                     try connection.pipeline.syncOperations.addHandler(Silencer(state: state))
                     try connection.pipeline.syncOperations.addHandler(ResetCounter(state: state))
-                }.flatMap {
-                    connection.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
+                }.flatMapThrowing {
+                    // swift-nio-http2's server pipeline, with room for the PINGs of the keepalive tests (a PING
+                    // every 10 ms is far above its default of 200 control frames in 30 s).
+                    var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+                    configuration.initialSettings = settings
+                    configuration.controlFrameRateLimit.maximumCount = 1_000_000
+                    let http2 = NIOHTTP2Handler(mode: .server, frameDelegate: nil, connectionConfiguration: configuration)
+                    let multiplexer = HTTP2StreamMultiplexer(mode: .server, channel: connection) { stream in
                         stream.eventLoop.makeCompletedFuture {
                             let sync = stream.pipeline.syncOperations
                             let resetter = StreamResetter()
@@ -138,9 +144,11 @@ package final class LoopbackHTTP2Server: Sendable {
                             try sync.addHandler(
                                 StreamResponder(state: state, connection: connection, resetter: resetter, script: script))
                         }
-                    }.flatMapThrowing { multiplexer in
-                        try connection.pipeline.syncOperations.addHandler(PingCounter(state: state), position: .before(multiplexer))
                     }
+                    let sync = connection.pipeline.syncOperations
+                    try sync.addHandler(http2)
+                    try sync.addHandler(PingCounter(state: state))
+                    try sync.addHandler(multiplexer)
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()

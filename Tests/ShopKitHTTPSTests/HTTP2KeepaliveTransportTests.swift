@@ -67,6 +67,31 @@ import Testing
         try await stopLoops()
     }
 
+    /// The acknowledgements of the client's own PINGs are inbound control frames, which swift-nio-http2 limits to
+    /// 200 in 30 s by default: with a short interval a healthy connection was killed as a flood
+    /// ("ExcessiveControlFrames"; seen under load, where the test above lasted past 10 s of 50 ms PINGs). The
+    /// limit now allows for them.
+    @Test func ownPingsAcknowledgedAreNotAFlood() async throws {
+        let server = try await start { _ in .respond(body: Array("h2".utf8)) }
+        let transport = try transport(pingInterval: .milliseconds(10), pingTimeout: .seconds(30))
+        let base = url(server)
+        #expect(try await transport.fetch(baseURL: base).1 == Array("h2".utf8))
+        try await server.waitUntilPinged(260)
+        #expect(try await transport.fetch(baseURL: base).1 == Array("h2".utf8))
+        #expect(server.counts.connections == 1)
+        await transport.shutdown()
+        try await server.shutdown()
+        try await stopLoops()
+    }
+
+    @Test func theControlFrameLimitAllowsForOwnPings() {
+        #expect(HTTP2Connection.controlFrameRateLimit(keepalive: nil).maximumCount == 200)
+        let every50ms = HTTP2Connection.Keepalive(interval: .milliseconds(50), timeout: .seconds(1))
+        #expect(HTTP2Connection.controlFrameRateLimit(keepalive: every50ms).maximumCount == 200 + 600 + 1)
+        let every20s = HTTP2Connection.Keepalive(interval: .seconds(20), timeout: .seconds(1))
+        #expect(HTTP2Connection.controlFrameRateLimit(keepalive: every20s).maximumCount == 200 + 2 + 1)
+    }
+
     @Test func aVanishedPeerFailsItsStreamsWithAPingTimeoutAndTheNextRequestReconnects() async throws {
         let server = try await start { request in
             request.index <= 2 ? .hold : .respond(body: Array("after".utf8))

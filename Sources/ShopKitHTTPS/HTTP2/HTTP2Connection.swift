@@ -87,7 +87,10 @@ final class HTTP2Connection: Sendable {
                         events().goAway()
                     }))
             handlerBox.value = handler
-            try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: HTTP2ConnectionHandler.initialSettings))
+            var configuration = NIOHTTP2Handler.ConnectionConfiguration()
+            configuration.initialSettings = HTTP2ConnectionHandler.initialSettings
+            configuration.controlFrameRateLimit = controlFrameRateLimit(keepalive: keepalive)
+            try sync.addHandler(NIOHTTP2Handler(mode: .client, frameDelegate: nil, connectionConfiguration: configuration))
             if let keepalive {
                 try sync.addHandler(
                     HTTP2KeepaliveHandler(interval: keepalive.interval, timeout: keepalive.timeout, logger: logger) {
@@ -101,6 +104,20 @@ final class HTTP2Connection: Sendable {
         }
         channel.closeFuture.whenComplete { _ in ready.fail(HTTPSTransportError.connectionClosed) }
         return ready.futureResult
+    }
+
+    /// The server's control frames (PING, SETTINGS, PRIORITY...) a connection takes within swift-nio-http2's
+    /// window (30 s) before it treats them as a flood: its default of 200, plus the acknowledgements of our own
+    /// keepalive PINGs in that window. Those count as inbound control frames too, so with a short interval (a
+    /// PING every 50 ms is 600 acknowledgements in 30 s) a healthy connection died as "ExcessiveControlFrames".
+    static func controlFrameRateLimit(keepalive: Keepalive?) -> NIOHTTP2Handler.ControlFrameRateLimitConfiguration {
+        var limit = NIOHTTP2Handler.ControlFrameRateLimitConfiguration()
+        if let keepalive, keepalive.interval > .zero {
+            let window = limit.windowLength.nanoseconds
+            let interval = keepalive.interval.nanoseconds
+            limit.maximumCount += Int((window + interval - 1) / interval) + 1
+        }
+        return limit
     }
 
     /// On the event loop: opens a stream for one request and hands it to `opened` at once, or an
