@@ -152,6 +152,9 @@ import Testing
         ("an empty Content-Length", "HTTP/1.1 200 OK\r\nContent-Length:\r\n\r\n"),
         ("a huge Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 9999999999999999999999\r\n\r\n"),
         ("a bare LF", "HTTP/1.1 200 OK\nContent-Length: 0\r\n\r\n"),
+        // Found by the adversarial pass: with no CRLF CRLF ever coming, this waited for the request's deadline.
+        ("a head with LF line ends only", "HTTP/1.1 200 OK\nContent-Length: 4\n\n/bad"),
+        ("trailers with LF line ends only", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\n\n"),
         ("a bare CR", "HTTP/1.1 200 OK\r\nA: b\rc\r\nContent-Length: 0\r\n\r\n"),
         ("a folded header", "HTTP/1.1 200 OK\r\nA: b\r\n c\r\nContent-Length: 0\r\n\r\n"),
         ("a space before the colon", "HTTP/1.1 200 OK\r\nContent-Length : 0\r\n\r\n"),

@@ -156,55 +156,68 @@ package struct HTTP1ResponseDecoder {
 
     /// The bytes of a section that ends with an empty line (a head), once all of it is here: `pending` and
     /// `buffer` together, up to and including its final CRLF CRLF. Nil: the section goes on in a later read (the
-    /// buffer was taken into `pending`).
+    /// buffer was taken into `pending`). A line that ends with a bare LF is malformed at once, without waiting for
+    /// a CRLF CRLF that may never come.
     private mutating func section(_ buffer: inout ByteBuffer, limit: Int, what: String) throws -> [UInt8]? {
-        let searchFrom = max(0, pending.count - 3)
         let pendingCount = pending.count
         let readable = buffer.readableBytes
         if pendingCount == 0 {
             // The common case: a whole head in one read, found without copying it first.
-            if let end = buffer.withUnsafeReadableBytes({ Self.endOfSection(in: $0, from: 0) }) {
+            switch buffer.withUnsafeReadableBytes({ Self.endOfSection(in: $0, from: 0) }) {
+            case .end(let end):
                 guard end <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
                 return buffer.readBytes(length: end)!
+            case .bareLF:
+                throw Malformed(reason: "a line of the \(what) ends with a bare LF")
+            case .notYet:
+                pending.append(contentsOf: buffer.readableBytesView)
+                buffer.moveReaderIndex(forwardBy: readable)
+                guard pending.count <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
+                return nil
             }
-            pending.append(contentsOf: buffer.readableBytesView)
-            buffer.moveReaderIndex(forwardBy: readable)
-            guard pending.count <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
-            return nil
         }
         pending.append(contentsOf: buffer.readableBytesView)
         buffer.moveReaderIndex(forwardBy: readable)
-        guard let end = pending.withUnsafeBytes({ Self.endOfSection(in: $0, from: searchFrom) }) else {
+        switch pending.withUnsafeBytes({ Self.endOfSection(in: $0, from: pendingCount) }) {
+        case .end(let end):
+            guard end <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
+            // Give back what follows the section: it belongs to the body, or is stray.
+            buffer.moveReaderIndex(to: buffer.readerIndex - (pending.count - end))
+            let section = Array(pending[..<end])
+            pending.removeAll(keepingCapacity: true)
+            return section
+        case .bareLF:
+            throw Malformed(reason: "a line of the \(what) ends with a bare LF")
+        case .notYet:
             guard pending.count <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
             return nil
         }
-        guard end <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
-        // Give back what follows the section: it belongs to the body, or is stray.
-        buffer.moveReaderIndex(to: buffer.readerIndex - (pending.count - end))
-        let section = Array(pending[..<end])
-        pending.removeAll(keepingCapacity: true)
-        return section
     }
 
-    /// The index just past the first CRLF CRLF in `bytes` at or after `from`.
-    private static func endOfSection(in bytes: UnsafeRawBufferPointer, from: Int) -> Int? {
-        guard bytes.count >= 4 else { return nil }
+    private enum SectionEnd {
+        /// The index just past the section's CRLF CRLF.
+        case end(Int)
+        /// A line ends with a LF that no CR precedes.
+        case bareLF
+        case notYet
+    }
+
+    /// Looks at each LF in `bytes` from `from` on (the bytes before were looked at already): the first CRLF CRLF
+    /// ends the section; a LF without its CR is a bare LF.
+    private static func endOfSection(in bytes: UnsafeRawBufferPointer, from: Int) -> SectionEnd {
         var index = from
-        let last = bytes.count - 4
-        while index <= last {
-            if bytes[index + 3] != UInt8(ascii: "\n") {
-                // The byte 3 ahead is not LF: no CRLF CRLF can end there; skip by how far that byte allows.
-                index += bytes[index + 3] == UInt8(ascii: "\r") ? 1 : 4
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "\n") else {
+                index += 1
                 continue
             }
-            if bytes[index] == UInt8(ascii: "\r") && bytes[index + 1] == UInt8(ascii: "\n")
-                && bytes[index + 2] == UInt8(ascii: "\r")
-            {
-                return index + 4
+            guard index > 0, bytes[index - 1] == UInt8(ascii: "\r") else { return .bareLF }
+            if index >= 3, bytes[index - 2] == UInt8(ascii: "\n"), bytes[index - 3] == UInt8(ascii: "\r") {
+                return .end(index + 1)
             }
             index += 1
         }
-        return nil
+        return .notYet
     }
 
     /// The trailer section: nil trailers for an immediate empty line, else the fields up to the empty line.
