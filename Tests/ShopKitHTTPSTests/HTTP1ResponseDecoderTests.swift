@@ -178,6 +178,31 @@ import Testing
         #expect(Self.decode(bytes, cuts: Array(1..<bytes.count)).malformed != nil, "\(what), byte by byte")
     }
 
+    /// Cases from the adversarial pass (a black-box attack through the transport, kept here at the decoder):
+    /// each is either refused, or read as one response with body `/bad` and nothing decoded after it.
+    @Test(arguments: [
+        ("obs-fold hiding a Content-Length", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\nX-A: a\r\n Content-Length: 9\r\n\r\n/bad", nil),
+        ("a bare CR hiding a Content-Length", "HTTP/1.1 200 OK\r\nX-A: a\rContent-Length: 99\r\nContent-Length: 4\r\n\r\n/bad", nil),
+        ("an empty header name", "HTTP/1.1 200 OK\r\n: x\r\nContent-Length: 4\r\n\r\n/bad", nil),
+        ("lower-case http", "http/1.1 200 OK\r\nContent-Length: 4\r\n\r\n/bad", nil),
+        ("a chunk size 0x4", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0x4\r\n/bad\r\n0\r\n\r\n", nil),
+        ("identity with Content-Length", "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\nContent-Length: 4\r\n\r\n/bad", nil),
+        ("a Content-Length in the trailers", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n/bad\r\n0\r\nContent-Length: 999\r\n\r\nX", "X"),
+        ("a tab around Content-Length", "HTTP/1.1 200 OK\r\nContent-Length:\t4\t\r\n\r\n/badX", "X"),
+        ("two thousand interim heads", String(repeating: "HTTP/1.1 103 Early Hints\r\n\r\n", count: 2000) + "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n/badX", "X"),
+        ("a 304 with a body", "HTTP/1.1 304 Not Modified\r\nContent-Length: 4\r\n\r\n/bad", "/bad"),
+    ] as [(String, String, String?)])
+    func variantsFromTheAdversarialPass(_ what: String, _ text: String, _ stray: String?) {
+        let decoded = Self.decode(text)
+        guard let stray else {
+            #expect(decoded.malformed != nil, "\(what)")
+            return
+        }
+        #expect(decoded.malformed == nil && decoded.ended, "\(what)")
+        #expect(decoded.body == (text.contains("304") ? [] : Array("/bad".utf8)), "\(what)")
+        #expect(decoded.stray == Array(stray.utf8), "\(what)")
+    }
+
     @Test func aHeadOverTheLimitIsMalformedEvenWhenItNeverEnds() {
         let big = "HTTP/1.1 200 OK\r\nX: " + String(repeating: "a", count: HTTP1ResponseDecoder.maxHeadBytes) + "\r\n\r\n"
         #expect(Self.decode(big).malformed?.contains("exceeds") == true)
