@@ -34,7 +34,8 @@ package struct BackupKey: Sendable {
     /// - Throws: ``BackupKeyError/invalidHost(_:)`` unless `host` is a DNS name, a `*.` wildcard or an IP address.
     package init(host: String, type: OpenSSLKey.GeneratedType = .ecdsaP256) throws(BackupKeyError) {
         let pattern: HostPattern
-        do { pattern = try HostPattern(host) } catch { throw .invalidHost("\(host): \(error)") }
+        // The error names the host, escaped where it is not ASCII (a Kelvin sign is not `K`).
+        do { pattern = try HostPattern(host) } catch { throw .invalidHost("\(error)") }
         guard pattern.kind != .anyLabels else {
             throw .invalidHost("\(host): a certificate cannot name **. patterns; use *. or a name")
         }

@@ -35,30 +35,53 @@ extension ServerInspector {
             } else if let warning = policy.backupWarning(host: checkedName, chain: info.verifiedChain, at: now) {
                 warnings.append(warning.description)
             }
-            let mismatch = matchedPin == nil && !pins.isEmpty
+            let mismatch: Bool
+            if documentPolicy != nil {
+                // The document's policy as an app applies it: only an enforced mismatch refuses (and that ends the
+                // handshake, below); an expired or report-only set lets the app connect, which a warning says.
+                if case .mismatch = verdict { mismatch = true } else { mismatch = false }
+                if let warning = documentWarning(verdict) { warnings.append(warning) }
+            } else {
+                // pin-check's own pins are report-only only so that the handshake completes: any miss is a mismatch.
+                mismatch = matchedPin == nil && !pins.isEmpty
+            }
             return withClientCertificate(info.clientCertificateRequest) { ServerReport(
-                host: address.host, port: address.port, servername: checkedName,
+                host: connectHost, port: address.port, servername: checkedName,
                 verdict: mismatch ? .pinMismatch : .ok,
                 reason: mismatch ? verdict.report?.description : nil,
                 tlsVersion: info.protocolVersion, cipher: info.cipherSuite, alpn: info.alpnProtocol,
                 verifiedChain: verified, presentedChain: presented, configuredPins: configured,
                 matchedPin: matchedPin?.description, warnings: warnings) }
-        case .failed(.tls(.pinMismatch(let pinReport)), let details?) where details.pinRefusal != nil:
-            // Enforced pins (a client identity is set) refused the verified chain inside the handshake.
+        case .failed(.tls(let error), let details?) where details.pinRefusal != nil:
+            // Enforced pins (a client identity is set, or a document's enforced set) refused the verified chain
+            // inside the handshake, or a strict document refused a host no live set covers (an expired set).
             let refusal = details.pinRefusal!
             let verified = refusal.verifiedChain.certificates.map { ServerReport.Certificate($0, now: now, matched: false) }
             let presented = (details.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
             }
-            let reason = pinReport.description
-                + "\nThe handshake was stopped before the client certificate was sent: with --cert the pins are "
-                + "enforced, as in any ShopKit client."
-            return withClientCertificate(details.clientCertificateRequest) { ServerReport(
-                host: address.host, port: address.port, servername: checkedName, verdict: .pinMismatch,
+            var reason = error.description
+            if case .pinMismatch(let pinReport) = error { reason = pinReport.description }
+            if case .pinSetExpired = error { reason += " (strictHosts: true; apps refuse the host, TLSError.pinSetExpired)" }
+            if clientIdentity != nil {
+                reason += "\nThe handshake was stopped before the client certificate was sent: with --cert the pins are "
+                    + "enforced, as in any ShopKit client."
+            }
+            var report = withClientCertificate(details.clientCertificateRequest) { ServerReport(
+                host: connectHost, port: address.port, servername: checkedName, verdict: .pinMismatch,
                 reason: reason, tlsVersion: refusal.protocolVersion, cipher: refusal.cipherSuite,
                 alpn: refusal.alpnProtocol, verifiedChain: verified, presentedChain: presented,
                 configuredPins: configured, matchedPin: nil,
                 warnings: chainWarnings(verified) + (singlePinWarning.map { [$0] } ?? [])) }
+            if report.clientCertificate == nil, let identity = clientIdentity {
+                // The certificate was withheld before the server's request (if any) was answered: over TLS 1.2 the
+                // request follows the server's Certificate, which the pins refused, so it was never read.
+                report.clientCertificate = .init(
+                    acceptedIssuers: [], sent: nil, requested: nil,
+                    withheld: "the pins refused the server's chain, so the handshake stopped before \(identity.subject) "
+                        + "could be asked for or sent")
+            }
+            return report
         case .failed(let error, let details):
             let presented = (details?.presentedChain?.certificates ?? []).map {
                 ServerReport.Certificate($0, now: now, matched: false)
@@ -66,6 +89,8 @@ extension ServerInspector {
             let verdict: ServerReport.Verdict
             switch error {
             case .tls(.untrustedChain): verdict = .untrusted
+            // A strict document's refusal of a host no live set covers; refused after the chain was verified.
+            case .tls(.pinSetExpired), .tls(.hostNotPinned): verdict = .pinMismatch
             case .tls(.hostnameMismatch): verdict = .hostnameMismatch
             // Enforced pins (with a client identity) refuse above, with the verified chain; this is a refusal
             // without one, which the handshake does not make.
@@ -94,13 +119,39 @@ extension ServerInspector {
                 reason = "\(error.description)\n\(hint)"
             }
             var report = withClientCertificate(details?.clientCertificateRequest) { ServerReport(
-                host: address.host, port: address.port, servername: checkedName, verdict: verdict,
+                host: connectHost, port: address.port, servername: checkedName, verdict: verdict,
                 reason: reason, tlsVersion: nil, cipher: nil, alpn: nil, verifiedChain: [],
                 presentedChain: presented, configuredPins: configured, matchedPin: nil, warnings: []) }
             report.plainReason = plainReason
             report.openSSLText = openSSLText
             return report
         }
+    }
+
+    /// The warning for a document's set that lets an app connect without a pin matching: expired (not enforced)
+    /// or report-only. Nil for other verdicts.
+    private func documentWarning(_ verdict: PinVerdict) -> String? {
+        switch verdict {
+        case .expired(let report):
+            let when = report.expiration.map { " at \(PinSetDocument.timestamp($0))" } ?? ""
+            return "the document's pin set \(report.hostPattern?.description ?? checkedName) expired\(when) and is not "
+                + "enforced: apps connect to \(checkedName) unpinned (strictHosts: false); no pin matches the chain"
+        case .reportOnlyMismatch(let report):
+            return "no pin matches, but the document's pin set \(report.hostPattern?.description ?? checkedName) is "
+                + "report-only: apps connect to \(checkedName) and report the mismatch"
+        case .notPinned, .matched, .mismatch:
+            return nil
+        }
+    }
+
+    /// The document's set applied to the checked name at `now`, as the report labels it; nil without a document.
+    func documentPinSet(at now: Date) -> ServerReport.DocumentPinSet? {
+        guard let policy = documentPolicy, let set = policy.pinSet(for: checkedName, at: now) else { return nil }
+        let enforcement: ServerReport.DocumentPinSet.Enforcement =
+            set.isExpired(at: now) ? .expired : set.reportOnly ? .reportOnly : .enforced
+        return .init(
+            documentVersion: policy.version, strictHosts: policy.unpinnedHosts == .refuse,
+            hostPattern: set.hostPattern.description, enforcement: enforcement, expiration: set.expiration)
     }
 
     /// The warnings about a verified chain itself: its leaf expires within ``expiryWarningDays``.
@@ -124,7 +175,10 @@ extension ServerInspector {
         if let request {
             var sent: String?
             if case .sent(let subject) = request.answer { sent = subject }
-            report.clientCertificate = .init(acceptedIssuers: request.acceptedIssuers, sent: sent)
+            var withheld: String?
+            if case .refused(let reason) = request.answer { withheld = reason }
+            report.clientCertificate = .init(
+                acceptedIssuers: request.acceptedIssuers, sent: sent, requested: true, withheld: withheld)
         }
         return report
     }

@@ -35,14 +35,26 @@ package struct ServerInspector: Sendable {
     /// Whether TLS 1.2 may use static RSA key exchange (`--allow-static-rsa`); a server that needs it is reported.
     package var allowsStaticRSAKeyExchange = false
 
+    /// A signed pin-set document's policy (`pin-check --pins-document`), checked by the caller as an app checks
+    /// the document, then applied as an app applies it: the TLS layer's own pin check decides, with the document's
+    /// strictness and each set's enforcement, report-only flag and expiration. Nil: ``pins`` decide. ``pins`` then
+    /// holds the pins of the set applied to the checked name, for the report.
+    package var documentPolicy: PinningPolicy? = nil
+
     /// The HTTP proxy to tunnel through (`CONNECT`), unless its `noProxy` rules match the host; nil: direct.
     package var proxy: ProxyConfiguration?
 
     /// The proxy actually used for this server, if any.
     var route: ProxyConfiguration? {
-        guard let proxy, proxy.applies(toHost: address.host, port: address.port) else { return nil }
+        guard let proxy, proxy.applies(toHost: connectHost, port: address.port) else { return nil }
         return proxy
     }
+
+    /// The host connected to: ``address``'s host in its canonical ``ServerName`` form (`127.0.0.1.` is `127.0.0.1`,
+    /// `LocalHost.` is `localhost`), the form ``checkedName`` has when no `serverName` is given, so what the socket
+    /// or the proxy's `CONNECT` reaches is what OpenSSL checks and the pins are looked up under. A host that is no
+    /// server name stays as given (pin-check refuses it first; the handshake would refuse it).
+    package var connectHost: String { (try? ServerName(address.host))?.text ?? address.host }
 
     /// An inspector with the given inputs.
     package init(
@@ -87,6 +99,8 @@ package struct ServerInspector: Sendable {
     /// signed with its key; the report still shows the verified chain (`TLSHandshakeFailureDetails.pinRefusal`).
     package func pinningPolicy() throws(TLSContextError) -> PinningPolicy {
         if replaceablePins != nil { return try resolvingPins().pinningPolicy() }
+        // An app's verdict, not a diagnosis: the document's own policy, enforced as the app enforces it.
+        if let documentPolicy { return documentPolicy }
         guard !pins.isEmpty else { return PinningPolicy() }
         do {
             let set = try PinSet(
@@ -126,6 +140,7 @@ package struct ServerInspector: Sendable {
             report.noCipherInCommon(await staticRSAProbe(group: group), openSSLText: text)
         }
         report.proxy = route?.description
+        report.pinsDocument = documentPinSet(at: now())
         return report
     }
 
@@ -228,7 +243,7 @@ package struct ServerInspector: Sendable {
         let connect: EventLoopFuture<any Channel>
         if let proxy = route {
             do {
-                connect = try ProxyTunnel.open(to: address.host, port: port, through: proxy, group: loop, timeout: timeout)
+                connect = try ProxyTunnel.open(to: connectHost, port: port, through: proxy, group: loop, timeout: timeout)
                     .flatMapThrowing { channel in
                         try addHandlers(channel)
                         return channel
@@ -244,16 +259,17 @@ package struct ServerInspector: Sendable {
                 promise.succeed(.failed(.proxy(failure.description), nil))
             }
         } else {
+            let host = connectHost
             connect = ClientBootstrap(group: loop)
                 .connectTimeout(timeout)
                 .channelInitializer { channel in channel.eventLoop.makeCompletedFuture { try addHandlers(channel) } }
-                .connect(literalOrHost: address.host, port: address.port)
+                .connect(literalOrHost: host, port: address.port)
             connect.whenFailure { error in
                 if case ChannelError.connectTimeout = error {
                     promise.succeed(.failed(.connectTimeout, nil))
                 } else {
-                    let reason = FailureWording.connectFailure(host: address.host, port: port, error: error)
-                    promise.succeed(.failed(.connectFailed(host: address.host, port: port, reason: reason), nil))
+                    let reason = FailureWording.connectFailure(host: host, port: port, error: error)
+                    promise.succeed(.failed(.connectFailed(host: host, port: port, reason: reason), nil))
                 }
             }
         }

@@ -37,9 +37,27 @@ extension ServerReport {
             lines += Self.describe(presentedChain)
         }
         if let clientCertificate {
-            let issuers = clientCertificate.acceptedIssuers.isEmpty
-                ? "any CA" : clientCertificate.acceptedIssuers.joined(separator: "; ")
-            lines.append("Client certificate: requested (accepted issuers: \(issuers)); sent: \(clientCertificate.sent ?? "none")")
+            if clientCertificate.requested == nil {
+                lines.append("Client certificate: not sent (\(clientCertificate.withheld ?? "the handshake stopped first"))")
+            } else {
+                let issuers = clientCertificate.acceptedIssuers.isEmpty
+                    ? "any CA" : clientCertificate.acceptedIssuers.joined(separator: "; ")
+                lines.append("Client certificate: requested (accepted issuers: \(issuers)); sent: \(clientCertificate.sent ?? "none")")
+            }
+        }
+        if let pinsDocument {
+            let expiration = pinsDocument.expiration.map { "expires \($0.ISO8601Format())" } ?? "no expiration"
+            let meaning: String
+            switch pinsDocument.enforcement {
+            case .enforced: meaning = "a mismatch refuses the connection"
+            case .reportOnly: meaning = "a mismatch is reported, the app connects"
+            case .expired:
+                meaning = pinsDocument.strictHosts
+                    ? "not enforced; strictHosts: apps refuse the host" : "not enforced; apps connect unpinned"
+            }
+            lines.append(
+                "Pins document: version \(pinsDocument.documentVersion), strictHosts \(pinsDocument.strictHosts); set "
+                    + "[\(pinsDocument.hostPattern)] \(pinsDocument.enforcement.rawValue) (\(meaning)), \(expiration)")
         }
         if !configuredPins.isEmpty {
             lines.append("Pins given: " + configuredPins.joined(separator: ", "))

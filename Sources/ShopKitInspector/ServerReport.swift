@@ -94,26 +94,84 @@ package struct ServerReport: Sendable, Codable, Equatable {
     package let matchedPin: String?
     /// Warnings: the leaf expires soon, the pin set has no backup pin.
     package let warnings: [String]
-    /// The server's request for a client certificate and what was sent; nil when it asked for none.
+    /// The server's request for a client certificate and the answer; nil when it asked for none, or when no
+    /// client certificate was configured and the handshake ended before a request could be read.
     package var clientCertificate: ClientCertificate? = nil
 
     /// A server's request for a client certificate (mutual TLS), and the answer.
+    ///
+    /// In JSON, `requested` is `true` when the server's CertificateRequest was read (`acceptedIssuers` then lists
+    /// its CA names, empty when it named none), `null` when the handshake stopped before it could be read: the pins
+    /// refused the server's chain first (over TLS 1.2 the request follows the server's Certificate). `sent` is the
+    /// subject of the certificate sent, or `null`; `withheld` says why a configured certificate was not sent, or is
+    /// `null`.
     package struct ClientCertificate: Sendable, Codable, Equatable {
         /// The CA names the server accepts client certificates from (RFC 2253), in its order.
         package let acceptedIssuers: [String]
         /// The subject of the client certificate sent (`--cert`), or nil when none was.
         package let sent: String?
+        /// True when the server's request was read; nil when the handshake stopped before it could be.
+        package let requested: Bool?
+        /// Why the configured certificate was not sent (the pins refused the chain first, or the server would
+        /// refuse it), or nil.
+        package let withheld: String?
 
-        /// The proxy tunnelled through (`http://host:port`, never its credentials), or nil for a direct connection.
-    package var proxy: String? = nil
+        package init(acceptedIssuers: [String], sent: String?, requested: Bool? = true, withheld: String? = nil) {
+            self.acceptedIssuers = acceptedIssuers
+            self.sent = sent
+            self.requested = requested
+            self.withheld = withheld
+        }
 
-    enum CodingKeys: String, CodingKey { case acceptedIssuers, sent }
+        enum CodingKeys: String, CodingKey { case acceptedIssuers, sent, requested, withheld }
 
-        /// Both keys always (`sent` as `null` when none was sent), like the report itself.
+        /// Every key always (absent values as `null`), like the report itself.
         package func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(acceptedIssuers, forKey: .acceptedIssuers)
             try container.encode(sent, forKey: .sent)
+            try container.encode(requested, forKey: .requested)
+            try container.encode(withheld, forKey: .withheld)
+        }
+    }
+
+    /// With `--pins-document`: the document's set applied to the checked name, as an app applies it; nil otherwise.
+    package var pinsDocument: DocumentPinSet? = nil
+
+    /// A signed document's pin set for the checked name, and how an app applies it.
+    package struct DocumentPinSet: Sendable, Codable, Equatable {
+        /// How an app applies the set.
+        package enum Enforcement: String, Sendable, Codable {
+            /// A mismatch refuses the connection.
+            case enforced
+            /// A mismatch is reported; the app connects.
+            case reportOnly = "report-only"
+            /// Past its expiration (and no live set covers the host): not enforced; a strict document refuses the
+            /// host (`TLSError.pinSetExpired`), a lax one connects it unpinned.
+            case expired
+        }
+
+        /// The document's version.
+        package let documentVersion: Int
+        /// The document's `strictHosts`.
+        package let strictHosts: Bool
+        /// The pattern of the set applied.
+        package let hostPattern: String
+        /// How an app applies it now.
+        package let enforcement: Enforcement
+        /// The set's expiration, if it has one.
+        package let expiration: Date?
+
+        enum CodingKeys: String, CodingKey { case documentVersion, strictHosts, hostPattern, enforcement, expiration }
+
+        /// Every key always (`expiration` as `null` when the set has none).
+        package func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(documentVersion, forKey: .documentVersion)
+            try container.encode(strictHosts, forKey: .strictHosts)
+            try container.encode(hostPattern, forKey: .hostPattern)
+            try container.encode(enforcement, forKey: .enforcement)
+            try container.encode(expiration, forKey: .expiration)
         }
     }
 
@@ -127,7 +185,7 @@ package struct ServerReport: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
-        case configuredPins, matchedPin, warnings, clientCertificate, proxy
+        case configuredPins, matchedPin, warnings, clientCertificate, proxy, pinsDocument
     }
 
     /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
@@ -148,5 +206,6 @@ package struct ServerReport: Sendable, Codable, Equatable {
         try container.encode(warnings, forKey: .warnings)
         try container.encode(clientCertificate, forKey: .clientCertificate)
         try container.encode(proxy, forKey: .proxy)
+        try container.encode(pinsDocument, forKey: .pinsDocument)
     }
 }

@@ -36,9 +36,12 @@ public struct HostPattern: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``HostPatternError`` naming what is wrong: a non-ASCII name, an empty label, a `*` anywhere
     ///   but as the whole first label, a wildcard over a single label or an IP address, a bad character.
     public init(_ text: String) throws(HostPatternError) {
+        // ASCII is checked before lowercasing: Unicode case mapping turns some non-ASCII characters into ASCII ones
+        // (U+212A KELVIN SIGN lowercases to `k`, U+0130 to `i` and a combining dot), which would read a name no
+        // certificate or resolver has as one they do.
+        guard !text.isEmpty else { throw .empty }
+        guard text.unicodeScalars.allSatisfy(\.isASCII) else { throw .notPunycode(text) }
         var name = text.lowercased()
-        guard !name.isEmpty else { throw .empty }
-        guard name.unicodeScalars.allSatisfy(\.isASCII) else { throw .notPunycode(text) }
         if name.hasSuffix("."), !name.contains(":") { name.removeLast() }
         if let address = IPAddress(literal: name) {
             self.pattern = address.description
@@ -179,7 +182,9 @@ public enum HostPatternError: Error, Sendable, Equatable, CustomStringConvertibl
         case .empty:
             return "host pattern is empty; give a host name such as api.example.com"
         case .notPunycode(let text):
-            return "host pattern \"\(text)\" is not ASCII; write internationalised names in punycode (xn--…)"
+            // Escaped (`\u{212A}`): a non-ASCII character can look like the ASCII one it is not.
+            let escaped = text.unicodeScalars.map { $0.escaped(asASCII: true) }.joined()
+            return "host pattern \"\(escaped)\" is not ASCII; write internationalised names in punycode (xn--…)"
         case .emptyLabel(let text):
             return "host pattern \"\(text)\" has an empty label (a leading dot or two dots in a row)"
         case .misplacedWildcard(let text):

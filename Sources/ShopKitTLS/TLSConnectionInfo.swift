@@ -72,7 +72,8 @@ package struct TLSHandshakeFailureDetails: Sendable {
     /// The cipher suite the server chose, when the handshake got past its ServerHello (nil before).
     package internal(set) var cipherSuite: String? = nil
     /// Set when an enforced pin set refused the chain inside OpenSSL's verification (the failure is then
-    /// `TLSError.pinMismatch`): the chain OpenSSL verified and what was negotiated, for a report that shows them
+    /// `TLSError.pinMismatch`), or strict hosts refused a host no live set covers (`TLSError.hostNotPinned`,
+    /// `TLSError.pinSetExpired`): the chain OpenSSL verified and what was negotiated, for a report that shows them
     /// although the handshake ended before the client's certificate was sent.
     package internal(set) var pinRefusal: PinRefusal? = nil
 

@@ -80,7 +80,7 @@ extension TLSHandler {
         guard case .client(let client, _, let host, _, _) = role else { return true }
         let policy = pinning.policy
         if policy.refusesUnpinned(host: host, at: client.now()) {
-            refusedDuringVerification = .hostNotPinned
+            refusedDuringVerification = .hostNotPinned(chain)
             return false
         }
         let verdict = policy.evaluate(host: host, chain: chain, now: client.now())
@@ -251,15 +251,16 @@ extension TLSHandler {
 
 /// What the pin check inside OpenSSL's verification refused.
 enum VerificationRefusal {
-    /// Strict mode, and no live pin set covers the host.
-    case hostNotPinned
+    /// Strict mode, and no live pin set covers the host (the chain is the one OpenSSL verified, for diagnostics).
+    case hostNotPinned(VerifiedChain)
     /// An enforced pin set matched no certificate of the verified chain (the verdict holds the report; the chain
     /// is the one OpenSSL verified, for diagnostics such as `pin-check`'s report).
     case mismatch(PinVerdict, VerifiedChain)
 
     /// The verified chain the pin check refused, if it refused one.
-    var refusedChain: VerifiedChain? {
-        guard case .mismatch(_, let chain) = self else { return nil }
-        return chain
+    var refusedChain: VerifiedChain {
+        switch self {
+        case .hostNotPinned(let chain), .mismatch(_, let chain): return chain
+        }
     }
 }

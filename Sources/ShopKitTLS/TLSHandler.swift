@@ -362,7 +362,7 @@ package final class TLSHandler: ChannelDuplexHandler {
             let cipher = connection.cipherSuite
             if !cipher.isEmpty { details.cipherSuite = cipher }
             if let chain = refusedDuringVerification?.refusedChain {
-                // The pins refused a chain OpenSSL had verified: past the ServerHello, so what was negotiated is known.
+                // The pins (or strict hosts) refused a chain OpenSSL had verified: past the ServerHello, so what was negotiated is known.
                 details.pinRefusal = .init(
                     verifiedChain: chain, protocolVersion: connection.protocolVersion,
                     cipherSuite: connection.cipherSuite, alpnProtocol: connection.alpnProtocol)

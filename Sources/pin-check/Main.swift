@@ -106,7 +106,8 @@ enum Main {
 enum ExitStatus: Int32 {
     /// A usage error: malformed HOST:PORT or pin, an unreadable or malformed file, options that do not go together.
     case usage = 64
-    /// `sign-pins`, `verify-pins`, `pins-document`: the document (or a host it is made from) is refused.
+    /// `sign-pins`, `verify-pins`, `pins-document`, `--pins-document`: the document (or a host it is made from) is
+    /// refused.
     case refused = 65
     /// The check cannot run on this machine: OpenSSL or the system trust store cannot be set up, or `--demo`
     /// cannot find the source tree's `TestCerts/`.

@@ -30,14 +30,21 @@ struct PinCheck: ParsableCommand {
             Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
 
             Exit status:
-              0   trusted, hostname ok, and no pins given or one matches
-              1   trusted and hostname ok, but no pin matches
+              0   trusted, hostname ok, and no pins given or one matches (with --pins-document: the document's
+                  set for the host lets apps connect: a pin matches, or the set is report-only, or it has expired
+                  in a document without strictHosts; the last two are reported as warnings)
+              1   trusted and hostname ok, but no pin matches (with --pins-document: no pin of an enforced set
+                  matches, or the host's set has expired in a document with strictHosts, which apps refuse)
               2   chain not trusted (unknown root, expired, missing intermediate, weak key, ...)
               3   hostname mismatch
               4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS, a client
                   certificate required or refused, or the proxy refused the tunnel, asked for credentials, or
                   could not be reached)
-              64  usage error (malformed HOST:PORT or pin, unreadable file, options that do not go together)
+              64  usage error (malformed HOST:PORT or pin, a HOST or --servername that is no host name, such as
+                  127.1, 0x7f000001, ex_ample.com or a non-ASCII name; unreadable file, options that do not go
+                  together)
+              65  --pins-document: the document is refused, as verify-pins refuses it (signature, audience,
+                  version, dates, validity)
               69  cannot check on this machine (OpenSSL or the system trust store failed; --demo without TestCerts/)
               70  --demo: a check did not end as expected
             """,
@@ -54,11 +61,17 @@ struct PinCheck: ParsableCommand {
 
     @Option(
         name: .customLong("pins-document"),
-        help: "Check against the host's pins in a signed pin-set document (JWS), as apps will after the update; needs --pubkey.")
+        help: "Check as apps will after the update: the signed pin-set document (JWS) is checked as verify-pins checks it (exit 65 if refused), then its set for the host is applied as apps apply it (strictHosts, report-only, expiration); needs --pubkey and --audience.")
     var pinsDocument: String?
 
     @Option(name: .customLong("pubkey"), help: "With --pins-document: a trusted Ed25519 public key, KID=FILE or FILE. Repeatable.")
     var publicKeys: [String] = []
+
+    @Option(help: "With --pins-document: the app's identifier, as its PinSetVerifier(audience:) names it: the document's audience must be this (as verify-pins --audience).")
+    var audience: String?
+
+    @Option(name: .customLong("current-version"), help: "With --pins-document: refuse a document not above this version (default 0, as verify-pins).")
+    var currentVersion: Int?
 
     @Option(name: .customLong("ca-file"), help: "PEM trust anchors replacing the system roots (like curl --cacert).")
     var caFile: String?
@@ -115,7 +128,8 @@ struct PinCheck: ParsableCommand {
     private var serverOptionsGiven: [String] {
         [
             (!pins.isEmpty, "--pin"), (pinsFile != nil, "--pins-file"), (pinsDocument != nil, "--pins-document"),
-            (!publicKeys.isEmpty, "--pubkey"), (caFile != nil, "--ca-file"),
+            (!publicKeys.isEmpty, "--pubkey"), (audience != nil, "--audience"), (currentVersion != nil, "--current-version"),
+            (caFile != nil, "--ca-file"),
             (serverName != nil, "--servername"), (timeout != nil, "--timeout"), (json, "--json"),
             (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"), (certFile != nil, "--cert"),
             (keyFile != nil, "--key"), (proxyURL != nil, "--proxy"), (proxyFromEnvironment, "--proxy-from-env"),
@@ -149,6 +163,17 @@ struct PinCheck: ParsableCommand {
         if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert and --key go together: give both") }
         if (pinsDocument == nil) != publicKeys.isEmpty {
             throw ValidationError("--pins-document and --pubkey go together: give the document and the app's public keys")
+        }
+        if pinsDocument == nil, audience != nil || currentVersion != nil {
+            throw ValidationError("--audience and --current-version apply to --pins-document only")
+        }
+        if pinsDocument != nil, audience == nil {
+            throw ValidationError(
+                "--pins-document needs --audience APP (the app's identifier, as its PinSetVerifier(audience:) names it), as verify-pins does")
+        }
+        if pinsDocument != nil, !pins.isEmpty || pinsFile != nil {
+            throw ValidationError(
+                "--pins-document applies the document's pins as apps do: leave out --pin and --pins-file (check them on their own)")
         }
         if proxyURL != nil, proxyFromEnvironment { throw ValidationError("--proxy and --proxy-from-env exclude each other") }
         _ = try proxy()
@@ -197,6 +222,12 @@ struct PinCheck: ParsableCommand {
     private func makeInspector() throws(Failure) -> ServerInspector {
         let address: ServerAddress
         do { address = try ServerAddress(parsing: server ?? "") } catch { throw Failure(.usage, error.description) }
+        // Both names are made canonical (or refused) before anything connects: a form a resolver reads as an address
+        // (`127.1`, `0x7f000001`), an underscore or a non-ASCII name is the caller's input, not a handshake failure.
+        do { _ = try ServerName(address.host) } catch { throw Failure(.usage, "HOST: \(error)") }
+        if let serverName {
+            do { _ = try ServerName(serverName) } catch { throw Failure(.usage, "--servername: \(error)") }
+        }
         var parsed: [SPKIPin] = []
         for text in pins {
             do { parsed.append(try SPKIPin(text)) } catch { throw Failure(.usage, "--pin \(text): \(error)") }
@@ -207,13 +238,18 @@ struct PinCheck: ParsableCommand {
                 throw Failure(.usage, "--pins-file \(pinsFile): \(error)")
             }
         }
-        if let pinsDocument { parsed += try documentPins(pinsDocument, host: serverName ?? address.host) }
+        var documentPolicy: PinningPolicy?
+        if let pinsDocument {
+            let (policy, documentPins) = try self.documentPolicy(pinsDocument, host: serverName ?? address.host)
+            (documentPolicy, parsed) = (policy, documentPins)
+        }
         var inspector = ServerInspector(
             address: address, serverName: serverName, pins: parsed,
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
             timeout: .seconds(timeout ?? 10),
             proxy: (try? proxy()) ?? nil)
         inspector.allowsStaticRSAKeyExchange = allowStaticRSA
+        inspector.documentPolicy = documentPolicy
         if let certFile, let keyFile {
             do { inspector.clientIdentity = try ClientIdentity.pemFiles(certificateChain: certFile, privateKey: keyFile) } catch {
                 throw Failure(.usage, "--cert \(certFile) --key \(keyFile): \(error)")

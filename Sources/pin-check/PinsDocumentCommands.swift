@@ -16,13 +16,14 @@ struct SignPinsCommand: ParsableCommand {
             only if an app would parse it. The JWS header names the key with --kid (default: the key file's name
             without its extension), which must be one of the key ids the app's PinSetVerifier trusts. Make a
             signing key with: openssl genpkey -algorithm ed25519 -out KEY (keep it offline). --key reads a file
-            only you can read (mode 600), or a pipe to its end (--key /dev/stdin for a key decrypted on the fly; then
-            give --kid).
+            only you can read (mode 600), or a pipe to its end (--key /dev/stdin for a key decrypted on the fly; --kid
+            is then required, since a pipe has no name to take the key id from).
 
             Exit status:
               0   signed
               64  usage error (unreadable file, a key that is not an unencrypted Ed25519 PEM key, a key file
-                  other users can read, a key path that is neither a file nor a pipe, an empty key)
+                  other users can read, a key path that is neither a file nor a pipe, an empty key, a key from
+                  standard input or a pipe without --kid)
               65  the document is not a valid pin-set document (the message names the field), or has expired
               73  the output cannot be written
             """)
@@ -76,6 +77,12 @@ struct SignPinsCommand: ParsableCommand {
                 .refused, "--in \(input): issued at \(PinSetDocument.timestamp(document.issuedAt)), in the future; apps "
                     + "refuse it until then: give it the time of signing")
         }
+        // A key from standard input or a pipe has no name an app's PinSetVerifier knows ("stdin" is none): --kid.
+        guard kid != nil || !Self.isStreamed(key) else {
+            throw Failure(
+                .usage, "--key \(key) is read from standard input or a pipe, which names no key: give --kid, the id the "
+                    + "app's PinSetVerifier(publicKeys:) gives this key's public half")
+        }
         let keyID = kid ?? ((key as NSString).lastPathComponent as NSString).deletingPathExtension
         guard !keyID.isEmpty, keyID.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw Failure(
@@ -86,6 +93,13 @@ struct SignPinsCommand: ParsableCommand {
         // its end: `--key /dev/stdin` takes a key decrypted on the fly.
         let secret: SecureBytes
         do { secret = try SecureBytes.readSecret(key, limit: 64 * 1024, privateToUser: true) } catch {
+            if case .readableByOthers(let mode) = error, Self.isStandardInput(key) {
+                // chmod on /dev/stdin changes nothing that matters: the file redirected into it is what others read.
+                throw Failure(
+                    .usage, "--key \(key): the file redirected to it has mode \(mode), which lets other users read the "
+                        + "signing key; chmod 600 that file (and keep it offline), or pipe the key in from the command "
+                        + "that decrypts it (decrypt … | pin-check sign-pins --key /dev/stdin --kid ID …), then sign again")
+            }
             if case .readableByOthers(let mode) = error {
                 throw Failure(
                     .usage, "--key \(key): mode \(mode) lets other users read the signing key; chmod 600 \(key) (and "
@@ -116,6 +130,24 @@ struct SignPinsCommand: ParsableCommand {
             "signed \(input) (version \(document.version), \(document.policy.pinSets.count) hosts, expires "
                 + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(out)")
         return 0
+    }
+}
+
+extension SignPinsCommand {
+    /// Whether `path` is standard input, an inherited descriptor or a pipe (FIFO), rather than a key file with a
+    /// name: `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N`, or a path that is not a regular file. A usability check
+    /// only: the key's own checks are made on the descriptor that is read (`SecureBytes.readSecret`).
+    static func isStreamed(_ path: String) -> Bool {
+        if isStandardInput(path) { return true }
+        var status = stat()
+        guard stat(path, &status) == 0 else { return false }
+        return (status.st_mode & S_IFMT) != S_IFREG
+    }
+
+    /// Whether `path` names standard input or an inherited descriptor (`/dev/stdin`, `/dev/fd/N`,
+    /// `/proc/self/fd/N`): whatever was redirected into it, not the path, is what a chmod must change.
+    static func isStandardInput(_ path: String) -> Bool {
+        path == "/dev/stdin" || path.hasPrefix("/dev/fd/") || path.hasPrefix("/proc/self/fd/")
     }
 }
 
@@ -154,14 +186,8 @@ struct VerifyPinsCommand: ParsableCommand {
     var document: String
 
     func execute() throws(Failure) -> Int32 {
-        let verifier = try trustedKeys(publicKeys, audience: audience)
-        let text = try readText(document, option: "document")
-        let verified: PinSetDocument
-        do {
-            verified = try verifier.verify(text, baseline: PinningPolicy(), currentVersion: currentVersion, now: Date())
-        } catch {
-            throw Failure(.refused, "\(document): \(error)")
-        }
+        let (verified, text) = try verifiedDocument(
+            document, option: nil, publicKeys: publicKeys, audience: audience, currentVersion: currentVersion)
         let kid = (try? CompactJWS(parsing: text).keyID) ?? "?"
         var lines = [
             "\(document): valid, version \(verified.version), signed by \(String(reflecting: kid)), issued "
@@ -227,7 +253,7 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     var validDays: Int = 90
 
     @Flag(
-        name: .customLong("strict-hosts"), inversion: .prefixedNo,
+        name: .customLong("strict-hosts"), inversion: .prefixedNo, exclusivity: .exclusive,
         help: "Apps refuse hosts the document does not pin (--strict-hosts; match an app built with unpinnedHosts: .refuse), or connect them unpinned (--no-strict-hosts). Required unless --previous gives it.")
     var strictHosts: Bool?
 
@@ -358,21 +384,36 @@ struct PinsDocumentCommand: AsyncParsableCommand {
 }
 
 extension PinCheck {
-    /// `--pins-document`: the pins the signed document gives `host` (its signature checked with `--pubkey`; its
-    /// version and dates are not, so a document about to be published can be tried).
-    func documentPins(_ path: String, host: String) throws(Failure) -> [SPKIPin] {
-        let verifier = try trustedKeys(publicKeys, audience: nil)
-        let document: PinSetDocument
-        do { document = try verifier.signedDocument(try readText(path, option: "--pins-document")) } catch let error as Failure {
-            throw error
-        } catch {
-            throw Failure(.refused, "--pins-document \(path): \(error)")
-        }
+    /// `--pins-document`: the document checked exactly as `verify-pins` checks it (``verifiedDocument(_:option:publicKeys:audience:currentVersion:)``,
+    /// so an app would take it), its policy (applied to the connection as an app applies it), and the pins of the
+    /// set that policy applies to `host` now (for the report).
+    func documentPolicy(_ path: String, host: String) throws(Failure) -> (policy: PinningPolicy, pins: [SPKIPin]) {
+        let (document, _) = try verifiedDocument(
+            path, option: "--pins-document", publicKeys: publicKeys, audience: audience ?? "",
+            currentVersion: currentVersion ?? 0)
         let name = (try? ServerName(host).text) ?? host
         guard let set = document.policy.pinSet(for: name, at: Date()) else {
             throw Failure(.usage, "--pins-document \(path): no pin set covers \(name) (the document pins \(document.policy.hostPatterns))")
         }
-        return set.pins
+        return (document.policy, set.pins)
+    }
+}
+
+/// The signed document at `path` if an app would take it now: signature under one of `publicKeys`, `audience`,
+/// version above `currentVersion` and within the maximum step, dates and maximum validity, all by
+/// `PinSetVerifier.verify` (the app's own check; its compiled-in baseline is not known here). The one check that
+/// `verify-pins` and `pin-check --pins-document` share, so they refuse the same documents with the same words
+/// (exit 65; messages name the file, after `option` when it came with one).
+func verifiedDocument(
+    _ path: String, option: String?, publicKeys: [String], audience: String, currentVersion: Int
+) throws(Failure) -> (document: PinSetDocument, text: String) {
+    let verifier = try trustedKeys(publicKeys, audience: audience)
+    let text = try readText(path, option: option ?? "document")
+    let label = option.map { "\($0) \(path)" } ?? path
+    do {
+        return (try verifier.verify(text, baseline: PinningPolicy(), currentVersion: currentVersion, now: Date()), text)
+    } catch {
+        throw Failure(.refused, "\(label): \(error)")
     }
 }
 

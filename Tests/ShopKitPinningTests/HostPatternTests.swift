@@ -44,6 +44,10 @@ import Testing
     @Test(arguments: [
         ("", HostPatternError.empty),
         ("bücher.example", .notPunycode("bücher.example")),
+        // Non-ASCII that lowercases to ASCII (KELVIN SIGN → k, U+0130 → i + a combining dot) is still non-ASCII.
+        ("api.example.co\u{212A}", .notPunycode("api.example.co\u{212A}")),
+        ("API.EXAMPLE.COM\u{212A}", .notPunycode("API.EXAMPLE.COM\u{212A}")),
+        ("\u{0130}tems.example.com", .notPunycode("\u{0130}tems.example.com")),
         ("api..example.com", .emptyLabel("api..example.com")),
         (".example.com", .emptyLabel(".example.com")),
         ("example.com..", .emptyLabel("example.com..")),
@@ -85,5 +89,12 @@ import Testing
 
     @Test func nonASCIIErrorTellsToUsePunycode() {
         #expect(HostPatternError.notPunycode("bücher.example").description.contains("punycode"))
+    }
+
+    /// A Kelvin sign prints like `K`: the message names the pattern escaped, so the reader sees what it holds.
+    @Test func nonASCIIErrorNamesThePatternEscaped() {
+        let message = HostPatternError.notPunycode("api.example.co\u{212A}").description
+        #expect(message.contains(#""api.example.co\u{212A}""#), "\(message)")
+        #expect(!message.unicodeScalars.contains("\u{212A}"), "\(message)")
     }
 }

@@ -94,6 +94,8 @@ struct PinCheckBackupKeyTests {
         (["--host", "api.example.com", "--out", "/tmp/x", "--key-type", "dsa"], "key-type"),
         (["--out", "/tmp/x"], "--host"),
         (["--host", "bad host", "--out", "/tmp/x"], "--host"),
+        // KELVIN SIGN lowercases to `k`: refused as non-ASCII, named escaped, never read as api.example.cok.
+        (["--host", "api.example.co\u{212A}", "--out", "/tmp/x"], #"--host host pattern "api.example.co\u{212A}" is not ASCII"#),
     ])
     func usageErrors(arguments: [String], message: String) async throws {
         let outcome = try await PinCheckBinary.run(["backup-key"] + arguments)

@@ -148,6 +148,42 @@ struct PinCheckCLITests {
         #expect(object["matchedPin"] as? String == Self.leafPin)
     }
 
+    /// README: forms a resolver reads as an address (`127.1`, `0x7f000001`) are refused; so are an underscore and a
+    /// non-ASCII `--servername`. Refused as usage (64) naming the form, before any connection: the port is closed,
+    /// so a connection attempt would end in exit 4.
+    @Test("a HOST or --servername that is no host name is refused with 64 before connecting", arguments: [
+        (["0x7f000001"], "HOST: the host \"0x7f000001\" is an IPv4 address in a shortened, octal or hex form"),
+        (["127.1"], "HOST: the host \"127.1\" is neither an IP address in standard form nor a DNS name"),
+        (["ex_ample.com"], "HOST: the host \"ex_ample.com\" has a byte that no host name has"),
+        (["127.0.0.1", "--servername", "0x7f000001"], "--servername: the host \"0x7f000001\" is an IPv4 address"),
+        (["127.0.0.1", "--servername", "ex_ample.com"], "--servername: the host \"ex_ample.com\" has a byte"),
+        (["127.0.0.1", "--servername", "localhost\u{212A}"], "--servername: the host \"localhost\u{212A}\" is not ASCII"),
+    ])
+    func refusedNamesBeforeConnecting(arguments: [String], message: String) async throws {
+        let closed = try BoundClosedPort()
+        defer { closed.release() }
+        let outcome = try await PinCheckBinary.run(["\(arguments[0]):\(closed.port)"] + arguments.dropFirst())
+        #expect(outcome.status == 64, "stdout: \(outcome.stdout) stderr: \(outcome.stderr)")
+        #expect(outcome.stderr.contains(message), "stderr: \(outcome.stderr)")
+        #expect(outcome.stdout.isEmpty)
+    }
+
+    /// `127.0.0.1.` is checked as the address 127.0.0.1 and connected to as that address: the raw spelling, which
+    /// the system resolver cannot resolve, never reaches it.
+    @Test("a trailing dot after an IPv4 address connects to its canonical form", arguments: ["127.0.0.1.", "localhost."])
+    func trailingDotConnectsCanonically(host: String) async throws {
+        let server = try await LoopbackTLSServer.start(
+            chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1"], key: "leaf-localhost-ecdsa")
+        let outcome = try await PinCheckBinary.run(
+            ["\(host):\(server.port)", "--ca-file", Self.rootPEM, "--timeout", "60", "--json"])
+        try await server.shutdown()
+        #expect(outcome.status == 0, "stdout: \(outcome.stdout) stderr: \(outcome.stderr)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any])
+        let canonical = String(host.dropLast())
+        #expect(object["host"] as? String == canonical)
+        #expect(object["servername"] as? String == canonical)
+    }
+
     @Test("--demo passes on the leaf pin and the backup intermediate pin and shows a failure")
     func demo() async throws {
         let outcome = try await PinCheckBinary.run(["--demo"])

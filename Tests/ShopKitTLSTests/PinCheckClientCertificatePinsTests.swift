@@ -45,6 +45,11 @@ import Testing
         #expect(reason.contains("before the client certificate was sent"))
         let client = object["clientCertificate"] as? [String: Any]
         #expect(client == nil || client?["sent"] is NSNull, "the report claims a certificate was sent")
+        // `null` said "the server asked for none", which is not what happened: a certificate was configured and
+        // withheld because the pins refused the chain before the server's request (if any) was answered.
+        let withheld = try #require(client, "clientCertificate is null: \(outcome.stdout)")
+        #expect(withheld["requested"] is NSNull, "\(withheld)")
+        #expect((withheld["withheld"] as? String)?.contains("the pins refused the server's chain") == true, "\(withheld)")
     }
 
     @Test(arguments: ["-tls1_3", "-tls1_2"])
@@ -56,6 +61,7 @@ import Testing
         #expect(outcome.stdout.contains("Verdict: pin-mismatch (exit 1)"))
         #expect(outcome.stdout.contains("  \(Self.chainPins[0])  CN=localhost"), "\(outcome.stdout)")
         #expect(!outcome.stdout.contains("Chain the server sent"))
+        #expect(outcome.stdout.contains("Client certificate: not sent (the pins refused the server's chain"), "\(outcome.stdout)")
     }
 
     /// The refused handshake keeps the report's warnings: one pin given is still warned about.

@@ -46,6 +46,54 @@ extension PinCheckSignPinsRulesTests {
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/x.jws"))
     }
 
+    /// `--key /dev/stdin` without `--kid` signed under the kid "stdin", which no app knows; the help says to give
+    /// `--kid` then. A key from standard input or a pipe needs `--kid`: exit 64, nothing written.
+    @Test func aKeyFromStandardInputNeedsAKeyID() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let key = try String(contentsOfFile: "\(dir)/a.key", encoding: .utf8)
+        let piped = try await PinCheckBinary.binary().run(
+            ["sign-pins", "--key", "/dev/stdin", "--in", "\(dir)/pins.json", "--out", "\(dir)/pins.jws"], stdin: key)
+        #expect(piped.status == 64, "\(piped.stdout) \(piped.stderr)")
+        #expect(piped.stderr.contains("give --kid"), "\(piped.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/pins.jws"))
+        // A named pipe is no key file with a name either.
+        #expect(mkfifo("\(dir)/fifo", 0o600) == 0)
+        let fifo = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/fifo", "--in", "\(dir)/pins.json", "--out", "\(dir)/pins.jws"])
+        #expect(fifo.status == 64, "\(fifo.stderr)")
+        #expect(fifo.stderr.contains("give --kid"), "\(fifo.stderr)")
+    }
+
+    /// A 0644 key file redirected to standard input was told to `chmod 600 /dev/stdin`, which changes nothing that
+    /// matters: the advice names the file redirected into it, or a pipe from the decrypting command.
+    @Test func aReadableFileRedirectedToStandardInputGetsAdviceThatFits() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect(chmod("\(dir)/a.key", 0o644) == 0)
+        let binary = try PinCheckBinary.binary().url.path
+        let shell = BuiltBinary(url: URL(fileURLWithPath: "/bin/sh"))
+        let outcome = try await shell.run([
+            "-c", #""$0" sign-pins --key /dev/stdin --kid a --in "$1/pins.json" --out "$1/x.jws" < "$1/a.key""#, binary, dir,
+        ])
+        #expect(outcome.status == 64, "\(outcome.stderr)")
+        #expect(outcome.stderr.contains("the file redirected to it has mode"), "\(outcome.stderr)")
+        #expect(!outcome.stderr.contains("chmod 600 /dev/stdin"), "\(outcome.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/x.jws"))
+    }
+
+    /// A host pattern with U+212A KELVIN SIGN was read as `k` and signed. It is refused as non-ASCII, escaped.
+    @Test func signPinsRefusesANonASCIIHostPatternThatLowercasesToASCII() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let json = try String(contentsOfFile: "\(dir)/pins.json", encoding: .utf8)
+            .replacingOccurrences(of: "\"api.example.com\"", with: "\"API.EXAMPLE.CO\u{212A}\"")
+        try json.write(toFile: "\(dir)/kelvin.json", atomically: true, encoding: .utf8)
+        let signed = try await PinCheckBinary.run(["sign-pins", "--key", "\(dir)/a.key", "--in", "\(dir)/kelvin.json", "--out", "\(dir)/k.jws"])
+        #expect(signed.status == 65, "\(signed.stdout) \(signed.stderr)")
+        #expect(signed.stderr.contains(#""API.EXAMPLE.CO\u{212A}" is not ASCII"#), "\(signed.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(dir)/k.jws"))
+    }
+
     /// verify-pins checked documents against an empty baseline without a word: the rule that keeps the app's own
     /// hosts pinned was never applied. It says so, on every valid document.
     @Test func verifyPinsSaysTheBaselineRuleWasNotChecked() async throws {

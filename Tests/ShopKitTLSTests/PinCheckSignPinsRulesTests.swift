@@ -69,6 +69,13 @@ struct PinCheckSignPinsRulesTests {
 
         #expect(try await document(["--strict-hosts", "--audience", "com.example.shop"]).1?["strictHosts"] as? Bool == true)
         #expect(try await document(["--no-strict-hosts", "--audience", "com.example.shop"]).1?["strictHosts"] as? Bool == false)
+        // Both flags at once was taken, the last one winning: refused, so no document's strictness is a flag order.
+        for flags in [["--strict-hosts", "--no-strict-hosts"], ["--no-strict-hosts", "--strict-hosts"]] {
+            let both = try await document(flags + ["--audience", "com.example.shop"])
+            #expect(both.0.status == 64, "\(flags): \(both.0.stderr)")
+            #expect(both.0.stderr.contains("--strict-hosts") && both.0.stderr.contains("--no-strict-hosts"), "\(both.0.stderr)")
+            #expect(both.1 == nil)
+        }
         let noAudience = try await document(["--strict-hosts"])
         #expect(noAudience.0.status == 64)
         #expect(noAudience.0.stderr.contains("--audience"), "\(noAudience.0.stderr)")

@@ -116,7 +116,7 @@ struct PinCheckSignPinsTests {
         func check(_ name: String) async throws -> PinCheckBinary.Outcome {
             try await PinCheckBinary.run([
                 "127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", "\(dir)/root.pem",
-                "--pins-document", "\(dir)/\(name).jws", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub",
+                "--pins-document", "\(dir)/\(name).jws", "--pubkey", "\(dir)/a.pub", "--pubkey", "\(dir)/b.pub", "--audience", "com.example.shop",
                 "--timeout", "60",
             ])
         }
