@@ -23,6 +23,7 @@ import Testing
 enum ModelChecker {
     static func check(round: ModelRound, calls: [Model.Call], receipts: [Model.Receipt]) -> ModelReport {
         var violations: [String] = []
+        var hangs: [String] = []
         let byToken = Dictionary(grouping: receipts, by: \.token)
         let callsByToken = Dictionary(uniqueKeysWithValues: calls.map { ($0.token, $0) })
 
@@ -31,11 +32,11 @@ enum ModelChecker {
             let what = "\(call.method) \(call.token)\(call.streamedBody ? " (streamed body)" : "")\(call.cancelled ? " (cancelled)" : "")"
             switch call.outcome {
             case .hung(let why):
-                violations.append("\(what) did not end by its deadline (request timeout + margin): \(why)")
+                hangs.append("\(what) did not end by its deadline (request timeout + margin): \(why)")
             case .failed(let error, let typed, let timer):
                 if !typed { violations.append("\(what) failed with an untyped error: \(error)") }
                 if timer && !call.cancelled {
-                    violations.append("\(what) ended by a timer after \(call.seconds) s (a hang cut short): \(error); server: \(describe(received))")
+                    hangs.append("\(what) ended by a timer after \(call.seconds) s (a hang cut short): \(error); server: \(describe(received))")
                 }
             case .response(let status, let token, let body):
                 let expected = call.method == "HEAD" ? [] : Model.responseBody(call.token)
@@ -83,7 +84,7 @@ enum ModelChecker {
                 }
             }
         }
-        return ModelReport(round: round, calls: calls, receipts: receipts, violations: violations)
+        return ModelReport(round: round, calls: calls, receipts: receipts, violations: violations, hangs: hangs)
     }
 
     static func describe(_ receipts: [Model.Receipt]) -> String {
@@ -98,10 +99,29 @@ struct ModelReport: Sendable {
     let round: ModelRound
     let calls: [Model.Call]
     let receipts: [Model.Receipt]
+    /// Violations of invariant 1-3.
     let violations: [String]
+    /// Violations of invariant 4: requests that hung (cut short by a timer, or past their deadline).
+    let hangs: [String]
 
-    /// Records each violation as an issue, naming the seed that replays it.
+    /// The bug the long run found (README, the model-based hostile test): an HTTP/2 connection whose server sent GOAWAY or
+    /// closed it stops delivering anything, and its requests end only at their request timeout.
+    static let http2HangBug = "HTTP/2: after GOAWAY or a close, requests on the connection (and those queued for it) hang until their request timeout"
+
+    /// Records each violation as an issue, naming the seed that replays it. An HTTP/2 hang is the known bug
+    /// ``http2HangBug`` (intermittent: it depends on timing), recorded as a known issue so that it is still seen.
     func recordViolations(sourceLocation: SourceLocation = #_sourceLocation) {
+        if round.http2, !hangs.isEmpty {
+            withKnownIssue(Comment(rawValue: Self.http2HangBug), isIntermittent: true) {
+                record(hangs, sourceLocation: sourceLocation)
+            }
+            record(violations, sourceLocation: sourceLocation)
+        } else {
+            record(violations + hangs, sourceLocation: sourceLocation)
+        }
+    }
+
+    private func record(_ violations: [String], sourceLocation: SourceLocation) {
         guard !violations.isEmpty else { return }
         let header = "model round \(round.testDescription) (replay: SHOPKIT_MODEL_SEED=\(round.seed)):"
         var message = header + "\n  " + violations.joined(separator: "\n  ")
@@ -118,7 +138,7 @@ struct ModelReport: Sendable {
     /// Counts over many rounds, for the long run's summary.
     struct Totals: CustomStringConvertible {
         var rounds = 0, calls = 0, succeeded = 0, failed = 0, cancelled = 0, receipts = 0, resent = 0
-        var doubtful = 0, violations = 0, roundsWithViolations = 0
+        var doubtful = 0, violations = 0, hangs = 0, roundsWithViolations = 0
         var errors: [String: Int] = [:]
         var fates: [String: Int] = [:]
 
@@ -126,8 +146,9 @@ struct ModelReport: Sendable {
             rounds += 1
             calls += report.calls.count
             receipts += report.receipts.count
-            violations += report.violations.count
-            if !report.violations.isEmpty { roundsWithViolations += 1 }
+            violations += report.violations.count + report.hangs.count
+            hangs += report.hangs.count
+            if !report.violations.isEmpty || !report.hangs.isEmpty { roundsWithViolations += 1 }
             resent += report.receipts.count - Set(report.receipts.map(\.token)).count
             for call in report.calls {
                 if call.cancelled { cancelled += 1 }
@@ -157,7 +178,7 @@ struct ModelReport: Sendable {
             """
             rounds \(rounds) (with a violation: \(roundsWithViolations)), requests \(calls): \(succeeded) own responses, \
             \(failed) typed errors, \(cancelled) cancelled by their callers; the server received \(receipts) \
-            (\(resent) resends); violations \(violations)
+            (\(resent) resends); violations \(violations), of which hangs \(hangs)
             server fates: \(fates.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             errors: \(errors.sorted { $0.value > $1.value }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             """

@@ -26,6 +26,17 @@ import TestSupport
         let report = try await round.run()
         report.recordViolations()
     }
+
+    /// Seeds of the long run whose HTTP/2 rounds hung (``ModelReport/http2HangBug``): requests on a connection
+    /// whose server sent GOAWAY (140457051731183, 226724512630271) or closed it without close_notify
+    /// (197021961325862) ended only at their 60 s request timeout, among them requests the server had answered,
+    /// and the requests queued for that connection waited as long. Timing decides whether a run hits it.
+    @Test(arguments: [140_457_051_731_183, 226_724_512_630_271, 197_021_961_325_862] as [UInt64])
+    func knownHTTP2Hang(seed: UInt64) async throws {
+        for round in ModelRound.all(seed) where round.http2 {
+            try await round.run().recordViolations()
+        }
+    }
 }
 
 /// The long run: `SHOPKIT_MODEL_SEEDS=N` checks N random seeds (two rounds at a time); `SHOPKIT_MODEL_SEED=S`
@@ -65,7 +76,7 @@ extension ModelHostileLongRun {
             }
             while let report = try await group.next() {
                 totals.add(report)
-                if !report.violations.isEmpty {
+                if !report.violations.isEmpty || !report.hangs.isEmpty {
                     failedSeeds.insert(report.round.seed)
                     report.recordViolations()
                 }
