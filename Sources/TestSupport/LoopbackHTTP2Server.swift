@@ -37,6 +37,31 @@ package final class LoopbackHTTP2Server: Sendable {
         /// Answer with these bytes, written on the connection under the server's HTTP/2 handler (after what it
         /// has pending), for frames no well-behaved HTTP/2 stack sends (``RawHTTP2Frame``); given the stream's id.
         case raw(@Sendable (HTTP2StreamID) -> [UInt8])
+        /// A script of its own for this request, carried out step by step on the stream's event loop (see
+        /// ``Step``); it ends early where a step ends the stream or the connection.
+        case steps([Step])
+    }
+
+    /// One step of ``Action/steps(_:)``.
+    package enum Step: Sendable {
+        /// An interim response (HEADERS with a 1xx `:status`, no END_STREAM), written as raw bytes under the
+        /// server's HTTP/2 handler (swift-nio-http2's server side does not send 1xx); must come first.
+        case interim(status: Int)
+        /// The response head (with `content-length` when given).
+        case head(status: Int, headers: [(String, String)], contentLength: Int?)
+        /// A part of the body, flushed; with `end`, the end of the stream follows it.
+        case data([UInt8], end: Bool)
+        /// Wait this long before the next step (jitter, a slow body).
+        case delay(TimeAmount)
+        /// Reset the stream with this code, and end the script.
+        case reset(HTTP2ErrorCode)
+        /// Send GOAWAY with this code on the connection (once per connection). Its last stream id is the highest
+        /// stream the server already processed on it, or this one when `processThis`: a stream above it is never
+        /// answered. When this stream is above it, `refused` is called and the script ends here, unanswered.
+        case goAway(HTTP2ErrorCode, processThis: Bool, refused: @Sendable () -> Void = {})
+        /// Close the connection: with `notify`, through every handler (close_notify first); without, the socket
+        /// alone (a FIN with no close_notify). Ends the script.
+        case closeConnection(notify: Bool)
     }
 
     /// Decides each request's fate.
@@ -71,6 +96,8 @@ package final class LoopbackHTTP2Server: Sendable {
         /// The last stream id each connection's GOAWAY said it processed: the server never answers a stream above it
         /// (RFC 9113 §6.8), even one whose request ends after the GOAWAY was decided.
         var goAwayLastStreamID: [ObjectIdentifier: HTTP2StreamID] = [:]
+        /// The streams each connection processed (handed to the script), for the last stream id of a GOAWAY.
+        var processedStreams: [ObjectIdentifier: [HTTP2StreamID]] = [:]
     }
 
     /// The bound port.
@@ -93,12 +120,14 @@ package final class LoopbackHTTP2Server: Sendable {
     /// Starts a server with the standard TestCerts chain for `127.0.0.1`/`localhost`.
     ///
     /// - Parameter maxConcurrentStreams: the `SETTINGS_MAX_CONCURRENT_STREAMS` announced.
+    /// - Parameter recordCuts: when set, every buffer the server writes is cut at random places (from this seed,
+    ///   and the connection's number), each piece its own TLS record.
     /// - Parameter applicationProtocols: ALPN served, most preferred first (`["h2"]`: HTTP/2 only).
     /// - Parameter group: where the server runs; a test whose timing matters gives it loops of its own, so that
     ///   other tests running at the same time on the shared loops cannot delay its answers.
     package static func start(
         maxConcurrentStreams: Int = 100, applicationProtocols: [String] = ["h2"],
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, recordCuts: UInt64? = nil,
         script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
     ) async throws -> LoopbackHTTP2Server {
         let tlsContext = try TLSServerContext(
@@ -106,13 +135,14 @@ package final class LoopbackHTTP2Server: Sendable {
             privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"),
             applicationProtocols: applicationProtocols)
         return try await start(
-            tlsContext: tlsContext, maxConcurrentStreams: maxConcurrentStreams, group: group, script: script)
+            tlsContext: tlsContext, maxConcurrentStreams: maxConcurrentStreams, group: group, recordCuts: recordCuts,
+            script: script)
     }
 
     /// Starts a server with a ready-made TLS context (whose ALPN must offer `h2`).
     package static func start(
         tlsContext: TLSServerContext, maxConcurrentStreams: Int = 100,
-        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton, recordCuts: UInt64? = nil,
         script: @escaping Script = { _ in .respond(body: Array("h2".utf8)) }
     ) async throws -> LoopbackHTTP2Server {
         let state = WaitableState(State())
@@ -120,12 +150,18 @@ package final class LoopbackHTTP2Server: Sendable {
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { connection in
-                state.withLockedValue {
+                let number = state.withLockedValue {
                     $0.counts.connections += 1
                     $0.connections.append(connection)
+                    return $0.counts.connections
                 }
                 return connection.eventLoop.makeCompletedFuture {
+                    try connection.pipeline.syncOperations.addHandler(RawCloser())
                     try connection.pipeline.syncOperations.addHandler(tlsContext.makeHandler())
+                    if let recordCuts {
+                        try connection.pipeline.syncOperations.addHandler(
+                            RecordCutter(seed: recordCuts ^ UInt64(number) &* 0x9E37_79B9_7F4A_7C15))
+                    }
                     try connection.pipeline.syncOperations.addHandler(Silencer(state: state))
                     try connection.pipeline.syncOperations.addHandler(ResetCounter(state: state))
                 }.flatMapThrowing {
@@ -391,6 +427,7 @@ package final class LoopbackHTTP2Server: Sendable {
                     state.goAwayLastStreamID[ObjectIdentifier(connection)].map { streamID > $0 } ?? false
                 }
                 guard !refused else { return }  // above the GOAWAY: never processed
+                state.withLockedValue { $0.processedStreams[ObjectIdentifier(connection), default: []].append(streamID) }
                 let index = state.withLockedValue { state -> Int in
                     state.counts.requests += 1
                     return state.counts.requests
@@ -421,6 +458,9 @@ package final class LoopbackHTTP2Server: Sendable {
                     connection.flush()
                     let http2 = try? connection.pipeline.syncOperations.context(handlerType: NIOHTTP2Handler.self)
                     http2?.writeAndFlush(NIOAny(connection.allocator.buffer(bytes: bytes(streamID))), promise: nil)
+                case .steps(let steps):
+                    StepRunner(state: state, connection: connection, streamID: streamID, resetter: resetter)
+                        .run(steps[...], context: context)
                 case .hold:
                     let streamID = (try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID))
                         ?? .rootStream
@@ -442,6 +482,84 @@ package final class LoopbackHTTP2Server: Sendable {
         }
     }
 
+    /// Carries out a ``Action/steps(_:)`` script on one stream; a delay goes on in a task scheduled on its loop.
+    private struct StepRunner {
+        let state: WaitableState<State>
+        let connection: any Channel
+        let streamID: HTTP2StreamID
+        let resetter: StreamResetter
+
+        func run(_ steps: ArraySlice<Step>, context: ChannelHandlerContext) {
+            var steps = steps
+            while let step = steps.popFirst() {
+                switch step {
+                case .interim(let status):
+                    connection.flush()
+                    let http2 = try? connection.pipeline.syncOperations.context(handlerType: NIOHTTP2Handler.self)
+                    let frame = RawHTTP2Frame.headers(streamID, [(":status", "\(status)")], endStream: false)
+                    http2?.writeAndFlush(NIOAny(connection.allocator.buffer(bytes: frame)), promise: nil)
+                case .head(let status, let extra, let contentLength):
+                    var headers = HTTPHeaders(extra)
+                    if let contentLength { headers.add(name: "content-length", value: "\(contentLength)") }
+                    let head = HTTPResponseHead(version: .http2, status: .init(statusCode: status), headers: headers)
+                    context.writeAndFlush(NIOAny(HTTPServerResponsePart.head(head)), promise: nil)
+                case .data(let bytes, let end):
+                    let buffer = context.channel.allocator.buffer(bytes: bytes)
+                    context.write(NIOAny(HTTPServerResponsePart.body(.byteBuffer(buffer))), promise: nil)
+                    if end { context.write(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil) }
+                    context.flush()
+                case .delay(let amount):
+                    let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                    let rest = steps
+                    let runner = self
+                    context.eventLoop.scheduleTask(in: amount) { runner.run(rest, context: bound.value) }
+                    return
+                case .reset(let code):
+                    resetter.reset(code)
+                    return
+                case .goAway(let code, let processThis, let refused):
+                    let key = ObjectIdentifier(connection)
+                    let (send, last) = state.withLockedValue { state -> (Bool, HTTP2StreamID) in
+                        if let last = state.goAwayLastStreamID[key] { return (false, last) }
+                        let others = (state.processedStreams[key] ?? []).filter { $0 != streamID || processThis }
+                        let last = others.max() ?? .rootStream
+                        state.goAwayLastStreamID[key] = last
+                        return (true, last)
+                    }
+                    if send {
+                        let frame = HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: last, errorCode: code, opaqueData: nil))
+                        connection.writeAndFlush(frame, promise: nil)
+                    }
+                    if streamID > last {
+                        refused()
+                        return
+                    }
+                case .closeConnection(let notify):
+                    if notify { connection.close(promise: nil) } else { RawCloser.close(connection) }
+                    return
+                }
+            }
+        }
+    }
+
+    /// Cuts every buffer written into pieces at random places, each written on its own (its own TLS record).
+    private final class RecordCutter: ChannelOutboundHandler {
+        typealias OutboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+        private var random: SeededRandom
+
+        init(seed: UInt64) { random = SeededRandom(seed: seed) }
+
+        func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+            var buffer = unwrapOutboundIn(data)
+            while buffer.readableBytes > 1, random.next(upperBound: 3) == 0 {
+                let piece = buffer.readSlice(length: 1 + random.next(upperBound: buffer.readableBytes - 1))!
+                context.write(wrapOutboundOut(piece), promise: nil)
+            }
+            context.write(wrapOutboundOut(buffer), promise: promise)
+        }
+    }
+
     /// Sits in front of the stream's codec so it can write a raw RST_STREAM frame.
     private final class StreamResetter: ChannelOutboundHandler {
         typealias OutboundIn = HTTP2Frame.FramePayload
@@ -454,35 +572,5 @@ package final class LoopbackHTTP2Server: Sendable {
         func reset(_ code: HTTP2ErrorCode) {
             context?.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)
         }
-    }
-}
-
-/// HTTP/2 frames as bytes (RFC 9113 §4.1), for a server that breaks the protocol on purpose: header fields are
-/// HPACK literals without indexing (RFC 7541 §6.2.2), names and values shorter than 127 bytes.
-package enum RawHTTP2Frame {
-    /// A HEADERS frame with END_HEADERS (and END_STREAM when `endStream`).
-    package static func headers(_ streamID: HTTP2StreamID, _ fields: [(String, String)], endStream: Bool) -> [UInt8] {
-        var block: [UInt8] = []
-        for (name, value) in fields {
-            block.append(0x00)
-            for string in [name, value] {
-                precondition(string.utf8.count < 127)
-                block.append(UInt8(string.utf8.count))
-                block += Array(string.utf8)
-            }
-        }
-        return frame(type: 0x1, flags: 0x4 | (endStream ? 0x1 : 0), streamID, block)
-    }
-
-    /// A DATA frame (END_STREAM when `endStream`).
-    package static func data(_ streamID: HTTP2StreamID, _ payload: [UInt8], endStream: Bool) -> [UInt8] {
-        frame(type: 0x0, flags: endStream ? 0x1 : 0, streamID, payload)
-    }
-
-    private static func frame(type: UInt8, flags: UInt8, _ streamID: HTTP2StreamID, _ payload: [UInt8]) -> [UInt8] {
-        let length = payload.count
-        let id = UInt32(Int32(streamID))
-        return [UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF), type, flags]
-            + [UInt8(id >> 24 & 0x7F), UInt8(id >> 16 & 0xFF), UInt8(id >> 8 & 0xFF), UInt8(id & 0xFF)] + payload
     }
 }

@@ -47,11 +47,26 @@ package final class LoopbackHTTPServer: Sendable {
         case neverRespond
         /// Answer `200 OK`, kept alive, only when ``LoopbackHTTPServer/releaseHeld(body:)`` is called.
         case hold
+        /// A script of its own for this request, carried out step by step on the connection's event loop (see
+        /// ``Step``); the connection is idle again after the last step unless a step closed it.
+        case steps([Step])
 
         /// `200 OK` with `body`, kept alive.
         package static func ok(_ body: [UInt8] = Array("ok".utf8)) -> Behaviour {
             .respond(status: 200, headers: [], body: body, chunked: false, close: false)
         }
+    }
+
+    /// One step of ``Behaviour/steps(_:)``.
+    package enum Step: Sendable {
+        /// Each run of bytes written on its own (behind TLS: its own record), all flushed together.
+        case send([[UInt8]])
+        /// Wait this long before the next step (jitter, a slow body).
+        case delay(TimeAmount)
+        /// Close the connection: with `notify`, through every handler (behind TLS: close_notify first); without,
+        /// the TCP socket alone, under the TLS handler (a FIN with no close_notify, as a crash or an attacker
+        /// would send).
+        case close(notify: Bool)
     }
 
     /// The counts the server keeps.
@@ -111,6 +126,7 @@ package final class LoopbackHTTPServer: Sendable {
                 }
                 let extra = extraHandlers?(child) ?? child.eventLoop.makeSucceededVoidFuture()
                 return extra.flatMapThrowing {
+                    try child.pipeline.syncOperations.addHandler(RawCloser(), position: .first)
                     try child.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
                     try child.pipeline.syncOperations.addHandler(
                         ScriptedHTTPHandler(connection: number, state: state, script: script))
@@ -221,6 +237,7 @@ package final class LoopbackHTTPServer: Sendable {
                 var busy = false
                 if case .neverRespond = behaviour { busy = true }
                 if case .hold = behaviour { busy = true }
+                if case .steps = behaviour { busy = true }
                 LoopbackHTTPServer.record(request, busy: busy, state: state)
                 perform(behaviour, context: context)
             }
@@ -260,6 +277,8 @@ package final class LoopbackHTTPServer: Sendable {
                     context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: record)), promise: nil)
                 }
                 write(context.channel.allocator.buffer(bytes: records.last ?? []), close: close, context: context)
+            case .steps(let steps):
+                run(steps[...], context: context)
             case .closeWithoutResponse:
                 silent = true
                 context.close(promise: nil)
@@ -280,6 +299,37 @@ package final class LoopbackHTTPServer: Sendable {
             }
         }
 
+        /// Carries out `steps` in order; a delay goes on in a task scheduled on the connection's loop.
+        private func run(_ steps: ArraySlice<Step>, context: ChannelHandlerContext) {
+            var steps = steps
+            while let step = steps.popFirst() {
+                switch step {
+                case .send(let records):
+                    for record in records {
+                        context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: record)), promise: nil)
+                    }
+                    context.flush()
+                case .delay(let amount):
+                    let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    let rest = steps
+                    context.eventLoop.scheduleTask(in: amount) {
+                        let (handler, context) = bound.value
+                        handler.run(rest, context: context)
+                    }
+                    return
+                case .close(let notify):
+                    silent = true
+                    if notify {
+                        context.close(promise: nil)
+                    } else {
+                        RawCloser.close(context.channel)
+                    }
+                    return
+                }
+            }
+            LoopbackHTTPServer.setBusy(connection, false, state: state)
+        }
+
         private func write(_ buffer: ByteBuffer, close: Bool, context: ChannelHandlerContext) {
             let connection = self.connection
             let state = self.state
@@ -290,6 +340,24 @@ package final class LoopbackHTTPServer: Sendable {
             } else {
                 LoopbackHTTPServer.setBusy(connection, false, state: state)
             }
+        }
+    }
+}
+
+/// First in a server connection's pipeline: closes the socket under every other handler, so a TLS handler after
+/// it sends no close_notify (a FIN alone).
+package final class RawCloser: ChannelOutboundHandler, Sendable {
+    package typealias OutboundIn = ByteBuffer
+
+    package init() {}
+
+    /// Closes `channel`'s socket without passing the close through the handlers after a ``RawCloser`` (or through
+    /// every handler, when the pipeline has none). Call on the channel's event loop.
+    package static func close(_ channel: any Channel) {
+        if let context = try? channel.pipeline.syncOperations.context(handlerType: RawCloser.self) {
+            context.close(promise: nil)
+        } else {
+            channel.close(promise: nil)
         }
     }
 }
