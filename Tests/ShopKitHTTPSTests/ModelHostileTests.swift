@@ -31,11 +31,12 @@ import TestSupport
     /// whose server sent GOAWAY (140457051731183, 226724512630271) or closed it without close_notify
     /// (197021961325862) ended only at their 60 s request timeout, among them requests the server had answered,
     /// and the requests queued for that connection waited as long. Timing decides whether a run hits it.
-    @Test(arguments: [140_457_051_731_183, 226_724_512_630_271, 197_021_961_325_862] as [UInt64])
-    func knownHTTP2Hang(seed: UInt64) async throws {
-        for round in ModelRound.all(seed) where round.http2 {
-            try await round.run().recordViolations()
-        }
+    /// One case per round, so that rounds that hang (60 s each) never add up past the suite's time limit.
+    @Test(arguments: ([140_457_051_731_183, 226_724_512_630_271, 197_021_961_325_862] as [UInt64]).flatMap {
+        ModelRound.all($0).filter(\.http2)
+    })
+    func knownHTTP2Hang(_ round: ModelRound) async throws {
+        try await round.run().recordViolations()
     }
 }
 
