@@ -212,6 +212,34 @@ import Testing
         #expect(Self.decode(longChunkLine).malformed != nil)
     }
 
+    /// Bytes that cannot start `HTTP/1.` are refused as soon as they arrive: an HTTP/2 server's GOAWAY (what a
+    /// server that speaks only h2 answers an HTTP/1.1 request with) never ends a line, so waiting for the head's end
+    /// held the request until its timeout. A head that starts right, cut anywhere, still waits for its bytes.
+    @Test func aHeadThatCannotStartWithTheVersionIsRefusedAtOnce() throws {
+        let goAway: [UInt8] = [0, 0, 8, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]
+        #expect(Self.decode(goAway).malformed == "the status line is not HTTP/1.x")
+        // Fed a byte at a time: refused at the first byte that differs from `HTTP/1.`, and not before.
+        for (refused, at) in [("HTTP/2", 5), ("HTTQ", 3), ("\u{16}\u{03}\u{03}", 0), (" HTTP/1.1", 0)] {
+            var decoder = HTTP1ResponseDecoder()
+            decoder.expectResponse(isHead: false)
+            var refusedAt: Int?
+            for (index, byte) in refused.utf8.enumerated() where refusedAt == nil {
+                var buffer = ByteBuffer(bytes: [byte])
+                do { _ = try decoder.next(&buffer) } catch { refusedAt = index }
+            }
+            #expect(refusedAt == at, "\(refused)")
+        }
+        let whole = Array("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx".utf8)
+        for cut in 1..<whole.count {
+            let decoded = Self.decode(whole, cuts: [cut])
+            #expect(decoded.malformed == nil && decoded.ended && decoded.body == Array("x".utf8), "cut at \(cut)")
+        }
+        var decoder = HTTP1ResponseDecoder()
+        decoder.expectResponse(isHead: false)
+        var start = ByteBuffer(string: "HTTP/1.")
+        #expect(try decoder.next(&start) == .needMoreData)
+    }
+
     /// With no response expected, every byte is stray, and nothing is decoded after a malformed response.
     @Test func nothingIsDecodedWhenNoResponseIsExpected() throws {
         var decoder = HTTP1ResponseDecoder()

@@ -120,6 +120,7 @@ package struct HTTP1ResponseDecoder {
             state = .idle
             return .part(.end(nil))
         case .head(let isHead):
+            try checkStatusLineStart(buffer)
             guard let head = try section(&buffer, limit: Self.maxHeadBytes, what: "response head") else {
                 return .needMoreData
             }
@@ -153,6 +154,19 @@ package struct HTTP1ResponseDecoder {
             return .part(.end(trailers))
         }
     }
+
+    /// A head must start with `HTTP/1.`: bytes that cannot (an HTTP/2 server's frames, a TLS alert, binary noise)
+    /// are malformed as soon as they arrive, without waiting for a CRLF CRLF that may never come.
+    private func checkStatusLineStart(_ buffer: ByteBuffer) throws {
+        let seen = pending.count
+        guard seen < Self.statusLinePrefix.count else { return }
+        let more = buffer.readableBytesView.prefix(Self.statusLinePrefix.count - seen)
+        for (offset, byte) in more.enumerated() where byte != Self.statusLinePrefix[seen + offset] {
+            throw Malformed(reason: "the status line is not HTTP/1.x")
+        }
+    }
+
+    private static let statusLinePrefix: [UInt8] = Array("HTTP/1.".utf8)
 
     /// The bytes of a section that ends with an empty line (a head), once all of it is here: `pending` and
     /// `buffer` together, up to and including its final CRLF CRLF. Nil: the section goes on in a later read (the
@@ -404,7 +418,7 @@ package struct HTTP1ResponseDecoder {
 
     /// `HTTP/1.x SP 3DIGIT [SP reason]`.
     private static func statusLine(_ line: UnsafeRawBufferPointer) throws -> (HTTPVersion, HTTPResponseStatus) {
-        let prefix: [UInt8] = Array("HTTP/1.".utf8)
+        let prefix = statusLinePrefix
         guard line.count >= 12, line.starts(with: prefix), line[8] == UInt8(ascii: " ") else {
             throw Malformed(reason: "the status line is not HTTP/1.x")
         }
