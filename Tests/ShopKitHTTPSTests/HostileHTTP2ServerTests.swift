@@ -123,33 +123,68 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct HTTP2PrefaceDeadlineTests {
     /// Defect: the connection waited for the server's first SETTINGS with no deadline of its own, and every request
     /// for the host queued behind it (for ever with pings off). The handshake deadline covers the HTTP/2 preface.
+    ///
+    /// The subject is only met when TLS completes within the deadline (the server then reads the client's preface
+    /// and answers nothing). Under load TLS alone can outlast a short deadline, which proves nothing: then the
+    /// attempt is repeated with a longer one. Each attempt's request deadline stays far above its handshake
+    /// deadline, so a missing preface deadline fails the attempt as a request timeout.
     @Test func aServerThatNeverSendsSettingsFailsAtTheHandshakeDeadline() async throws {
         let tls = try TLSServerContext(
             certificateChainPEM: TestCertificates.standardChain(),
             privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"), applicationProtocols: ["h2"])
-        let reads = EventCounter()
+        let seen = WaitableState(PrefaceWitness.Seen())
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { child in
                 child.eventLoop.makeCompletedFuture {
                     try child.pipeline.syncOperations.addHandler(tls.makeHandler())
-                    try child.pipeline.syncOperations.addHandler(CountingSink(counter: reads))
+                    try child.pipeline.syncOperations.addHandler(PrefaceWitness(seen: seen))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
         let port = try #require(server.localAddress?.port)
-        // The handshake deadline is the subject; the request's is longer, so only a missing preface deadline lets
-        // the request reach it. Pings are off, so no keepalive ends the connection either.
-        let transport = HTTPSTransport(
-            configuration: .init(
-                timeouts: .wide(handshake: .seconds(5), request: .seconds(60), http2PingInterval: nil),
-                pool: .init(maxConnectionsPerHost: 1)),
-            security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
-        await #expect(throws: TLSError.handshakeTimeout) {
-            _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
+        var testedTheSubject = false
+        for (attempt, handshake) in [Duration.seconds(5), .seconds(20), .seconds(45)].enumerated() where !testedTheSubject {
+            // Pings are off, so no keepalive ends the connection either.
+            let transport = HTTPSTransport(
+                configuration: .init(
+                    timeouts: .wide(handshake: handshake, request: handshake * 4, http2PingInterval: nil),
+                    pool: .init(maxConnectionsPerHost: 1)),
+                security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS, httpVersion: .automatic))
+            await #expect(throws: TLSError.handshakeTimeout) {
+                _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
+            }
+            await transport.shutdown()
+            // The client closed its connection at the deadline; the server reads what came before the close.
+            try await seen.wait(until: { $0.closed > attempt }, for: "the server to see connection \(attempt + 1) close")
+            testedTheSubject = seen.withLockedValue { $0.closedAfterReading > 0 }
         }
-        // TLS did complete: the server read the client's HTTP/2 preface, and nothing came back.
-        try await reads.wait(until: 1)
-        await transport.shutdown()
+        // TLS did complete on one attempt: the server read the client's HTTP/2 preface, and nothing came back.
+        #expect(testedTheSubject, "TLS never completed within a 45 s handshake deadline")
         try await server.close()
+    }
+}
+
+/// Counts the server's connections as they close, and those that read application data first (the client's
+/// HTTP/2 preface, which it sends only once TLS completed).
+final class PrefaceWitness: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    struct Seen: Sendable { var closed = 0, closedAfterReading = 0 }
+    private let seen: WaitableState<Seen>
+    /// Only on the connection's loop.
+    private var read = false
+
+    init(seen: WaitableState<Seen>) { self.seen = seen }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        read = true
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        let didRead = read
+        seen.withLockedValue {
+            $0.closed += 1
+            if didRead { $0.closedAfterReading += 1 }
+        }
+        context.fireChannelInactive()
     }
 }
