@@ -57,40 +57,44 @@ package struct BuiltBinary: Sendable {
         let command = ([url.lastPathComponent] + arguments).joined(separator: " ")
         do {
             return try await offPool("`\(command)` to exit", timeout: timeout) {
-                // The child inherits this thread's signal mask, and the test runner's threads block most signals
-                // (SIGCHLD among them: a shell's `wait` would then never return). This thread is ours alone.
-                var empty = sigset_t()
-                sigemptyset(&empty)
-                pthread_sigmask(SIG_SETMASK, &empty, nil)
-                let process = Process()
-                // Through setpriv, the child gets SIGKILL if the test process dies (a crash): it would otherwise
-                // live on holding `swift test`'s output open. Its parent is this thread, which waits for it.
-                process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-                process.arguments = ["--pdeathsig", "KILL", "--", url.path] + arguments
                 var environment = ProcessInfo.processInfo.environment
                 for (name, value) in overrides { environment[name] = value }
-                process.environment = environment
-                let input = Pipe(), output = Pipe(), errors = Pipe()
-                process.standardInput = input
-                process.standardOutput = output
-                process.standardError = errors
-                try process.run()
-                running.withLockedValue { $0 = process.processIdentifier }
+                // Through setpriv, the child gets SIGKILL if the test process dies (a crash): it would otherwise
+                // live on holding `swift test`'s output open. Its parent is this thread, which waits for it.
+                let child = try Self.spawn(
+                    "/usr/bin/setpriv", ["--pdeathsig", "KILL", "--", url.path] + arguments, environment: environment)
+                running.withLockedValue { $0 = child.pid }
                 // Standard input and standard error on threads of their own, so that no pipe can fill up and
                 // stall the child while this thread reads another.
-                let writing = input.fileHandleForWriting
-                let stdinData = Data(stdin.utf8)
+                let stdinBytes = Array(stdin.utf8)
                 Thread {
-                    try? writing.write(contentsOf: stdinData)
-                    try? writing.close()
+                    // A child that exits without reading: the write fails with EPIPE, and the SIGPIPE it raises
+                    // stays blocked on this thread, which ends.
+                    var pipeSignal = sigset_t()
+                    sigemptyset(&pipeSignal)
+                    sigaddset(&pipeSignal, SIGPIPE)
+                    pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+                    stdinBytes.withUnsafeBytes { bytes in
+                        var offset = 0
+                        while offset < bytes.count {
+                            let written = write(child.stdin, bytes.baseAddress! + offset, bytes.count - offset)
+                            if written < 0 && errno == EINTR { continue }
+                            guard written > 0 else { break }
+                            offset += written
+                        }
+                    }
+                    close(child.stdin)
                 }.start()
-                let errorData = PipeCollector(errors.fileHandleForReading)
-                let out = output.fileHandleForReading.readDataToEndOfFile()
+                let errorData = PipeCollector(child.stderr)
+                let out = PipeCollector.readToEnd(child.stdout)
                 let err = errorData.wait()
                 running.withLockedValue { $0 = nil }
-                process.waitUntilExit()
+                var status: Int32 = 0
+                while waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
+                // An exit's status, or 128 + the signal that ended the child, as a shell reports it.
+                let exit = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
                 return Outcome(
-                    status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
+                    status: exit, stdout: String(decoding: out, as: UTF8.self),
                     stderr: String(decoding: err, as: UTF8.self))
             }
         } catch let error as WaitEnded {
@@ -102,22 +106,83 @@ package struct BuiltBinary: Sendable {
     }
 }
 
-/// Reads a pipe to its end on a thread of its own.
+extension BuiltBinary {
+    /// A spawned child and the parent's ends of its standard input, output and error.
+    private struct Spawned {
+        let pid: pid_t
+        let stdin: Int32, stdout: Int32, stderr: Int32
+    }
+
+    /// Spawns `path` with `arguments` and exactly `environment`, with an empty signal mask and default signal
+    /// handling (the test runner's threads block most signals, SIGCHLD among them: a shell's `wait` would then
+    /// never return). posix_spawn, not Foundation's `Process`: that one reads past a buffer while it closes the
+    /// descriptors it does not pass on (an AddressSanitizer report inside swift-corelibs-foundation).
+    private static func spawn(_ path: String, _ arguments: [String], environment: [String: String]) throws -> Spawned {
+        // Pipes, not sockets: a program may open `/dev/stdin` (`sign-pins --key /dev/stdin`).
+        let input = try TiedChild.pipe(), output = try TiedChild.pipe(), errors = try TiedChild.pipe()
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input.read, 0)
+        posix_spawn_file_actions_adddup2(&actions, output.write, 1)
+        posix_spawn_file_actions_adddup2(&actions, errors.write, 2)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        // The child's ends are the child's alone now (all were close-on-exec, so only the dup2 copies crossed).
+        [input.read, output.write, errors.write].forEach { close($0) }
+        guard result == 0 else {
+            [input.write, output.read, errors.read].forEach { close($0) }
+            throw TiedChild.SpawnError(description: "posix_spawn \(path) failed: \(result)")
+        }
+        return Spawned(pid: pid, stdin: input.write, stdout: output.read, stderr: errors.read)
+    }
+}
+
+/// Reads a descriptor to its end, on a thread of its own, then closes it.
 private final class PipeCollector: Sendable {
     private let done = DispatchSemaphore(value: 0)
     // Written once by the reading thread before `done` is signalled, read only after `wait()` returns: the
     // semaphore orders the two accesses, so there is no concurrent access.
-    nonisolated(unsafe) private var data = Data()
+    nonisolated(unsafe) private var data: [UInt8] = []
 
-    init(_ handle: FileHandle) {
+    init(_ descriptor: Int32) {
         Thread { [self] in
-            data = handle.readDataToEndOfFile()
+            data = Self.readToEnd(descriptor)
             done.signal()
         }.start()
     }
 
-    func wait() -> Data {
+    func wait() -> [UInt8] {
         done.wait()
         return data
+    }
+
+    /// Everything `descriptor` gives until its end; it is closed afterwards.
+    static func readToEnd(_ descriptor: Int32) -> [UInt8] {
+        defer { close(descriptor) }
+        var data: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { return data }
+            data += chunk[..<count]
+        }
     }
 }

@@ -100,6 +100,21 @@ package final class TiedChild: Sendable {
         return (fds[0], fds[1])
     }
 
+    /// A pipe whose two ends are close-on-exec from the start (`pipe2(O_CLOEXEC)`, looked up at run time: Glibc's
+    /// module does not export it), for a child's standard streams where a socket will not do: a program that opens
+    /// `/dev/stdin` cannot open a socket. Returns the read end, then the write end.
+    package static func pipe() throws -> (read: Int32, write: Int32) {
+        typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>, Int32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "pipe2") else {
+            throw SpawnError(description: "pipe2 is not in the C library")
+        }
+        var fds: [Int32] = [0, 0]
+        guard unsafeBitCast(symbol, to: Pipe2.self)(&fds, O_CLOEXEC) == 0 else {
+            throw SpawnError(description: "pipe2() failed: errno \(errno)")
+        }
+        return (fds[0], fds[1])
+    }
+
     /// Stops the child: closes the tie (the watcher sends the child `stopSignal`) and returns at once. A thread of
     /// its own reaps the watcher; if the pair has not ended `stopGrace` (``TestDeadline/stopGrace``) later, the whole process
     /// group gets `SIGKILL`. Calls after the first do nothing.
