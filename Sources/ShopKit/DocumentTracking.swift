@@ -61,8 +61,16 @@ extension DocumentTracking {
     /// The baseline compiled into the app: what applies when no valid document does.
     var baseline: PinningPolicy { transport.configuration.tls.pinning }
 
-    /// Makes `document` the one in force (under the state lock; the caller has replaced the transport's pins):
-    /// raises the floor and starts its expiry timer.
+    /// Puts `document` in force (under the state lock): replaces the transport's pins with its policy, which gives
+    /// way to the baseline at the document's expiry in every evaluation, raises the floor and starts the expiry
+    /// timer that puts the baseline itself back.
+    func apply(_ document: PinSetDocument, _ state: inout DocumentInForce) {
+        transport.replacePinning(document.policy(over: baseline))
+        track(document, &state)
+    }
+
+    /// Makes `document`, already in force on the transport, the one tracked (under the state lock): raises the
+    /// floor and starts its expiry timer.
     func track(_ document: PinSetDocument, _ state: inout DocumentInForce) {
         state.floor = max(state.floor, document.version)
         state.document = document

@@ -197,8 +197,7 @@ public final class PinUpdates: DocumentTracking {
             } catch {
                 return .storedDocumentUnusable(error)
             }
-            transport.replacePinning(document.policy)
-            track(document, &state)
+            apply(document, &state)
             return .applied(version: document.version)
         }
         if let event { onEvent(event) }
@@ -257,8 +256,7 @@ public final class PinUpdates: DocumentTracking {
             // Another update may have applied a newer document while the floor was written.
             let current = max(state.floor, transport.pinning.version)
             guard document.version > current else { return .failure(.notNewer(version: document.version, current: current)) }
-            transport.replacePinning(document.policy)
-            track(document, &state)
+            apply(document, &state)
             return .success(())
         }
         if case .failure(let error) = applied {

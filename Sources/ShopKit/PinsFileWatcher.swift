@@ -152,8 +152,7 @@ public final class PinsFileWatcher: DocumentTracking {
             // Another reload may have applied a newer document while the floor was written.
             let current = max(state.floor, transport.pinning.version)
             guard document.version > current else { return .failure(.notNewer(version: document.version, current: current)) }
-            transport.replacePinning(document.policy)
-            track(document, &state)
+            apply(document, &state)
             return .success(document.version)
         }
         switch applied {

@@ -152,6 +152,14 @@ public struct PinSetDocument: Sendable {
     /// timers, `sign-pins`).
     package func isExpired(at now: Date) -> Bool { now >= expiresAt }
 
+    /// The policy to put in force for this document over `baseline` (the one it was checked against): its own,
+    /// which gives way to `baseline` at `expiresAt` in every evaluation, whenever the timer that replaces it runs.
+    package func policy(over baseline: PinningPolicy) -> PinningPolicy {
+        var policy = self.policy
+        policy.expiry = .init(at: expiresAt, then: baseline)
+        return policy
+    }
+
     /// The JSON of a document (sorted keys; what `pin-check` emits for signing).
     package static func json(
         version: Int, issuedAt: Date, expiresAt: Date, policy: PinningPolicy, unpinnedBaselineHosts: [String] = [],

@@ -37,6 +37,33 @@ public struct PinningPolicy: Sendable {
     /// - Warning: Setting it lets whoever holds a signing key stop pinning every host the document leaves out.
     public var documentsMayAllowUnpinnedHosts: Bool
 
+    /// For the policy of a signed document: the instant the document expires, and the policy that applies from
+    /// then on (the baseline it was checked against). Every evaluation at or after that instant uses that policy,
+    /// so the document's sets never outlive the document, however late the timer that replaces it runs.
+    package var expiry: Expiry?
+
+    /// When a document's policy ends, and what follows it.
+    package final class Expiry: Sendable {
+        /// The document's `expiresAt`: from this instant on (`PinSetDocument.isExpired(at:)`), `then` applies.
+        package let at: Date
+        package let then: PinningPolicy
+
+        package init(at: Date, then: PinningPolicy) {
+            self.at = at
+            self.then = then
+        }
+    }
+
+    /// The policy in force at `now`: this one, or past its document's expiry the one that follows it.
+    package func inForce(at now: Date) -> PinningPolicy { successor(at: now) ?? self }
+
+    /// The policy that follows this one at `now`, nil while this one is in force (every query that takes an
+    /// instant starts here).
+    private func successor(at now: Date) -> PinningPolicy? {
+        guard let expiry, now >= expiry.at else { return nil }
+        return expiry.then.inForce(at: now)
+    }
+
     /// A policy applying `pinSets`; an empty policy pins nothing.
     ///
     /// - Parameters:
@@ -62,14 +89,16 @@ public struct PinningPolicy: Sendable {
     /// Whether a connection to `host` at `now` must be refused: the policy is strict and no live set covers the
     /// host (a set past its expiration is not enforced, so it counts as none; ``expiredPinSet(for:at:)`` names it).
     package func refusesUnpinned(host: String, at now: Date) -> Bool {
-        unpinnedHosts == .refuse && pinSet(for: host, at: now)?.isExpired(at: now) ?? true
+        if let successor = successor(at: now) { return successor.refusesUnpinned(host: host, at: now) }
+        return unpinnedHosts == .refuse && pinSet(for: host, at: now)?.isExpired(at: now) ?? true
     }
 
     /// The set applied to `host` (any spelling: it is looked up under its canonical ``ServerName``) at `now`: the
     /// most specific live set covering it; when every covering set has expired, the most specific of those (it is
     /// then not enforced); nil when none covers it.
     package func pinSet(for host: String, at now: Date) -> PinSet? {
-        mostSpecific(for: host) { !$0.isExpired(at: now) } ?? pinSet(for: host)
+        if let successor = successor(at: now) { return successor.pinSet(for: host, at: now) }
+        return mostSpecific(for: host) { !$0.isExpired(at: now) } ?? pinSet(for: host)
     }
 
     /// The most specific expired set covering `host` when no live set covers it: why a strict policy refuses it.
@@ -103,6 +132,7 @@ public struct PinningPolicy: Sendable {
     /// `127.0.0.1`; `API.Example.COM.` the one for `api.example.com`), as the TLS layer's own lookup does, and a
     /// report names the canonical form.
     public func evaluate(host: String, chain: VerifiedChain, now: Date) -> PinVerdict {
+        if let successor = successor(at: now) { return successor.evaluate(host: host, chain: chain, now: now) }
         let host = (try? ServerName(host))?.text ?? host
         guard let set = pinSet(for: host, at: now) else { return .notPinned }
         for (index, certificate) in chain.certificates.enumerated() where set.pins.contains(certificate.spkiPin) {

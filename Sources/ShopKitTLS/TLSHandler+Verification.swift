@@ -91,7 +91,7 @@ extension TLSHandler {
 
     /// Why a strict policy refuses `host`: every set covering it expired, or none does.
     private func unpinnedError(client: TLSClientContext, host: String) -> TLSError {
-        let policy = pinning.policy
+        let policy = pinning.policy.inForce(at: client.now())
         if let expired = policy.expiredPinSet(for: host, at: client.now()), let expiration = expired.expiration {
             return .pinSetExpired(host: host, pattern: expired.hostPattern.description, expiration: expiration)
         }

@@ -126,6 +126,36 @@ enum Fixture {
         #expect(PinningPolicy(pinSets: [noBackup]).backupWarning(host: "api.example.com", chain: chain, at: now) == warning)
         #expect(PinningPolicy(pinSets: [noBackup]).backupWarning(host: "other.test", chain: chain, at: now) == nil)
     }
+
+    /// A document's policy gives way to the one after it at its expiry, in every query that takes an instant, and
+    /// a chain of them ends at the first one in force: the sets of an expired document never apply.
+    @Test func anExpiredDocumentsPolicyGivesWayToTheNextAtItsExpiry() throws {
+        let baseline = PinningPolicy(pinSets: [try PinSet(host: "api.example.com", pins: [Fixture.pin(1).description, Fixture.pin(9).description])])
+        var second = PinningPolicy(
+            pinSets: [try PinSet(host: "api.example.com", pins: [Fixture.pin(7).description, Fixture.pin(8).description])],
+            version: 2)
+        second.expiry = .init(at: now + 200, then: baseline)
+        var first = PinningPolicy(
+            pinSets: [try PinSet(
+                host: "api.example.com", pins: [Fixture.pin(5).description, Fixture.pin(6).description],
+                expiration: now + 101, reportOnly: false)],
+            unpinnedHosts: .refuse, version: 1)
+        first.expiry = .init(at: now + 100, then: second)
+        #expect(first.inForce(at: now + 99).version == 1)
+        #expect(first.inForce(at: now + 100).version == 2)
+        #expect(first.inForce(at: now + 200).version == 0)
+        // Past the first expiry the second's pins apply (a mismatch naming version 2), never the first's set
+        // (its own expiration one second later would have left a lax host unpinned, a strict one refused).
+        guard case .mismatch(let report) = first.evaluate(host: "api.example.com", chain: chain, now: now + 150) else {
+            Issue.record("the second policy's mismatch expected")
+            return
+        }
+        #expect(report.policyVersion == 2)
+        #expect(first.pinSet(for: "api.example.com", at: now + 150)?.pins == [Fixture.pin(7), Fixture.pin(8)])
+        #expect(!first.refusesUnpinned(host: "other.example.com", at: now + 150))
+        #expect(first.refusesUnpinned(host: "other.example.com", at: now + 99))
+        #expect(first.evaluate(host: "api.example.com", chain: chain, now: now + 250) == .matched(pin: Fixture.pin(1), certificateIndex: 0))
+    }
 }
 
 @Suite(.timeLimit(.minutes(3))) struct PinFailureMessageTests {
