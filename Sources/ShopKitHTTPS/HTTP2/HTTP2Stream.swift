@@ -56,10 +56,14 @@ package final class HTTP2Stream: RequestHandler {
     // MARK: From the request's caller (RequestHandler)
 
     package func start(_ request: RequestContext) {
-        guard self.request == nil, connection.isActive else {
+        // A stream closed before its request starts: the server's GOAWAY refused it while it had no id (it was
+        // opened on the loop, then the GOAWAY was read before the request hopped on). Started anyway, it wrote
+        // nothing and heard nothing until the request's timeout; it is the GOAWAY's refusal, safe to send again.
+        guard self.request == nil, !closed, connection.isActive else {
             delivery.fail(
                 request,
-                .init(failure: .transport(.connectionClosed), noResponseBytes: true, headDelivered: false))
+                .init(failure: .transport(.connectionClosed), noResponseBytes: true, headDelivered: false),
+                refusedByGoAway: connection.refusal(of: self))
             request.release(false)
             connection.remove(self)
             return
