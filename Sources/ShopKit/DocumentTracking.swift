@@ -102,6 +102,15 @@ extension DocumentTracking {
         return max(state.floor, stored, transport.pinning.version)
     }
 
+    /// Raises the floor in memory to the stored one: another updater of the same store (or a process before this
+    /// one) may have applied a higher version since this one last looked. A floor that cannot be read raises
+    /// nothing here; writing the next one fails on it, so nothing applies meanwhile.
+    func catchUpWithStoredFloor() async {
+        let floor = rollbackFloor
+        guard case .success(let stored?) = await onIO({ () throws(CredentialError) in try floor.read() }) else { return }
+        state.withLockedValue { $0.floor = max($0.floor, stored) }
+    }
+
     /// Raises the stored floor to `version`; the error, if it failed.
     func storeFloor(_ version: Int) async -> CredentialError? {
         let floor = rollbackFloor

@@ -19,7 +19,12 @@ import ShopKitTLS
 ///   file rules) and applied again by ``start()`` on the next run, above the baseline compiled into the app
 ///   (`transport.configuration.tls.pinning`).
 /// - A failed fetch or a refused document changes nothing; both are reported through `onEvent`.
-/// - When the document in force expires with no newer one, the baseline applies again: never "no pins".
+/// - When the document in force expires with no newer one, the baseline applies again: never "no pins". From its
+///   `expiresAt` every pin check, and every connection the pool hands out again, uses the baseline, whether or not
+///   this object is still alive; its expiry timer then puts the baseline back as the transport's `pinning` and
+///   reports ``Event/expired(version:)`` (while this object lives: keep it for as long as the transport).
+/// - The rollback floor is read from its file by ``start()`` and again by every ``update()``, so neither a restart
+///   (even one that never calls `start()`) nor a second updater of the same store goes below it.
 ///
 /// Call ``start()`` once at launch, then ``update()`` on demand or ``run()`` in a task of its own to fetch every
 /// `interval` (±10 % jitter, so a fleet of clients does not fetch in step).
@@ -191,7 +196,7 @@ public final class PinUpdates: DocumentTracking {
                 return .expired(version: document.version)
             }
             do throws(PinSetDocumentError) {
-                try document.check(baseline: baseline, currentVersion: current, now: now())
+                try document.check(baseline: baseline, currentVersion: current, now: now(), limits: verifier.limits)
             } catch .expired {
                 return .expired(version: document.version)
             } catch {
@@ -215,6 +220,9 @@ public final class PinUpdates: DocumentTracking {
     ///   `CredentialError` of a floor that cannot be stored; in every case the policy in force did not change.
     @discardableResult
     public func update() async throws -> Int {
+        // Never below what was stored: the floor is read from its file on every update, so neither a restart that
+        // calls `update()` without `start()` nor a second updater of the same store goes below what was applied.
+        await catchUpWithStoredFloor()
         fallBackIfExpired()
         let text: String
         do { text = try await fetch() } catch {

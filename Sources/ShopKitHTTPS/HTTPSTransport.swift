@@ -165,7 +165,12 @@ public struct HTTPSTransport: ClientTransport {
     ///
     /// - Throws: when the TLS context cannot be built from the configuration (bad PEM anchors, for example).
     public init(configuration: Configuration) throws(TLSContextError) {
-        let context = try Self.makeContext(for: configuration.tls, httpVersion: configuration.httpVersion)
+        try self.init(configuration: configuration, now: { Date() })
+    }
+
+    /// The same with the wall clock of pin checks injected (tests of expiry).
+    package init(configuration: Configuration, now: @escaping @Sendable () -> Date) throws(TLSContextError) {
+        let context = try Self.makeContext(for: configuration.tls, httpVersion: configuration.httpVersion, now: now)
         try self.init(
             configuration: configuration, security: context.makeSecurity(),
             proxySecurity: configuration.proxy.flatMap(Self.makeProxySecurity), tlsContext: context)
@@ -187,14 +192,14 @@ public struct HTTPSTransport: ClientTransport {
     public func replacePinning(_ policy: PinningPolicy) {
         guard let tlsContext else { return }
         tlsContext.replacePinning(policy)
-        pool.pinningChanged()
+        pool.pinningChanged(expiries: policy.expiryInstants)
     }
 
     /// Replaces the pins as ``replacePinning(_:)`` does, only if the policy in force has `version`; whether it did
     /// (`PinUpdates` and `PinsFileWatcher` end an expired document this way, so it never undoes a newer one).
     package func replacePinning(_ policy: PinningPolicy, ifVersion version: Int) -> Bool {
         guard let tlsContext, tlsContext.replacePinning(policy, ifVersion: version) else { return false }
-        pool.pinningChanged()
+        pool.pinningChanged(expiries: policy.expiryInstants)
         return true
     }
 
@@ -211,11 +216,12 @@ public struct HTTPSTransport: ClientTransport {
 
     /// The OpenSSL client context for `configuration`, offering in ALPN what `httpVersion` allows.
     static func makeContext(
-        for configuration: TLSClientConfiguration, httpVersion: HTTPVersionPolicy
+        for configuration: TLSClientConfiguration, httpVersion: HTTPVersionPolicy,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws(TLSContextError) -> TLSClientContext {
         var tls = configuration
         tls.applicationProtocols = httpVersion.applicationProtocols
-        return try TLSClientContext(configuration: tls)
+        return try TLSClientContext(configuration: tls, now: now)
     }
 
     /// A transport with an explicit security layer (the seam the OpenSSL handler plugs into, and tests).
@@ -237,9 +243,11 @@ public struct HTTPSTransport: ClientTransport {
                 configuration.connectAddresses.map { ((try? ServerName($0.key).text) ?? $0.key.lowercased(), $0.value) },
                 uniquingKeysWith: { _, last in last }),
             proxySecurity: proxySecurity, logger: configuration.httpLogger)
+        var wallClock: @Sendable () -> Date = { Date() }
+        if let tlsContext { wallClock = tlsContext.now }
         self.pool = ConnectionPool(
             factory: factory, maxPerHost: configuration.pool.maxConnectionsPerHost,
-            idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.httpLogger)
+            idleTimeout: TimeAmount(configuration.pool.idleTimeout), logger: configuration.httpLogger, now: wallClock)
         self.executor = EventLoopTaskExecutor(loop: pool.loops[0])
     }
 

@@ -134,7 +134,19 @@ public struct PinSetDocument: Sendable {
     /// `checkBaselineHosts`), unless it lists the pattern in `unpinnedBaselineHosts`, and it keeps a strict
     /// baseline strict unless the baseline allows otherwise (`documentsMayAllowUnpinnedHosts`): not lax, and with
     /// no report-only set.
-    package func check(baseline: PinningPolicy, currentVersion: Int, now: Date) throws(PinSetDocumentError) {
+    package func check(
+        baseline: PinningPolicy, currentVersion: Int, now: Date, limits: Limits = .standard
+    ) throws(PinSetDocumentError) {
+        let validity = expiresAt.timeIntervalSince(issuedAt)
+        guard validity <= limits.maximumValidity else {
+            throw .validityTooLong(
+                days: Int((validity / 86_400).rounded(.up)), maximumDays: Int((limits.maximumValidity / 86_400).rounded(.down)))
+        }
+        // Subtracted with overflow reported: an app's version in force near Int.min must not trap on a document.
+        let step = version.subtractingReportingOverflow(currentVersion)
+        guard version <= currentVersion || (!step.overflow && step.partialValue <= limits.maximumVersionStep) else {
+            throw .versionTooFar(version: version, current: currentVersion, maximumStep: limits.maximumVersionStep)
+        }
         guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
         guard !isExpired(at: now) else { throw .expired(expiresAt: expiresAt) }
         guard issuedAt <= now.addingTimeInterval(Self.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
@@ -145,6 +157,25 @@ public struct PinSetDocument: Sendable {
             if let set = policy.pinSets.first(where: \.reportOnly) { throw .reportOnlyUnderStrictHosts(set.hostPattern) }
         }
         try checkBaselineHosts(baseline)
+    }
+
+    /// How long a document may be valid and how far its version may jump: the same for every way a document
+    /// applies (`PinSetVerifier`, and `PinsFileWatcher`'s local file with the standard limits).
+    package struct Limits: Sendable {
+        /// The longest `expiresAt` − `issuedAt` accepted, in seconds.
+        package var maximumValidity: TimeInterval
+        /// How far above the version in force a document's version may be, so that no document can take the last
+        /// versions and leave no room for the next ones.
+        package var maximumVersionStep: Int
+
+        /// 180 days (twice `pin-check pins-document`'s default of 90, so a stolen key's document ends within half a
+        /// year) and 1000 versions.
+        package static let standard = Limits(maximumValidity: 180 * 86_400, maximumVersionStep: 1000)
+
+        package init(maximumValidity: TimeInterval, maximumVersionStep: Int) {
+            self.maximumValidity = maximumValidity
+            self.maximumVersionStep = maximumVersionStep
+        }
     }
 
     /// Whether the document has expired at `now`: from the instant `expiresAt` names on, as a pin set's expiration

@@ -54,6 +54,16 @@ public struct PinningPolicy: Sendable {
         }
     }
 
+    /// The instants at which the policy in force changes by itself (its document's expiry, and those of the
+    /// policies that follow), soonest first; empty for a policy built in code.
+    package var expiryInstants: [Date] {
+        guard let expiry else { return [] }
+        return ([expiry.at] + expiry.then.expiryInstants).sorted()
+    }
+
+    /// Whether a document's expiry in this policy has passed at `now` (the policy in force is then another).
+    package func hasGivenWay(at now: Date) -> Bool { successor(at: now) != nil }
+
     /// The policy in force at `now`: this one, or past its document's expiry the one that follows it.
     package func inForce(at now: Date) -> PinningPolicy { successor(at: now) ?? self }
 

@@ -15,12 +15,12 @@ public struct PinSetVerifier: Sendable {
     private let keys: [String: OpenSSLKey]
     /// The app's identifier a document's `audience` must equal (nil only for `pin-check`'s signature-only check).
     private let audience: String?
-    private let maximumValidity: TimeInterval
-    private let maximumVersionStep: Int
+    /// The longest validity and the largest version step accepted.
+    package let limits: PinSetDocument.Limits
 
     /// The default ``init(publicKeys:audience:maximumValidity:maximumVersionStep:)`` `maximumValidity`: 180 days,
     /// twice `pin-check pins-document`'s default of 90, so a stolen key's document ends within half a year.
-    public static let defaultMaximumValidity: Duration = .seconds(180 * 86_400)
+    public static let defaultMaximumValidity: Duration = .seconds(Int64(PinSetDocument.Limits.standard.maximumValidity))
 
     /// A verifier trusting `publicKeys` for documents addressed to `audience`.
     ///
@@ -49,15 +49,15 @@ public struct PinSetVerifier: Sendable {
     /// The same; a nil `checkingAudience` checks signatures whatever the audience (`pin-check --pins-document`).
     package init(
         publicKeys: [String: String], checkingAudience audience: String?,
-        maximumValidity: Duration = PinSetVerifier.defaultMaximumValidity, maximumVersionStep: Int = 1000
+        maximumValidity: Duration = PinSetVerifier.defaultMaximumValidity,
+        maximumVersionStep: Int = PinSetDocument.Limits.standard.maximumVersionStep
     ) throws(PinSetDocumentError) {
         let validity = Double(maximumValidity.components.seconds)
         guard validity > 0, maximumVersionStep > 0 else {
             throw .signingKeys("maximumValidity and maximumVersionStep must be above 0")
         }
         self.audience = audience
-        self.maximumValidity = validity
-        self.maximumVersionStep = maximumVersionStep
+        self.limits = .init(maximumValidity: validity, maximumVersionStep: maximumVersionStep)
         var keys: [String: OpenSSLKey] = [:]
         var seen = Set<String>()
         for (id, pem) in publicKeys.sorted(by: { $0.key < $1.key }) {
@@ -101,16 +101,7 @@ public struct PinSetVerifier: Sendable {
         _ jws: String, baseline: PinningPolicy, currentVersion: Int, now: Date
     ) throws(PinSetDocumentError) -> PinSetDocument {
         let document = try signedDocument(jws)
-        let days = Int((document.expiresAt.timeIntervalSince(document.issuedAt) / 86_400).rounded(.up))
-        guard document.expiresAt.timeIntervalSince(document.issuedAt) <= maximumValidity else {
-            throw .validityTooLong(days: days, maximumDays: Int((maximumValidity / 86_400).rounded(.down)))
-        }
-        // Subtracted with overflow reported: an app's version in force near Int.min must not trap on a document.
-        let step = document.version.subtractingReportingOverflow(currentVersion)
-        guard document.version <= currentVersion || (!step.overflow && step.partialValue <= maximumVersionStep) else {
-            throw .versionTooFar(version: document.version, current: currentVersion, maximumStep: maximumVersionStep)
-        }
-        try document.check(baseline: baseline, currentVersion: currentVersion, now: now)
+        try document.check(baseline: baseline, currentVersion: currentVersion, now: now, limits: limits)
         return document
     }
 

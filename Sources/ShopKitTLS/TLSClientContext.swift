@@ -18,7 +18,8 @@ public final class TLSClientContext: Sendable {
     /// The cached sessions (shared with other contexts if one was passed in).
     public let sessionCache: TLSSessionCache
     let openSSL: OpenSSLContext
-    let now: @Sendable () -> Date
+    /// The wall clock pin checks read (pin-set and document expiry, the age of cached sessions).
+    package let now: @Sendable () -> Date
     /// Hosts whose pin set's no-backup warning was logged already.
     let backupWarnings = OncePerHost()
     /// Hosts whose "not pinned" notice was logged already.
@@ -125,13 +126,16 @@ public final class TLSClientContext: Sendable {
     var pinningSnapshot: PinningSnapshot { livePinning.withLockedValue { $0 } }
 
     /// Whether a connection to `host` whose handshake verified `chain` under policy generation `generation` may
-    /// still be used under the policy in force: always when the policy was not replaced since; otherwise when
+    /// still be used under the policy in force: always when the policy was not replaced since and no document in
+    /// it expired since; otherwise when
     /// the new policy would let that chain connect (a match, report-only or expired set, or no set, unless
     /// hosts without one are refused).
     package func stillTrusts(host: String, chain: VerifiedChain, verifiedUnder generation: Int) -> Bool {
         let current = pinningSnapshot
-        guard current.generation != generation else { return true }
         let now = now()
+        // Unchanged since the connection was verified, unless a document in the policy has expired since (its
+        // policy then gives way to the baseline: `PinningPolicy.inForce(at:)`).
+        guard current.generation != generation || current.policy.hasGivenWay(at: now) else { return true }
         if current.policy.refusesUnpinned(host: host, at: now) { return false }
         return current.policy.evaluate(host: host, chain: chain, now: now).allowsConnection
     }

@@ -62,9 +62,14 @@ final class ConnectionPool: Sendable {
         var nextWaiter = 0
         /// Each open connection's target and trust re-check (``pinningChanged()`` asks it).
         var trustChecks: [ConnectionID: (target: RequestTarget, stillTrusted: @Sendable () -> Bool)] = [:]
-        /// How many times the pins were replaced (``pinningChanged()``): a new connection notes it as it starts, to
-        /// tell whether the pins changed during its handshake.
+        /// How many times the pins were replaced (``pinningChanged(expiries:)``): a new connection notes it as it
+        /// starts, to tell whether the pins changed during its handshake.
         var pinGeneration = 0
+        /// When the pins in force change by themselves, soonest first: the expiries of the signed documents in the
+        /// policy (`PinningPolicy.expiryInstants`). The first lease or release after one re-checks every open
+        /// connection as a replacement of the pins does, so no connection verified under an expired document's
+        /// pins carries another request, however late the timer that replaces the document runs.
+        var pinsExpire: [Date] = []
     }
 
     /// Side effects decided under the lock and carried out after it is released.
@@ -85,11 +90,13 @@ final class ConnectionPool: Sendable {
     /// connection goes on the first loop).
     let loops: [any EventLoop]
     private let logger: Logger
+    /// The wall clock the pins' expiries are read on (the TLS context's, which pin checks use).
+    private let now: @Sendable () -> Date
 
     /// A pool opening connections through `opener` on `loops`.
     init(
         opener: any ConnectionOpener, loops: [any EventLoop], offersHTTP2: Bool, maxPerHost: Int,
-        idleTimeout: TimeAmount, logger: Logger
+        idleTimeout: TimeAmount, logger: Logger, now: @escaping @Sendable () -> Date = { Date() }
     ) {
         precondition(!loops.isEmpty, "a pool needs an event loop")
         self.loops = loops
@@ -100,15 +107,19 @@ final class ConnectionPool: Sendable {
                 debugLogging: logger.logLevel <= .debug))
         self.opener = opener
         self.logger = logger
+        self.now = now
     }
 
     /// A pool opening connections through `factory` on its group's loops.
-    convenience init(factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger) {
+    convenience init(
+        factory: ConnectionFactory, maxPerHost: Int, idleTimeout: TimeAmount, logger: Logger,
+        now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         var loops = Array(factory.group.makeIterator())
         if loops.isEmpty { loops = [factory.group.next()] }
         self.init(
             opener: factory, loops: loops, offersHTTP2: factory.httpVersion != .http1Only, maxPerHost: maxPerHost,
-            idleTimeout: idleTimeout, logger: logger)
+            idleTimeout: idleTimeout, logger: logger, now: now)
     }
 
     private func withLock<T>(_ body: (inout Locked) -> T) -> T {
@@ -188,13 +199,14 @@ final class ConnectionPool: Sendable {
     /// An idle connection to `target`, leased, or nil when none is idle.
     private func leaseIdle(_ target: RequestTarget) -> Lease? {
         let (idle, idleEffects) = withLock { state -> (Lease?, [Effect]) in
-            guard let id = state.machine.leaseIdle(key: target) else { return (nil, []) }
+            let expired = pinsExpired(&state)
+            guard let id = state.machine.leaseIdle(key: target) else { return (nil, expired) }
             guard let connection = state.connections[id] else {
                 // Not registered (cannot happen): give it back as unusable and take the slow path.
                 return (nil, Self.plan(
                     state.machine.release(key: target, connection: id, reusable: false, now: .distantPast), target, &state))
             }
-            var effects: [Effect] = []
+            var effects = expired
             if state.debugLogging {
                 effects.append(.log("reusing connection", ["host": "\(target.host)", "connection": "\(id)"]))
             }
@@ -229,7 +241,8 @@ final class ConnectionPool: Sendable {
         // The connection's loop's clock (the one its idle timer runs on), so tests can drive it.
         let now = lease.connection.channel.eventLoop.now
         perform(withLock {
-            Self.plan($0.machine.release(key: lease.target, connection: lease.id, reusable: reusable, now: now), lease.target, &$0)
+            pinsExpired(&$0)
+                + Self.plan($0.machine.release(key: lease.target, connection: lease.id, reusable: reusable, now: now), lease.target, &$0)
         })
     }
 
@@ -237,18 +250,37 @@ final class ConnectionPool: Sendable {
     /// the new pins refuse stops being handed out, before this returns; the machine decides what happens to each
     /// (``ConnectionPoolStateMachine/distrust(key:connection:)``). Requests already running finish on their
     /// connection.
-    func pinningChanged() {
+    ///
+    /// `expiries`: when the new policy changes by itself (``Locked/pinsExpire``).
+    func pinningChanged(expiries: [Date] = []) {
         perform(withLock { state in
-            state.pinGeneration += 1
-            var effects: [Effect] = []
-            for (id, entry) in state.trustChecks where !entry.stillTrusted() {
-                state.trustChecks[id] = nil
-                effects.append(
-                    .log("closing a connection the new pins refuse", ["host": "\(entry.target.host)", "connection": "\(id)"]))
-                effects += Self.plan(state.machine.distrust(key: entry.target, connection: id), entry.target, &state)
-            }
-            return effects
+            state.pinsExpire = expiries.sorted()
+            return Self.recheckTrust(&state)
         })
+    }
+
+    /// Every open connection whose verified chain the pins in force refuse stops being handed out.
+    private static func recheckTrust(_ state: inout Locked) -> [Effect] {
+        state.pinGeneration += 1
+        var effects: [Effect] = []
+        for (id, entry) in state.trustChecks where !entry.stillTrusted() {
+            state.trustChecks[id] = nil
+            effects.append(
+                .log("closing a connection the pins in force refuse", ["host": "\(entry.target.host)", "connection": "\(id)"]))
+            effects += plan(state.machine.distrust(key: entry.target, connection: id), entry.target, &state)
+        }
+        return effects
+    }
+
+    /// Under the lock, at each lease and release: once the pins in force changed by themselves (a document
+    /// expired, ``Locked/pinsExpire``), every open connection is checked again, as at a replacement. Nothing to do
+    /// (an empty list) without a signed document in force.
+    private func pinsExpired(_ state: inout Locked) -> [Effect] {
+        guard let first = state.pinsExpire.first else { return [] }
+        let now = now()
+        guard now >= first else { return [] }
+        state.pinsExpire.removeAll { $0 <= now }
+        return Self.recheckTrust(&state)
     }
 
     /// Closes idle connections and refuses waiters; leased connections close when released.
