@@ -240,6 +240,18 @@ import Testing
         #expect(try decoder.next(&start) == .needMoreData)
     }
 
+    /// Found by the fuzz target (its cut-independence invariant): a trailer section starting with a bare LF was
+    /// refused in one read, but cut into 1-byte reads the LF was kept unscanned, and the section later ended as an
+    /// empty one. Refused however the reads are cut.
+    @Test func aBareLFStartingTheTrailerSectionIsRefusedWhereverTheReadsAreCut() {
+        let text = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\n\r\n\r\n"
+        for cut in 0..<text.utf8.count {
+            #expect(Self.decode(text, cuts: [cut, cut + 1, cut + 2]).malformed?.contains("bare LF") == true, "cuts at \(cut)")
+        }
+        let bytes = Array(text.utf8)
+        #expect(Self.decode(bytes, cuts: Array(1..<bytes.count)).malformed?.contains("bare LF") == true)
+    }
+
     /// With no response expected, every byte is stray, and nothing is decoded after a malformed response.
     @Test func nothingIsDecodedWhenNoResponseIsExpected() throws {
         var decoder = HTTP1ResponseDecoder()

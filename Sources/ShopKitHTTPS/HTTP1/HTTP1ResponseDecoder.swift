@@ -239,6 +239,11 @@ package struct HTTP1ResponseDecoder {
     private mutating func trailerSection(_ buffer: inout ByteBuffer) throws -> HTTPHeaders?? {
         if pending.isEmpty {
             guard buffer.readableBytes >= 2 else {
+                // The byte kept here is never scanned again (`section` scans from what is pending): a LF first is
+                // a bare one, refused now, as it is when the section comes in one read.
+                if buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) == UInt8(ascii: "\n") {
+                    throw Malformed(reason: "a line of the trailer section ends with a bare LF")
+                }
                 pending.append(contentsOf: buffer.readableBytesView)
                 buffer.moveReaderIndex(forwardBy: buffer.readableBytes)
                 return nil
