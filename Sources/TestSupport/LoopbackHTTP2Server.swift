@@ -509,10 +509,10 @@ package final class LoopbackHTTP2Server: Sendable {
                     if end { context.write(NIOAny(HTTPServerResponsePart.end(nil)), promise: nil) }
                     context.flush()
                 case .delay(let amount):
-                    let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
                     let rest = steps
                     let runner = self
-                    context.eventLoop.scheduleTask(in: amount) { runner.run(rest, context: bound.value) }
+                    // On the stream's loop (isolated): the runner and the context never leave it.
+                    context.eventLoop.assumeIsolated().scheduleTask(in: amount) { runner.run(rest, context: context) }
                     return
                 case .reset(let code):
                     resetter.reset(code)
