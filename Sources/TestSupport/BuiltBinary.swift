@@ -113,42 +113,27 @@ extension BuiltBinary {
         let stdin: Int32, stdout: Int32, stderr: Int32
     }
 
-    /// Spawns `path` with `arguments` and exactly `environment`, with an empty signal mask and default signal
-    /// handling (the test runner's threads block most signals, SIGCHLD among them: a shell's `wait` would then
-    /// never return). posix_spawn, not Foundation's `Process`: that one reads past a buffer while it closes the
-    /// descriptors it does not pass on (an AddressSanitizer report inside swift-corelibs-foundation).
+    /// Spawns `path` with `arguments` and exactly `environment` (``TiedChild/spawn(_:argv:environment:newProcessGroup:fileActions:)``).
+    /// posix_spawn, not Foundation's `Process`: that one reads past a buffer while it closes the descriptors it
+    /// does not pass on (an AddressSanitizer report inside swift-corelibs-foundation).
     private static func spawn(_ path: String, _ arguments: [String], environment: [String: String]) throws -> Spawned {
         // Pipes, not sockets: a program may open `/dev/stdin` (`sign-pins --key /dev/stdin`).
         let input = try TiedChild.pipe(), output = try TiedChild.pipe(), errors = try TiedChild.pipe()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input.read, 0)
-        posix_spawn_file_actions_adddup2(&actions, output.write, 1)
-        posix_spawn_file_actions_adddup2(&actions, errors.write, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        var all = sigset_t()
-        sigfillset(&all)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+        let spawned = TiedChild.spawn(
+            path, argv: [path] + arguments, environment: environment, newProcessGroup: false
+        ) { actions in
+            posix_spawn_file_actions_adddup2(&actions, input.read, 0)
+            posix_spawn_file_actions_adddup2(&actions, output.write, 1)
+            posix_spawn_file_actions_adddup2(&actions, errors.write, 2)
         }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         // The child's ends are the child's alone now (all were close-on-exec, so only the dup2 copies crossed).
         [input.read, output.write, errors.write].forEach { close($0) }
-        guard result == 0 else {
+        let pid: pid_t
+        switch spawned {
+        case .success(let spawnedPID): pid = spawnedPID
+        case .failure(let error):
             [input.write, output.read, errors.read].forEach { close($0) }
-            throw TiedChild.SpawnError(description: "posix_spawn \(path) failed: \(result)")
+            throw TiedChild.SpawnError(description: "posix_spawn \(path) failed: \(error)")
         }
         return Spawned(pid: pid, stdin: input.write, stdout: output.read, stderr: errors.read)
     }

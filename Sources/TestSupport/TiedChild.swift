@@ -49,12 +49,40 @@ package final class TiedChild: Sendable {
         fileActions: (inout posix_spawn_file_actions_t) -> Void = { _ in }
     ) throws {
         let fds = try Self.socketPair()
+        let shell = "/bin/sh"
+        // A process group of its own, so that a child that ignores its stop signal is killed with its watcher.
+        let spawned = Self.spawn(
+            shell, argv: [shell, "-c", Self.script(stopSignal: stopSignal), "watcher", path] + arguments,
+            environment: environment, newProcessGroup: true
+        ) { actions in
+            fileActions(&actions)
+            posix_spawn_file_actions_adddup2(&actions, fds.0, 0)
+        }
+        close(fds.0)
+        let pid: pid_t
+        switch spawned {
+        case .success(let spawnedPID): pid = spawnedPID
+        case .failure(let error):
+            close(fds.1)
+            throw SpawnError(description: "posix_spawn \(path) failed: \(error)")
+        }
+        watcherPID = pid
+        tie = NIOLockedValueBox(fds.1)
+        self.stopGrace = stopGrace
+    }
+
+    /// Spawns `path` with `argv` (the program's name first) and exactly `environment`, with an empty signal mask
+    /// and default signal dispositions (a test thread may block signals, SIGCHLD among them: a shell's `wait` would
+    /// then never return), in a process group of its own when `newProcessGroup`; `fileActions` sets up its
+    /// descriptors. The child's pid, or posix_spawn's error number.
+    package static func spawn(
+        _ path: String, argv: [String], environment: [String: String], newProcessGroup: Bool,
+        fileActions: (inout posix_spawn_file_actions_t) -> Void
+    ) -> Result<pid_t, SpawnError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         fileActions(&actions)
-        posix_spawn_file_actions_adddup2(&actions, fds.0, 0)
-        // A test thread may block signals; the watcher and the child get an empty mask and default dispositions.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -64,29 +92,21 @@ package final class TiedChild: Sendable {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &empty)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        // A process group of its own, so that a child that ignores its stop signal is killed with its watcher.
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
-
-        let shell = "/bin/sh"
-        let argv = ([shell, "-c", Self.script(stopSignal: stopSignal), "watcher", path] + arguments).map { strdup($0) }
-            + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        var flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF
+        if newProcessGroup {
+            posix_spawnattr_setpgroup(&attributes, 0)
+            flags |= POSIX_SPAWN_SETPGROUP
+        }
+        posix_spawnattr_setflags(&attributes, Int16(flags))
+        let cArguments = argv.map { strdup($0) } + [nil]
+        let cEnvironment = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
+            cArguments.forEach { free($0) }
+            cEnvironment.forEach { free($0) }
         }
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, shell, &actions, &attributes, argv, envp)
-        close(fds.0)
-        guard result == 0 else {
-            close(fds.1)
-            throw SpawnError(description: "posix_spawn \(path) failed: \(result)")
-        }
-        watcherPID = pid
-        tie = NIOLockedValueBox(fds.1)
-        self.stopGrace = stopGrace
+        let result = posix_spawn(&pid, path, &actions, &attributes, cArguments, cEnvironment)
+        return result == 0 ? .success(pid) : .failure(SpawnError(description: "error \(result)"))
     }
 
     /// A connected pair of Unix stream sockets, both close-on-exec from the start: no child spawned meanwhile by
