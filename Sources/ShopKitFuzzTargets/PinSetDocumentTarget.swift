@@ -12,8 +12,8 @@ enum PinSetDocumentTarget {
     private static let current = try! OpenSSLKey.generate(.ed25519)
     private static let backup = try! OpenSSLKey.generate(.ed25519)
     private static let keys = ["current": current, "backup": backup]
-    /// Without the app-level limits (audience, validity, version step), so that verification agrees exactly with
-    /// `PinSetDocument.check`, which the target compares it with.
+    /// Without the app-level limits (audience, validity, version step); `PinSetDocument.check` is given the same
+    /// limits, so that verification agrees exactly with it.
     private static let verifier = try! PinSetVerifier(
         publicKeys: ["current": try! current.publicKeyPEM, "backup": try! backup.publicKeyPEM], checkingAudience: nil,
         maximumValidity: .seconds(Int64.max), maximumVersionStep: Int.max)
@@ -66,7 +66,8 @@ enum PinSetDocumentTarget {
         let jws = CompactJWS.serialize(payload: bytes, keyID: "current") { (try? current.signEd25519($0)) ?? [] }
         let parsedAndValid: PinSetDocument? = {
             guard let document = try? PinSetDocument(json: bytes) else { return nil }
-            return (try? document.check(baseline: baseline, currentVersion: inForce, now: now)) == nil ? nil : document
+            return (try? document.check(baseline: baseline, currentVersion: inForce, now: now, limits: verifier.limits)) == nil
+                ? nil : document
         }()
         let verified = try? verifier.verify(jws, baseline: baseline, currentVersion: inForce, now: now)
         FuzzCheck.require((verified == nil) == (parsedAndValid == nil), "verification disagrees with the document rules")
