@@ -240,9 +240,13 @@ final class ConnectionPool: Sendable {
         }
         // The connection's loop's clock (the one its idle timer runs on), so tests can drive it.
         let now = lease.connection.channel.eventLoop.now
-        perform(withLock {
-            pinsExpired(&$0)
-                + Self.plan($0.machine.release(key: lease.target, connection: lease.id, reusable: reusable, now: now), lease.target, &$0)
+        perform(withLock { state in
+            // No array is joined on the common path (no document expired): a release is per request.
+            let expired = pinsExpired(&state)
+            let planned = Self.plan(
+                state.machine.release(key: lease.target, connection: lease.id, reusable: reusable, now: now), lease.target,
+                &state)
+            return expired.isEmpty ? planned : expired + planned
         })
     }
 
