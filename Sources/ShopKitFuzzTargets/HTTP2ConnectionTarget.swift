@@ -68,7 +68,7 @@ package enum HTTP2ConnectionTarget {
         let channel = EmbeddedChannel()
         let loop = channel.embeddedEventLoop
         let outcomes = NIOLoopBoundBox<[StreamOutcome]>([], eventLoop: loop)
-        let bodies = NIOLoopBoundBox<[BodyStream]>([], eventLoop: loop)
+        let exchanges = NIOLoopBoundBox<[ExchangeRecorder]>([], eventLoop: loop)
         let handlerBox = NIOLoopBoundBox<HTTP2ConnectionHandler?>(nil, eventLoop: loop)
         var started = false
 
@@ -80,23 +80,20 @@ package enum HTTP2ConnectionTarget {
                 guard let stream = handler.openStream() else { return }
                 // The id is taken when the HEADERS go out (below).
                 outcomes.value.append(StreamOutcome(streamID: 0))
-                let body = BodyStream()
-                bodies.value.append(body)
-                body.onEnd = { outcomes.value[index].bodyEnded = true }
                 let head = loop.makePromise(of: HTTPResponseHead.self)
                 head.futureResult.whenComplete { result in
                     outcomes.value[index].headAnswered = true
                     if case .success = result { outcomes.value[index].headDelivered = true }
                 }
                 let id = HTTP1ConnectionStateMachine.RequestID(raw: index + 1)
-                stream.start(
-                    RequestContext(
-                        id: id,
-                        limits: .init(
-                            deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30),
-                            maxResponseBodyBytes: bodyLimit),
-                        requestKeepAlive: true, isHead: false, head: head, body: body,
-                        release: { outcomes.value[index].releases.append($0) }))
+                let exchange = ExchangeRecorder(
+                    id: id,
+                    limits: .init(
+                        deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: bodyLimit),
+                    head: head, released: { outcomes.value[index].releases.append($0) },
+                    bodyEnded: { outcomes.value[index].bodyEnded = true })
+                exchanges.value.append(exchange)
+                stream.start(exchange, id: id)
                 var requestHead = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/fuzz/\(index + 1)")
                 requestHead.headers.add(name: "Host", value: "127.0.0.1")
                 stream.write(.head(requestHead), flush: false, promise: nil)
@@ -139,9 +136,9 @@ package enum HTTP2ConnectionTarget {
         loop.run()
 
         var result = outcomes.value
-        for (index, body) in bodies.value.enumerated() {
-            // The channel is closed: every body stream has ended (an open one breaks the first invariant).
-            result[index].body = body.takeEnded()?.bytes ?? []
+        for (index, exchange) in exchanges.value.enumerated() {
+            // The channel is closed: every body has ended (an open one breaks the first invariant).
+            result[index].body = exchange.receivedBody
         }
         return (result, dataFrames(Array(server)))
     }

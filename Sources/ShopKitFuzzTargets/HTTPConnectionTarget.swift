@@ -82,8 +82,6 @@ package enum HTTPConnectionTarget {
         @Sendable func start(_ index: Int) {
             let reads = boundReads.value
             outcomes.value.append(ExchangeOutcome(startedInRead: reads.count))
-            let body = BodyStream()
-            body.onEnd = { outcomes.value[index].bodyEnded = true }
             let id = HTTP1ConnectionStateMachine.RequestID(raw: index + 1)
             let headPromise = loop.makePromise(of: HTTPResponseHead.self)
             headPromise.futureResult.whenComplete { result in
@@ -93,16 +91,17 @@ package enum HTTPConnectionTarget {
                     outcomes.value[index].deliveredInReads.append(boundReads.value.count)
                 }
             }
-            let exchange = RequestContext(
+            let exchange = ExchangeRecorder(
                 id: id,
                 limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 8_192),
-                requestKeepAlive: true, isHead: false, head: headPromise, body: body,
-                release: { reusable in
+                head: headPromise,
+                released: { reusable in
                     outcomes.value[index].releases.append(reusable)
                     if boundReads.value.inside { outcomes.value[index].releasedInsideRead = true }
                     if reusable && index + 1 < wanted { start(index + 1) }
-                })
-            boundHandler.value.start(exchange)
+                },
+                bodyEnded: { outcomes.value[index].bodyEnded = true })
+            boundHandler.value.start(exchange, id: id)
             var head = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/fuzz/\(index + 1)")
             head.headers.add(name: "Host", value: "127.0.0.1")
             let channel = boundChannel.value

@@ -68,21 +68,19 @@ package enum HTTPResponseTarget {
         let headAnswered = NIOLoopBoundBox(false, eventLoop: loop)
         let headDelivered = NIOLoopBoundBox(false, eventLoop: loop)
         let bodyEnded = NIOLoopBoundBox(false, eventLoop: loop)
-        let body = BodyStream()
-        body.onEnd = { bodyEnded.value = true }
         let id = HTTP1ConnectionStateMachine.RequestID(raw: 1)
         let headPromise = loop.makePromise(of: HTTPResponseHead.self)
-        let exchange = RequestContext(
+        let exchange = ExchangeRecorder(
             id: id,
             limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 8_192),
-            requestKeepAlive: requestKeepAlive, isHead: isHead, head: headPromise, body: body,
-            release: { reusable in releases.value.append(reusable) })
+            requestKeepAlive: requestKeepAlive, isHead: isHead, head: headPromise,
+            released: { reusable in releases.value.append(reusable) }, bodyEnded: { bodyEnded.value = true })
         headPromise.futureResult.whenComplete { result in
             headAnswered.value = true
             if case .success = result { headDelivered.value = true }
         }
 
-        handler.start(exchange)
+        handler.start(exchange, id: id)
         var head = HTTPRequestHead(version: .http1_1, method: isHead ? .HEAD : .GET, uri: "/fuzz")
         head.headers.add(name: "Host", value: "127.0.0.1")
         if !requestKeepAlive { head.headers.add(name: "Connection", value: "close") }

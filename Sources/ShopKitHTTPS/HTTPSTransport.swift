@@ -284,8 +284,8 @@ public struct HTTPSTransport: ClientTransport {
         var attempt = 1
         while true {
             do {
-                let started = try await exchange(head, body: body, to: target, limits: limits)
-                return try await response(of: started, isHead: request.method == .head)
+                let (started, responseHead) = try await exchange(head, body: body, to: target, limits: limits)
+                return try await response(of: started, head: responseHead, isHead: request.method == .head)
             } catch is ConnectionNotQuiet {
                 // Nothing was written on it: not an attempt. The pool no longer has it.
                 configuration.httpLogger.debug(

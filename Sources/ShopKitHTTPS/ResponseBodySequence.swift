@@ -1,21 +1,21 @@
-/// The response body as the caller reads it: the connection's ``BodyStream``, and its abandonment when the
-/// last copy of the sequence goes away unread.
+/// The response body as the caller reads it: the exchange's body, and its abandonment when the last copy of the
+/// sequence goes away unread.
 ///
 /// The connection goes back to the pool on the event loop, decided by the exchange's state machine, before
-/// the stream reports its end: a caller that read a body to the end finds the connection reusable at once.
+/// the body reports its end: a caller that read a body to the end finds the connection reusable at once.
 struct ResponseBodySequence: AsyncSequence, Sendable {
     typealias Element = ArraySlice<UInt8>
 
-    /// Abandons the stream when the last copy of this sequence and its iterators goes away.
+    /// Abandons the body when the last copy of this sequence and its iterators goes away.
     let reader: Reader
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let reader: Reader
 
         mutating func next() async throws -> ArraySlice<UInt8>? {
-            guard let chunk = try await reader.stream.next() else {
-                // A stream cut short by the reader's cancellation is not a complete body.
-                if reader.stream.wasCancelled { throw CancellationError() }
+            guard let chunk = try await reader.exchange.next() else {
+                // A body cut short by the reader's cancellation is not a complete body.
+                if reader.exchange.bodyWasCancelled { throw CancellationError() }
                 return nil
             }
             return chunk
@@ -28,12 +28,12 @@ struct ResponseBodySequence: AsyncSequence, Sendable {
 
     /// Lives as long as anyone can still read the body; when it goes, the unread rest is abandoned.
     final class Reader: Sendable {
-        let stream: BodyStream
-        init(_ stream: BodyStream) { self.stream = stream }
-        deinit { stream.abandon() }
+        let exchange: HTTPExchange
+        init(_ exchange: HTTPExchange) { self.exchange = exchange }
+        deinit { exchange.abandon() }
     }
 
-    init(stream: BodyStream) {
-        self.reader = Reader(stream)
+    init(exchange: HTTPExchange) {
+        self.reader = Reader(exchange)
     }
 }

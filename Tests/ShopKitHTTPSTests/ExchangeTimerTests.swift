@@ -12,7 +12,7 @@ import ShopKitTLS
     struct Running {
         let channel: EmbeddedChannel
         let handler: HTTP1ConnectionHandler
-        let exchange: RequestContext
+        let exchange: ExchangeRecorder
         let head: EventLoopPromise<HTTPResponseHead>
         let failure: NIOLoopBoundBox<(any Error)?>
         let released: NIOLoopBoundBox<[Bool]>
@@ -26,7 +26,7 @@ import ShopKitTLS
             let failure = NIOLoopBoundBox<(any Error)?>(nil, eventLoop: loop)
             head.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
             self.failure = failure
-            handler.start(exchange)
+            handler.start(exchange, id: exchange.id)
         }
 
         var timeout: HTTPSTransportError.Timeout? {
@@ -143,12 +143,12 @@ import ShopKitTLS
         first.advance(by: .seconds(4))
         let failure = NIOLoopBoundBox<(any Error)?>(nil, eventLoop: loop)
         let secondHead = loop.makePromise(of: HTTPResponseHead.self)
-        let second = RequestContext(
+        let second = ExchangeRecorder(
             id: .init(raw: 2),
             limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: secondIdleRead, maxResponseBodyBytes: 1_000),
-            requestKeepAlive: true, isHead: false, head: secondHead, body: BodyStream(), release: { _ in })
+            head: secondHead, released: { _ in })
         secondHead.futureResult.whenFailure { failure.value = ($0 as? ExchangeFailure)?.error ?? $0 }
-        handler.start(second)
+        handler.start(second, id: second.id)
         handler.requestSent(second.id)
         loop.advanceTime(to: start + failsAt - .milliseconds(1))
         #expect(failure.value == nil)

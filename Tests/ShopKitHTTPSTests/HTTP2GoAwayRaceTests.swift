@@ -32,12 +32,11 @@ import Testing
 
         let head = loop.makePromise(of: HTTPResponseHead.self)
         let releases = NIOLoopBoundBox<[Bool]>([], eventLoop: loop)
-        stream.start(
-            RequestContext(
-                id: .init(raw: 1),
-                limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 1024),
-                requestKeepAlive: true, isHead: false, head: head, body: BodyStream(),
-                release: { releases.value.append($0) }))
+        let exchange = ExchangeRecorder(
+            id: .init(raw: 1),
+            limits: .init(deadline: loop.now + .seconds(60), idleReadTimeout: .seconds(30), maxResponseBodyBytes: 1024),
+            head: head, released: { releases.value.append($0) })
+        stream.start(exchange, id: exchange.id)
         loop.run()
         let outcome = NIOLoopBoundBox<Result<HTTPResponseHead, any Error>?>(nil, eventLoop: loop)
         head.futureResult.assumeIsolated().whenComplete { outcome.value = $0 }

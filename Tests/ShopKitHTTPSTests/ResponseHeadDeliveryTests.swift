@@ -11,7 +11,7 @@ import Testing
     /// An embedded channel with the HTTP handler and one started exchange whose request was written.
     struct Running {
         let channel: EmbeddedChannel
-        let exchange: RequestContext
+        let exchange: ExchangeRecorder
         /// What had happened when the head was handed over: the releases so far.
         let releasedAtHead: NIOLoopBoundBox<[Bool]?>
         let released: NIOLoopBoundBox<[Bool]>
@@ -24,7 +24,7 @@ import Testing
             let releasedAtHead = NIOLoopBoundBox<[Bool]?>(nil, eventLoop: loop)
             self.releasedAtHead = releasedAtHead
             embedded.head.futureResult.whenSuccess { _ in releasedAtHead.value = released.value }
-            handler.start(exchange)
+            handler.start(exchange, id: exchange.id)
             handler.requestSent(exchange.id)
         }
 
@@ -49,9 +49,8 @@ import Testing
         }
 
         func body() async throws -> [UInt8] {
-            var bytes: [UInt8] = []
-            while let chunk = try await exchange.body.next() { bytes += chunk }
-            return bytes
+            // Read after the channel's events: the body has ended by then.
+            try #require(try exchange.endedBody())
         }
     }
 
@@ -107,7 +106,7 @@ import Testing
     @Test func anEarlyResponseIsReleasedAfterTheEventThatWroteTheRequestsEnd() async throws {
         let embedded = try EmbeddedExchange()
         let (channel, handler, exchange) = (embedded.channel, embedded.handler, embedded.exchange)
-        handler.start(exchange)
+        handler.start(exchange, id: exchange.id)
         channel.pipeline.syncOperations.fireChannelRead(NIOAny(ByteBuffer(string: Self.head + "abc")))
         channel.pipeline.syncOperations.fireChannelReadComplete()
         #expect(embedded.released.value == [])  // the request is still being written

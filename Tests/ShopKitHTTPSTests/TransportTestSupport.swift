@@ -97,7 +97,7 @@ final class SilentHandler: ChannelInboundHandler, Sendable {
 struct EmbeddedExchange {
     let channel: EmbeddedChannel
     let handler: HTTP1ConnectionHandler
-    let exchange: RequestContext
+    let exchange: ExchangeRecorder
     /// Completed with the exchange's response head, or failed with its ``ExchangeFailure``.
     let head: EventLoopPromise<HTTPResponseHead>
     let released: NIOLoopBoundBox<[Bool]>
@@ -112,10 +112,9 @@ struct EmbeddedExchange {
         self.released = released
         let head = loop.makePromise(of: HTTPResponseHead.self)
         self.head = head
-        exchange = RequestContext(
+        exchange = ExchangeRecorder(
             id: .init(raw: 1),
             limits: .init(deadline: loop.now + deadlineIn, idleReadTimeout: idleRead, maxResponseBodyBytes: maxResponseBodyBytes),
-            requestKeepAlive: true, isHead: false, head: head, body: BodyStream(),
-            release: { released.value.append($0) })
+            head: head, released: { released.value.append($0) })
     }
 }

@@ -26,7 +26,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     private var machine = HTTP1ConnectionStateMachine()
     private var decoder = HTTP1ResponseDecoder()
     /// The request running, until the machine releases the connection.
-    private var current: RequestContext?
+    private var current: (any ExchangeEvents)?
     private var delivery = ResponseDelivery()
     /// A hand-over to the pool is scheduled (``handOver(endingBody:)``): the held head waits for it.
     private var handOverScheduled = false
@@ -56,18 +56,18 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
 
     // MARK: From the request's caller (on the event loop)
 
-    package func start(_ request: RequestContext) {
+    package func start(_ exchange: any ExchangeEvents, id: HTTP1ConnectionStateMachine.RequestID) {
         let action = machine.start(
-            request.id, limits: request.limits, requestKeepAlive: request.requestKeepAlive, isHead: request.isHead,
+            id, limits: exchange.limits, requestKeepAlive: exchange.requestKeepAlive, isHead: exchange.isHead,
             now: now, channelActive: context?.channel.isActive ?? false)
         switch action {
         case .start(let deadline):
-            current = request
-            decoder.expectResponse(isHead: request.isHead)
+            current = exchange
+            decoder.expectResponse(isHead: exchange.isHead)
             timer.arm(noLaterThan: deadline, on: context?.eventLoop, TimerFired(handler: self))
         case .refuse(let failed):
-            delivery.fail(request, failed)
-            request.release(false)
+            delivery.fail(exchange, failed)
+            exchange.release(reusable: false)
         }
     }
 
@@ -175,7 +175,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
                 if resumeRead { context.read() }
             case .earlyResponse(let resumeRead):
                 cancelTimer()
-                current?.body.finish()
+                current?.receiveEnd()
                 if resumeRead { context.read() }
             case .close(let close):
                 perform(close)
@@ -230,9 +230,9 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
             release(reusable: reusable, endingBody: true)
         case .failRequest(let failed):
             cancelTimer()
-            if let request = current {
+            if let exchange = current {
                 release(reusable: false)
-                delivery.fail(request, failed)
+                delivery.fail(exchange, failed)
             }
         }
         delivery.handOverHeldHead()
@@ -248,9 +248,9 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
             return
         case .failRequest(let failed):
             cancelTimer()
-            if let request = current {
+            if let exchange = current {
                 release(reusable: false)
-                delivery.fail(request, failed)
+                delivery.fail(exchange, failed)
             }
         case .endResponseAndClose:
             release(reusable: false, endingBody: true)
@@ -264,10 +264,10 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     /// connection that is not reusable (or closed already). `endingBody`: the response ended, so its body stream
     /// ends right after the release (a caller that read the body to its end finds the connection released).
     private func release(reusable: Bool, endingBody: Bool = false) {
-        guard let request = current else { return }
+        guard let exchange = current else { return }
         current = nil
-        request.release(reusable)
-        if endingBody { request.body.finish() }
+        exchange.release(reusable: reusable)
+        if endingBody { exchange.receiveEnd() }
     }
 
     /// Gives a reusable connection back to the pool for the request that ran, in a new event-loop task: never
@@ -276,18 +276,18 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
     /// then released as not reusable. The body stream's end and a head held to the end of the read follow the
     /// release, so a caller that finds its response over finds the connection back in the pool.
     private func handOver(endingBody: Bool) {
-        guard let request = current else { return }
+        guard let exchange = current else { return }
         current = nil
         guard let loop = context?.eventLoop else {
-            request.release(false)
-            if endingBody { request.body.finish() }
+            exchange.release(reusable: false)
+            if endingBody { exchange.receiveEnd() }
             return
         }
         handOverScheduled = true
         loop.assumeIsolated().execute { [self] in
             handOverScheduled = false
-            request.release(machine.isIdle && context?.channel.isActive == true)
-            if endingBody { request.body.finish() }
+            exchange.release(reusable: machine.isIdle && context?.channel.isActive == true)
+            if endingBody { exchange.receiveEnd() }
             delivery.handOverHeldHead()
         }
     }

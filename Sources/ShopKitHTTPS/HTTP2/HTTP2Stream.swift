@@ -24,7 +24,7 @@ package final class HTTP2Stream: RequestHandler {
     /// Held until the stream is forgotten: the connection drops its streams when it closes.
     private let connection: HTTP2ConnectionHandler
 
-    private var request: (context: RequestContext, machine: HTTPRequestStateMachine)?
+    private var request: (exchange: any ExchangeEvents, id: HTTP1ConnectionStateMachine.RequestID, machine: HTTPRequestStateMachine)?
     /// The response ended after the whole request was written, inside the current read: the slot is released
     /// when the read is over (or when the stream closes first), never inside the read.
     private var ending = false
@@ -55,22 +55,22 @@ package final class HTTP2Stream: RequestHandler {
 
     // MARK: From the request's caller (RequestHandler)
 
-    package func start(_ request: RequestContext) {
+    package func start(_ exchange: any ExchangeEvents, id: HTTP1ConnectionStateMachine.RequestID) {
         // A stream closed before its request starts: the server's GOAWAY refused it while it had no id (it was
         // opened on the loop, then the GOAWAY was read before the request hopped on). Started anyway, it wrote
         // nothing and heard nothing until the request's timeout; it is the GOAWAY's refusal, safe to send again.
         guard self.request == nil, !closed, connection.isActive else {
             delivery.fail(
-                request,
+                exchange,
                 .init(failure: .transport(.connectionClosed), noResponseBytes: true, headDelivered: false),
                 refusedByGoAway: connection.refusal(of: self))
-            request.release(false)
+            exchange.release(reusable: false)
             connection.remove(self)
             return
         }
         let machine = HTTPRequestStateMachine(
-            limits: request.limits, requestKeepAlive: request.requestKeepAlive, isHead: request.isHead, now: now)
-        self.request = (request, machine)
+            limits: exchange.limits, requestKeepAlive: exchange.requestKeepAlive, isHead: exchange.isHead, now: now)
+        self.request = (exchange, id, machine)
         arm(machine.firstDeadline)
     }
 
@@ -145,7 +145,7 @@ package final class HTTP2Stream: RequestHandler {
     }
 
     package func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID) {
-        guard let request, request.context.id == id else { return }
+        guard let request, request.id == id else { return }
         // An early response resets its stream as it ends, so the request is never over here.
         _ = self.request!.machine.requestWritten(now: now)
     }
@@ -153,12 +153,12 @@ package final class HTTP2Stream: RequestHandler {
     /// Writing the request failed. Above a GOAWAY's last stream id that is the GOAWAY's refusal (the write
     /// failed because the stream was closed by it), whichever of the two is reported first.
     func requestFailed(_ id: HTTP1ConnectionStateMachine.RequestID) {
-        guard let request, request.context.id == id else { return }
+        guard let request, request.id == id else { return }
         fail(.transport(.connectionClosed), refusedBy: connection.refusal(of: self))
     }
 
     func cancel(_ id: HTTP1ConnectionStateMachine.RequestID) {
-        guard let request, request.context.id == id else { return }
+        guard let request, request.id == id else { return }
         fail(.cancelled)
     }
 
@@ -271,7 +271,7 @@ package final class HTTP2Stream: RequestHandler {
         let action = request!.machine.responseHead(head)
         switch action {
         case .none: break
-        case .deliver(let head): delivery.deliver(head, to: request!.context)
+        case .deliver(let head): delivery.deliver(head, to: request!.exchange)
         case .fail(let failed): carryOut(failed)
         }
     }
@@ -281,7 +281,7 @@ package final class HTTP2Stream: RequestHandler {
         connection.touched(self)
         switch request!.machine.responseBody(buffer) {
         case .deliver(let buffer):
-            if !delivery.deliver(buffer, to: request!.context) {
+            if !delivery.deliver(buffer, to: request!.exchange) {
                 request!.machine.readerBehind()
                 readerBehind = true
             }
@@ -302,7 +302,7 @@ package final class HTTP2Stream: RequestHandler {
         case .earlyResponse:
             // The server answered before the upload ended: reset the stream to stop it (RFC 9113 §8.1).
             cancelTimer()
-            request.context.body.finish()
+            request.exchange.receiveEnd()
             end(reusable: false)
             reset()
         case .fail(let failed):
@@ -323,17 +323,17 @@ package final class HTTP2Stream: RequestHandler {
         cancelTimer()
         guard let request else { return }
         end(reusable: false)
-        delivery.fail(request.context, failed, refusedByGoAway: goAwayCode)
+        delivery.fail(request.exchange, failed, refusedByGoAway: goAwayCode)
         reset()
     }
 
     /// Releases the stream's slot (exactly once) and, when reusable, ends the body stream normally.
     private func end(reusable: Bool) {
-        guard let (request, _) = self.request else { return }
+        guard let (exchange, _, _) = self.request else { return }
         self.request = nil
         ending = false
-        request.release(reusable)
-        if reusable { request.body.finish() }
+        exchange.release(reusable: reusable)
+        if reusable { exchange.receiveEnd() }
         if closed { connection.remove(self) }
     }
 

@@ -5,70 +5,40 @@ import NIOHTTP1
 import NIOHTTP2
 import ShopKitTLS
 
-/// What the caller of one request waits on and how the connection goes back: owned by the handler while the
-/// request runs.
-package struct RequestContext {
-    let id: HTTP1ConnectionStateMachine.RequestID
-    let limits: HTTPRequestStateMachine.Limits
+/// A running request as the connection's handlers see it (``HTTP1ConnectionHandler``, ``HTTP2Stream``): the one
+/// way they reach it. ``HTTPExchange`` is the request; tests and fuzz targets record what a handler reports.
+///
+/// Every method is called on the connection's event loop. For one request: the head (``receiveHead(_:)``), body
+/// chunks and the end, with ``handOverHead()`` at the end of the read that brought the head, or a failure at any
+/// point; and exactly one ``release(reusable:)``.
+package protocol ExchangeEvents: AnyObject, Sendable {
+    /// The request's limits.
+    var limits: HTTPRequestStateMachine.Limits { get }
     /// Whether the request allows keep-alive (no `Connection: close`).
-    let requestKeepAlive: Bool
+    var requestKeepAlive: Bool { get }
     /// Whether the request was HEAD (its response has no body even with a Content-Length).
-    let isHead: Bool
-    /// Receives the response head, or the request's ``ExchangeFailure``: called exactly once, on the event loop
-    /// (a callback, not a promise: no future, callback list or metadata lookup per request).
-    let onHead: HeadReceiver
-    /// Receives the body bytes.
-    let body: BodyStream
-    /// Gives the connection back to the pool; called exactly once, when the state machine says so.
-    let release: @Sendable (_ reusable: Bool) -> Void
-
-    init(
-        id: HTTP1ConnectionStateMachine.RequestID, limits: HTTPRequestStateMachine.Limits, requestKeepAlive: Bool,
-        isHead: Bool, onHead: @escaping HeadReceiver, body: BodyStream,
-        release: @escaping @Sendable (_ reusable: Bool) -> Void
-    ) {
-        self.id = id
-        self.limits = limits
-        self.requestKeepAlive = requestKeepAlive
-        self.isHead = isHead
-        self.onHead = onHead
-        self.body = body
-        self.release = release
-    }
-
-    /// A request whose head (or failure) completes `head`; for tests and fuzz targets, which also get the
-    /// receiver's contract checked: a second answer stops the process (the transport's receiver resumes a
-    /// continuation, which must happen exactly once).
-    package init(
-        id: HTTP1ConnectionStateMachine.RequestID, limits: HTTPRequestStateMachine.Limits, requestKeepAlive: Bool,
-        isHead: Bool, head: EventLoopPromise<HTTPResponseHead>, body: BodyStream,
-        release: @escaping @Sendable (_ reusable: Bool) -> Void
-    ) {
-        let answered = NIOLockedValueBox(false)
-        self.init(
-            id: id, limits: limits, requestKeepAlive: requestKeepAlive, isHead: isHead,
-            onHead: { result in
-                let again = answered.withLockedValue { wasAnswered in
-                    defer { wasAnswered = true }
-                    return wasAnswered
-                }
-                precondition(!again, "request \(id.raw)'s response head was answered twice")
-                head.completeWith(result.map(\.head).mapError { $0 })
-            },
-            body: body, release: release)
-    }
+    var isHead: Bool { get }
+    /// The response head arrived; it is held until ``handOverHead()``.
+    func receiveHead(_ head: HTTPResponseHead)
+    /// The head received is handed over to the caller (at the end of the read that brought it).
+    func handOverHead()
+    /// A chunk of the response body; false when the reader is behind (hold reads back until
+    /// ``RequestHandler/resumeReading()``).
+    func receiveBody(_ chunk: ArraySlice<UInt8>) -> Bool
+    /// The response ended.
+    func receiveEnd()
+    /// The request failed: the caller hears it (through the head, if it does not have it yet, else the body).
+    func fail(_ failure: ExchangeFailure)
+    /// Gives the connection back to the pool; called exactly once, when the connection's state machine says so.
+    func release(reusable: Bool)
 }
 
-/// Receives a request's response head (with its id and body stream: all the caller needs), or the
-/// ``ExchangeFailure`` that ended the request first.
-typealias HeadReceiver = @Sendable (Result<HTTPClientConnection.Exchange, ExchangeFailure>) -> Void
-
 /// Why an exchange failed, and whether a retry on a fresh connection is safe as far as the wire is concerned.
-struct ExchangeFailure: Error {
+package struct ExchangeFailure: Error {
     /// The error to report.
-    let error: any Error
+    package let error: any Error
     /// No response byte was read before the failure.
-    let noResponseBytes: Bool
+    package let noResponseBytes: Bool
     /// The error code of the server's GOAWAY that said it did not process the request (an HTTP/2 stream above
     /// the GOAWAY's last stream id), or nil.
     var refusedByGoAway: String? = nil
@@ -78,8 +48,8 @@ struct ExchangeFailure: Error {
 /// run: start it, hand its head to the caller at the end of the read that brought it, feed its body, fail it.
 /// The seam behind which ``HTTPClientConnection`` starts every request, whatever the protocol.
 protocol RequestHandler: AnyObject {
-    /// Starts a request; the caller then writes it.
-    func start(_ request: RequestContext)
+    /// Starts request `id`; the caller then writes it.
+    func start(_ exchange: any ExchangeEvents, id: HTTP1ConnectionStateMachine.RequestID)
     /// The request `id` has been written to its end: the idle-read clock starts now.
     func requestSent(_ id: HTTP1ConnectionStateMachine.RequestID)
     /// Writing request `id` failed.
@@ -102,22 +72,24 @@ protocol RequestHandler: AnyObject {
 struct ResponseDelivery {
     /// Inside a read (between `channelRead` and `channelReadComplete`).
     var reading = false
-    /// A head held back until the end of its read. One slot, one request: never overwrites another one's head.
-    private var heldHead: (receiver: HeadReceiver, exchange: HTTPClientConnection.Exchange)?
+    /// The request whose head is held back until the end of its read. One slot, one request: never overwrites
+    /// another one's head.
+    private var heldHead: (any ExchangeEvents)?
 
-    /// Delivers `head` to `request`'s caller (at the end of the read, when inside one).
-    mutating func deliver(_ head: HTTPResponseHead, to request: RequestContext) {
+    /// Delivers `head` to `exchange`'s caller (at the end of the read, when inside one).
+    mutating func deliver(_ head: HTTPResponseHead, to exchange: any ExchangeEvents) {
+        exchange.receiveHead(head)
         guard reading else {
-            request.onHead(.success(.init(id: request.id, head: head, body: request.body)))
+            exchange.handOverHead()
             return
         }
         handOverHeldHead()
-        heldHead = (request.onHead, .init(id: request.id, head: head, body: request.body))
+        heldHead = exchange
     }
 
     /// Hands `buffer` to the body reader; false when the reader is behind (hold reads back).
-    func deliver(_ buffer: ByteBuffer, to request: RequestContext) -> Bool {
-        request.body.yield(ArraySlice(buffer.readableBytesView))
+    func deliver(_ buffer: ByteBuffer, to exchange: any ExchangeEvents) -> Bool {
+        exchange.receiveBody(ArraySlice(buffer.readableBytesView))
     }
 
     /// The read is over: the held head goes to its caller, unless `handingOverHead` is false (the handler hands
@@ -127,10 +99,10 @@ struct ResponseDelivery {
         if handingOverHead { handOverHeldHead() }
     }
 
-    /// Fails `request`'s caller: the head (if it was not delivered yet), then the body stream. `refusedByGoAway`:
-    /// the error code of the server's GOAWAY that said it never processed the request (HTTP/2).
+    /// Fails `exchange`'s caller: the head (if it was not delivered yet), then the body. `refusedByGoAway`: the
+    /// error code of the server's GOAWAY that said it never processed the request (HTTP/2).
     mutating func fail(
-        _ request: RequestContext, _ failed: HTTPRequestStateMachine.Failed, refusedByGoAway: String? = nil
+        _ exchange: any ExchangeEvents, _ failed: HTTPRequestStateMachine.Failed, refusedByGoAway: String? = nil
     ) {
         handOverHeldHead()  // the caller gets the head, then the body's error
         let error: any Error
@@ -139,20 +111,14 @@ struct ResponseDelivery {
         case .tls(let tls): error = tls
         case .cancelled: error = CancellationError()
         }
-        if !failed.headDelivered {
-            request.onHead(
-                .failure(
-                    ExchangeFailure(
-                        error: error, noResponseBytes: failed.noResponseBytes, refusedByGoAway: refusedByGoAway)))
-        }
-        request.body.finish(throwing: error)
+        exchange.fail(ExchangeFailure(error: error, noResponseBytes: failed.noResponseBytes, refusedByGoAway: refusedByGoAway))
     }
 
     /// Hands over a head held back until the end of its read.
     mutating func handOverHeldHead() {
-        guard let (receiver, exchange) = heldHead else { return }
+        guard let exchange = heldHead else { return }
         heldHead = nil
-        receiver(.success(exchange))
+        exchange.handOverHead()
     }
 
     /// The failure a pipeline error means for the request.
