@@ -68,9 +68,13 @@ final class HTTPClientConnection: Sendable {
         channel.eventLoop.execute { handler.value.requestFailed(id) }
     }
 
-    /// On the event loop: abandons exchange `id`, if it is still running.
-    func cancelOnLoop(_ id: ExchangeID) {
-        handler.value.cancel(id)
+    /// On the event loop: starts request `id` of `exchange` and abandons it at once, writing nothing (its caller
+    /// went away while the carrier was opened): the handler ends it as any abandoned request, and gives the lease
+    /// back.
+    func startAbandoned(_ exchange: any ExchangeEvents, id: ExchangeID) {
+        let handler = self.handler.value
+        handler.start(exchange, id: id)
+        handler.cancel(id)
     }
 
     /// Abandons exchange `id`, if it is still running: the connection is closed (an HTTP/2 stream is reset).

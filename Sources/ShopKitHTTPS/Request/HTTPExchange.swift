@@ -101,7 +101,10 @@ final class HTTPExchange: ExchangeEvents {
     /// On `lease`'s event loop: opens the request's carrier (the HTTP/1.1 connection, or a new stream of the
     /// HTTP/2 connection) and starts the request on it.
     private func begin(on lease: ConnectionPool.Lease) {
-        guard locked.withLockedValue({ $0.machine.phase == .waitingForConnection }) else { return }
+        guard locked.withLockedValue({ $0.machine.phase == .waitingForConnection }) else {
+            // Cancelled on its way here: the lease goes back unused.
+            return perform(locked.withLockedValue { $0.machine.release(reusable: true) })
+        }
         lease.connection.openCarrier { [self] opened in
             let carrier: HTTPClientConnection
             switch opened {
@@ -132,8 +135,8 @@ final class HTTPExchange: ExchangeEvents {
                 carrier.start(self, id: id, head: head, whole: !upload)
                 if upload, let body { startUpload(body, on: carrier) }
             case .abandon:
-                carrier.start(self, id: id, head: head, whole: false)
-                carrier.cancelOnLoop(id)
+                // Cancelled while its carrier was opened: nothing is written, the connection ends the request.
+                carrier.startAbandoned(self, id: id)
             }
         }
     }
