@@ -21,3 +21,10 @@ extension PoolMachineFixture {
     /// A park while the connection's timer is still pending: nothing to arm.
     func parkedAgain(_ c: C) -> Machine.Action { .park(c, armIdleTimer: nil) }
 }
+
+extension ConnectionPoolStateMachine {
+    /// A lease whose deadline is not what the test is about (it never passes).
+    mutating func lease(key: Key, for waiter: WaiterID) -> LeaseAction {
+        lease(key: key, for: waiter, deadline: .distantFuture).action
+    }
+}

@@ -77,8 +77,8 @@ final class ConnectionPool: Sendable {
         case resume(LeaseHandler, Result<Lease, any Error>)
         case cancelTimer(Scheduled<Void>)
         case close(PooledConnection)
-        /// Opens a connection; with a deadline, the waiter's timer is scheduled on the new connection's loop first.
-        case create(Machine.NewConnection, RequestTarget, waiterDeadline: NIODeadline?)
+        /// Opens a connection; with a timer, the waiter's deadline is scheduled on the new connection's loop first.
+        case create(Machine.NewConnection, RequestTarget, waiterTimer: Machine.WaiterTimer?)
         /// Arms connection `id`'s idle timer for this deadline.
         case armIdleTimer(ConnectionID, PooledConnection, RequestTarget, NIODeadline)
         case log(String, Logger.Metadata)
@@ -173,25 +173,26 @@ final class ConnectionPool: Sendable {
     /// ``lease(_:deadline:handler:)`` once no idle connection was found: registers a waiter, which the machine
     /// serves with a connection parked meanwhile, a new one, or the next one freed.
     private func wait(for target: RequestTarget, deadline: NIODeadline, handler: @escaping LeaseHandler) -> WaiterID {
-        let (waiter, effects, waitsAnywhere) = withLock { state -> (WaiterID, [Effect], Bool) in
+        let (waiter, effects, waitsAnywhere) = withLock { state -> (WaiterID, [Effect], Machine.WaiterTimer?) in
             state.nextWaiter += 1
             let waiter = WaiterID(raw: state.nextWaiter)
             state.waiters[waiter] = Waiter(target: target, handler: handler)
-            switch state.machine.lease(key: target, for: waiter) {
+            let (action, timer) = state.machine.lease(key: target, for: waiter, deadline: deadline)
+            switch action {
             case .use(let id):
-                return (waiter, Self.serve(waiter, with: id, target: target, &state), false)
+                return (waiter, Self.serve(waiter, with: id, target: target, &state), nil)
             case .create(let new):
-                return (waiter, [.create(new, target, waiterDeadline: deadline)], false)
+                return (waiter, [.create(new, target, waiterTimer: timer)], nil)
             case .wait:
                 let log: [Effect] =
                     state.debugLogging ? [.log("waiting for a free connection", ["host": "\(target.host)"])] : []
-                return (waiter, log, true)
+                return (waiter, log, timer)
             case .failShutDown:
-                return (waiter, Self.fail(waiter, HTTPSTransportError.connectionClosed, &state), false)
+                return (waiter, Self.fail(waiter, HTTPSTransportError.connectionClosed, &state), nil)
             }
         }
         // Waiting for a connection to be freed or opened: the deadline runs on this thread's loop, if any.
-        if waitsAnywhere { scheduleTimer(for: waiter, on: loops.first { $0.inEventLoop } ?? loops[0], deadline: deadline) }
+        if let timer = waitsAnywhere { scheduleTimer(timer, target: target, on: loops.first { $0.inEventLoop } ?? loops[0]) }
         perform(effects)
         return waiter
     }
@@ -216,17 +217,34 @@ final class ConnectionPool: Sendable {
         return idle
     }
 
-    /// Ends `waiter`'s deadline with a timeout; the timer is dropped if the waiter was served meanwhile.
-    private func scheduleTimer(for waiter: WaiterID, on loop: any EventLoop, deadline: NIODeadline) {
-        let timer = loop.scheduleTask(deadline: deadline) { [self] in
-            abandon(waiter, error: HTTPSTransportError.timeout(.request))
+    /// Arms a waiter's deadline timer on `loop`; when it fires, the machine decides
+    /// (``ConnectionPoolStateMachine/waiterTimerFired(key:waiter:now:)``). Dropped if the waiter was served meanwhile.
+    private func scheduleTimer(_ timer: Machine.WaiterTimer, target: RequestTarget, on loop: any EventLoop) {
+        let waiter = timer.waiter
+        let scheduled = loop.scheduleTask(deadline: timer.deadline) { [self] in
+            waiterTimerFired(waiter, target, on: loop)
         }
         let stale: Scheduled<Void>? = withLock { state in
-            guard state.waiters[waiter] != nil else { return timer }
-            state.waiterTimers[waiter] = timer
+            guard state.waiters[waiter] != nil else { return scheduled }
+            state.waiterTimers[waiter] = scheduled
             return nil
         }
         stale?.cancel()
+    }
+
+    /// A waiter's deadline timer fired on `loop`: the machine says whether the waiter fails with a timeout, or the
+    /// timer is armed again.
+    private func waiterTimerFired(_ waiter: WaiterID, _ target: RequestTarget, on loop: any EventLoop) {
+        let (effects, rearm) = withLock { state -> ([Effect], NIODeadline?) in
+            state.waiterTimers.removeValue(forKey: waiter)
+            switch state.machine.waiterTimerFired(key: target, waiter: waiter, now: loop.now) {
+            case .none: return ([], nil)
+            case .rearm(let deadline): return ([], deadline)
+            case .fail: return (Self.fail(waiter, HTTPSTransportError.timeout(.request), &state), nil)
+            }
+        }
+        if let rearm { scheduleTimer(.init(waiter: waiter, deadline: rearm, loop: nil), target: target, on: loop) }
+        perform(effects)
     }
 
     /// Returns a leased connection: reused when `reusable`, else closed. Safe to call from any thread,
@@ -307,7 +325,7 @@ final class ConnectionPool: Sendable {
             return serve(waiter, with: id, target: target, &state)
         case .create(let new):
             guard let target else { return [] }
-            return [.create(new, target, waiterDeadline: nil)]
+            return [.create(new, target, waiterTimer: nil)]
         case .park(let id, let deadline):
             guard let deadline, let connection = state.connections[id], let target else { return [] }
             return [.armIdleTimer(id, connection, target, deadline)]
@@ -319,12 +337,12 @@ final class ConnectionPool: Sendable {
         case .closeAndCreate(let id, let new):
             let effects = close(id, &state)
             guard let target else { return effects }
-            return effects + [.create(new, target, waiterDeadline: nil)]
+            return effects + [.create(new, target, waiterTimer: nil)]
         case .shutDown(let closing, let failing):
             return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.connectionClosed, &state) }
         case .createEach(let connections):
             guard let target else { return [] }
-            return connections.map { .create($0, target, waiterDeadline: nil) }
+            return connections.map { .create($0, target, waiterTimer: nil) }
         case .handOverStreams(let id, let waiters):
             guard let target else { return [] }
             return waiters.flatMap { serve($0, with: id, target: target, &state) }
@@ -343,7 +361,9 @@ final class ConnectionPool: Sendable {
 
     private static func resume(_ waiter: WaiterID, with lease: Lease, _ state: inout Locked) -> [Effect] {
         var effects: [Effect] = []
-        if let timer = state.waiterTimers.removeValue(forKey: waiter) { effects.append(.cancelTimer(timer)) }
+        if state.machine.waiterServed(waiter), let timer = state.waiterTimers.removeValue(forKey: waiter) {
+            effects.append(.cancelTimer(timer))
+        }
         guard let entry = state.waiters.removeValue(forKey: waiter) else {
             // The requester gave up meanwhile: the connection goes back to the pool.
             return effects
@@ -380,8 +400,8 @@ final class ConnectionPool: Sendable {
                 timer.cancel()
             case .close(let connection):
                 connection.close()
-            case .create(let new, let target, let deadline):
-                create(new, target: target, waiterDeadline: deadline)
+            case .create(let new, let target, let timer):
+                create(new, target: target, waiterTimer: timer)
             case .armIdleTimer(let id, let connection, let target, let deadline):
                 let loop = connection.channel.eventLoop
                 let timer = loop.scheduleTask(deadline: deadline) { [self] in
@@ -396,7 +416,7 @@ final class ConnectionPool: Sendable {
 
     /// Opens connection `new.id` for its waiter on the loop the machine chose. Everything runs on that loop,
     /// entered once: the waiter's deadline (when given), the connect, the handshake, and the hand-over.
-    private func create(_ new: Machine.NewConnection, target: RequestTarget, waiterDeadline: NIODeadline?) {
+    private func create(_ new: Machine.NewConnection, target: RequestTarget, waiterTimer: Machine.WaiterTimer?) {
         let id = new.id
         logger.debug("opening connection", metadata: ["host": "\(target.host)", "port": "\(target.port)", "connection": "\(id)"])
         let events = HTTP2Connection.Events(
@@ -409,7 +429,7 @@ final class ConnectionPool: Sendable {
             })
         let loop = loops[new.loop]
         let open: @Sendable () -> Void = { [self] in
-            if let waiterDeadline { scheduleTimer(for: new.waiter, on: loop, deadline: waiterDeadline) }
+            if let waiterTimer { scheduleTimer(waiterTimer, target: target, on: loop) }
             // Read before the handshake reads the pins in force (``replacePinning`` replaces them, then tells the
             // pool): a handshake checked under older pins always sees a newer generation when it ends.
             let startedUnder = withLock { $0.pinGeneration }
@@ -475,7 +495,7 @@ final class ConnectionPool: Sendable {
                         "opening a new connection: the pins were replaced during the handshake",
                         ["host": "\(target.host)", "connection": "\(id)"]))
             }
-            return effects + [.create(new, target, waiterDeadline: nil)]
+            return effects + [.create(new, target, waiterTimer: nil)]
         }
         guard let effects else { return creationFailed(id, error: error, for: waiter, target: target) }
         perform(effects)

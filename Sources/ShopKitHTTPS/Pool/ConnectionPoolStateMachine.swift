@@ -3,8 +3,8 @@ import NIOCore
 /// The keep-alive pool's decisions as a pure state machine: events in, actions out, no I/O and no clock of its
 /// own (the caller passes `now`). Every pool decision is made here, and ``ConnectionPool`` only carries the
 /// actions out: which connection a requester gets, when one is opened and on which event loop
-/// (``LoopPlacement``), where a waiting requester's deadline runs, when an idle connection's timer is armed and
-/// whether it closes the connection when it fires (``IdleClock``).
+/// (``LoopPlacement``), where a waiting requester's deadline runs and whether it fails the requester when it fires,
+/// when an idle connection's timer is armed and whether it closes the connection when it fires (``IdleClock``).
 ///
 /// Per key (host and port of one transport, hence one TLS configuration) it tracks idle HTTP/1.1 connections
 /// (reused most recent first), leased ones (including those being opened for a requester), multiplexed
@@ -48,6 +48,24 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         case wait
         /// Refuse the requester: the pool is shut down.
         case failShutDown
+    }
+
+    /// A waiting requester's deadline timer: which requester, when it fires, and on which of the pool's event
+    /// loops (an index into them), or nil for any loop (the requester's own, when it runs on one).
+    struct WaiterTimer: Equatable, Sendable {
+        let waiter: WaiterID
+        let deadline: NIODeadline
+        let loop: Int?
+    }
+
+    /// What the pool does when a waiting requester's timer fires.
+    enum WaiterTimerAction: Equatable, Sendable {
+        /// The requester was served, or gave up: nothing.
+        case none
+        /// The timer fired early: arm it again for the deadline.
+        case rearm(NIODeadline)
+        /// The deadline passed: the requester fails with a request timeout (it left the queue).
+        case fail
     }
 
     /// What the pool must do after any other event.
@@ -117,6 +135,8 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
     private var keys: [Key: KeyState] = [:]
     private var nextConnection = 0
     private var isShutDown = false
+    /// The deadline of each requester that waits (in the queue, or for the connection being opened for it).
+    private var waiterDeadlines: [WaiterID: NIODeadline] = [:]
     /// Each tracked connection's idle rule: whether its timer is pending, and since when it is parked.
     private var idleClocks: [ConnectionID: IdleClock] = [:]
     /// Which event loop each tracked connection (open or being opened) is on.
@@ -137,8 +157,26 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         !state.connecting.isEmpty && (state.speaksHTTP2 ?? offersHTTP2)
     }
 
-    /// A requester wants a connection for `key`.
-    mutating func lease(key: Key, for waiter: WaiterID) -> LeaseAction {
+    /// A requester wants a connection for `key`, until `deadline`. When it has to wait (for a connection to be
+    /// freed or opened), `timer` says where its deadline runs: on the loop of the connection opened for it, so the
+    /// deadline, the connect, the handshake and the hand-over all happen on one thread, or on any loop when it
+    /// waits for another requester's connection. When the timer fires, ``waiterTimerFired(key:waiter:now:)``
+    /// decides.
+    mutating func lease(key: Key, for waiter: WaiterID, deadline: NIODeadline) -> (action: LeaseAction, timer: WaiterTimer?) {
+        let action = lease(key, for: waiter)
+        switch action {
+        case .create(let new):
+            waiterDeadlines[waiter] = deadline
+            return (action, WaiterTimer(waiter: waiter, deadline: deadline, loop: new.loop))
+        case .wait:
+            waiterDeadlines[waiter] = deadline
+            return (action, WaiterTimer(waiter: waiter, deadline: deadline, loop: nil))
+        case .use, .failShutDown:
+            return (action, nil)
+        }
+    }
+
+    private mutating func lease(_ key: Key, for waiter: WaiterID) -> LeaseAction {
         if isShutDown { return .failShutDown }
         // Moved out of the dictionary so it is mutated in place (no copy of its collections).
         var state = keys.removeValue(forKey: key) ?? KeyState()
@@ -411,8 +449,25 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         return newConnection(for: waiter, &state)
     }
 
-    /// A waiting requester gave up (cancelled or timed out). Returns whether it was still waiting.
+    /// A waiting requester's deadline timer fired at `now`: it fails (and leaves the queue) once its deadline
+    /// passed; the timer is armed again if it fired early; nothing happens once the requester was served or gave up.
+    mutating func waiterTimerFired(key: Key, waiter: WaiterID, now: NIODeadline) -> WaiterTimerAction {
+        guard let deadline = waiterDeadlines[waiter] else { return .none }
+        guard now >= deadline else { return .rearm(deadline) }
+        _ = removeWaiter(key: key, waiter: waiter)
+        return .fail
+    }
+
+    /// The pool handed `waiter` a connection: its deadline no longer runs. Returns whether its timer is pending
+    /// (to be cancelled).
+    mutating func waiterServed(_ waiter: WaiterID) -> Bool {
+        waiterDeadlines.removeValue(forKey: waiter) != nil
+    }
+
+    /// A waiting requester gave up (cancelled or timed out): it leaves the queue and its deadline no longer runs.
+    /// Returns whether it was still in the queue.
     mutating func removeWaiter(key: Key, waiter: WaiterID) -> Bool {
+        waiterDeadlines[waiter] = nil
         guard var state = keys[key], let index = state.waiters.firstIndex(of: waiter) else { return false }
         state.waiters.remove(at: index)
         keys[key] = state
