@@ -22,27 +22,6 @@ extension HTTPExchange {
     ///   bytes and is asked to go on at or below ``lowWatermark``;
     /// - the lease goes back exactly once, however many paths try.
     struct StateMachine {
-        /// The states of the list, for tests and logs.
-        enum Phase: Equatable, Sendable {
-            /// The pool has the request (as a waiter, or about to serve it).
-            case queued
-            /// A connection was leased; on its event loop, its carrier is being opened and checked.
-            case waitingForConnection
-            /// The request's head (for a bodiless request: all of it) is written; no response yet.
-            case headWritten
-            /// The body is being written; `demand`: the next chunk may be written now.
-            case uploading(demand: Bool)
-            /// The response head arrived; the caller has not taken it yet (the end of the read, or the upload,
-            /// comes first).
-            case headReceived
-            /// The caller has the head; the body is on its way.
-            case streaming
-            /// The response ended and the caller has its head (the body may still be unread).
-            case finished
-            case failed
-            case cancelled
-        }
-
         /// Above this many unread response-body bytes the connection holds reads back.
         static let highWatermark = 64 * 1024
         /// At or below this many unread bytes a connection that held reads back is asked to go on.
@@ -84,61 +63,6 @@ extension HTTPExchange {
             case finished
             case failed
             case cancelled
-        }
-
-        /// What the exchange does after an event: each field is one effect, carried out outside the lock.
-        struct Effects {
-            /// Resume the caller (waiting in `send`) with this.
-            var caller: Result<HTTPResponseHead, any Error>?
-            /// Resume the waiting body reader with this.
-            var reader: Result<ArraySlice<UInt8>?, any Error>?
-            /// Resume the upload waiting for demand: go on (`true`) or stop.
-            var uploader: Bool?
-            /// Stop the upload task (cancel it).
-            var stopUpload = false
-            /// Start the upload task.
-            var startUpload = false
-            /// Give up the pool's waiter.
-            var abandonWaiter: ConnectionPool.WaiterID?
-            /// Abandon the request on its connection (closes it, or resets its stream).
-            var cancelHandler = false
-            /// Tell the connection the request's end will never be written (the upload was given up or failed).
-            var requestFailed = false
-            /// Tell the connection the request's end was written.
-            var requestSent = false
-            /// Let the connection's reads through again: the reader caught up.
-            var resumeReading = false
-            /// Give the lease back to the pool, reusable or not.
-            var release: Bool?
-
-            static var none: Effects { Effects() }
-        }
-
-        /// How a started request goes on.
-        enum StartAction: Equatable {
-            /// Start the request on its connection and write it (with `upload`: its head, then the upload task
-            /// writes the body).
-            case write(upload: Bool)
-            /// The caller went away meanwhile: start the request and abandon it at once, so the connection ends
-            /// it (and gives the lease back) as for any abandoned request.
-            case abandon
-        }
-
-        /// What the body reader gets.
-        enum Read {
-            case chunk(ArraySlice<UInt8>)
-            case end
-            case error(any Error)
-            /// Nothing yet: the reader waits (``Effects/reader`` resumes it).
-            case wait
-        }
-
-        /// What the upload gets when it asks for demand.
-        enum Demand: Equatable {
-            case ready
-            case stopped
-            /// The last chunk is still being written: the upload waits (``Effects/uploader`` resumes it).
-            case wait
         }
 
         private var state = State.queued(waiter: nil)
@@ -491,117 +415,6 @@ extension HTTPExchange {
 
         private mutating func finishBody(_ end: Result<Void, any Error>, _ effects: inout Effects) {
             body.finish(end, &effects)
-        }
-    }
-}
-
-extension HTTPExchange.StateMachine {
-    /// The response body's chunks between the connection and the one reader, with watermarks.
-    ///
-    /// Why not `AsyncThrowingStream`: its storage is generic code in the concurrency runtime, not specialized for
-    /// our element, and every yield, read and teardown paid for runtime generic-metadata lookups (callgrind:
-    /// replacing it took a keep-alive request from 228k to 194k instructions).
-    struct ResponseBody {
-        var chunks: [ArraySlice<UInt8>] = []
-        var nextChunk = 0
-        /// nil while open; `.success` once finished (or cancelled); `.failure` until the error has been thrown once.
-        var end: Result<Void, any Error>?
-        var readerWaiting = false
-        /// Ended by the reading task's cancellation (not by the connection).
-        var endedByCancellation = false
-        /// Bytes yielded and not yet read.
-        var bufferedBytes = 0
-        /// The connection was told to hold reads back and has not been asked to go on yet.
-        var producerPaused = false
-        /// Nobody will read any more (the body was dropped): chunks are discarded, the connection never pauses.
-        var abandoned = false
-
-        /// Adds a chunk (dropped once the body ended or was dropped); false when the reader is behind.
-        mutating func yield(_ chunk: ArraySlice<UInt8>, _ effects: inout Effects) -> Bool {
-            guard end == nil, !abandoned else { return true }
-            if readerWaiting {
-                readerWaiting = false
-                effects.reader = .success(chunk)
-                return true
-            }
-            chunks.append(chunk)
-            bufferedBytes += chunk.count
-            if bufferedBytes > HTTPExchange.StateMachine.highWatermark { producerPaused = true }
-            return !producerPaused
-        }
-
-        /// Ends the body: the reader gets the buffered chunks, then the end (or the error, once).
-        mutating func finish(_ result: Result<Void, any Error>, _ effects: inout Effects) {
-            guard end == nil else { return }
-            end = result
-            guard readerWaiting else { return }
-            // A waiting reader means nothing is buffered: it gets the end now (the error is then consumed).
-            readerWaiting = false
-            switch result {
-            case .success: effects.reader = .success(nil)
-            case .failure(let error):
-                end = .success(())
-                effects.reader = .failure(error)
-            }
-        }
-
-        /// What the reader gets next; asks a paused connection to go on once the reader has caught up.
-        mutating func take(_ effects: inout Effects) -> Read {
-            let read: Read
-            if nextChunk < chunks.count {
-                let chunk = chunks[nextChunk]
-                nextChunk += 1
-                bufferedBytes -= chunk.count
-                if nextChunk == chunks.count {
-                    chunks.removeAll(keepingCapacity: chunks.count <= 16)
-                    nextChunk = 0
-                }
-                read = .chunk(chunk)
-            } else {
-                switch end {
-                case nil: read = .wait
-                case .success: read = .end
-                case .failure(let error):
-                    end = .success(())
-                    read = .error(error)
-                }
-            }
-            if producerPaused, bufferedBytes <= HTTPExchange.StateMachine.lowWatermark {
-                producerPaused = false
-                effects.resumeReading = true
-            }
-            return read
-        }
-
-        /// The reader's task was cancelled: whether the body was still open (it is now ended).
-        mutating func cancelByReader(_ effects: inout Effects) -> Bool {
-            guard end == nil else { return false }
-            end = .success(())
-            endedByCancellation = true
-            discardBuffered()
-            producerPaused = false
-            if readerWaiting {
-                readerWaiting = false
-                effects.reader = .success(nil)
-            }
-            return true
-        }
-
-        /// The body was dropped unread: whether it was still open.
-        mutating func abandon(_ effects: inout Effects) -> Bool {
-            abandoned = true
-            discardBuffered()
-            if producerPaused {
-                producerPaused = false
-                effects.resumeReading = true
-            }
-            return end == nil
-        }
-
-        private mutating func discardBuffered() {
-            chunks = []
-            nextChunk = 0
-            bufferedBytes = 0
         }
     }
 }
