@@ -119,19 +119,35 @@ import Testing
         #expect(machine.phase == .finished)
     }
 
-    @Test func aResponseThatEndsDuringTheUploadGivesTheUploadUp() {
+    /// The caller gets a response that ended during the upload at once; the upload is given up once the caller
+    /// has taken it, unless it ended first.
+    @Test func aResponseThatEndsDuringTheUploadGivesTheUploadUpOnceTheCallerHasIt() {
         var machine = Self.machine(in: .uploading(demand: false))
         #expect(machine.awaitDemand() == .wait)
         machine.receiveHead(Self.ok)
         _ = machine.handOverHead()
         let end = machine.receiveEnd()
-        #expect(end.stopUpload)
-        #expect(end.uploader == false)
-        #expect(end.requestFailed)
+        #expect(!end.stopUpload)
+        #expect(!end.requestFailed)
         #expect(Self.head(end)?.status == .ok)
+        let taken = machine.callerTookResponse()
+        #expect(taken.stopUpload)
+        #expect(taken.uploader == false)
+        #expect(taken.requestFailed)
         #expect(machine.phase == .finished)
         #expect(machine.uploadEnded() == false)
         #expect(machine.chunkWritten(true).uploader == nil)
+    }
+
+    @Test func anUploadThatEndsBeforeTheCallerTakesAnEarlyResponseEndsTheRequest() {
+        var machine = Self.machine(in: .uploading(demand: true))
+        machine.receiveHead(Self.ok)
+        _ = machine.handOverHead()
+        #expect(Self.head(machine.receiveEnd()) != nil)
+        #expect(machine.uploadEnded() == true)
+        #expect(machine.callerTookResponse().requestFailed == false)
+        #expect(machine.endWritten(true).requestSent)
+        #expect(machine.phase == .finished)
     }
 
     @Test func aResponseThatEndsWhileTheRequestsEndIsBeingWrittenLetsThatWriteDecide() {

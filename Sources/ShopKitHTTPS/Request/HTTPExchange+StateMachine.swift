@@ -292,18 +292,28 @@ extension HTTPExchange {
             return (effects, !goOn)
         }
 
-        /// The response ended. An upload still running is given up (the connection closes a connection or resets
-        /// a stream holding part of a request).
+        /// The response ended: the caller gets the head (once handed over), even while the upload runs. The upload
+        /// may still end the request until the caller has taken the response (``callerTookResponse()``); a body that
+        /// turns out to be complete then leaves the connection reusable.
         mutating func receiveEnd() -> Effects {
             guard case .running(var running) = state else { return .none }
             var effects = Effects.none
             running.responseEnded = true
-            if case .uploading = running.request {
-                running.request = .done
-                effects.requestFailed = true
-                stopUpload(&effects)
-            }
             finishBody(.success(()), &effects)
+            deliverHeadIfDue(&running, &effects)
+            return effects
+        }
+
+        /// The caller's task resumed with the response. An upload that has not ended by now, while the response
+        /// has, is given up (the connection closes a connection or resets a stream holding part of a request).
+        mutating func callerTookResponse() -> Effects {
+            guard case .running(var running) = state, running.responseEnded, case .uploading = running.request else {
+                return .none
+            }
+            var effects = Effects.none
+            running.request = .done
+            effects.requestFailed = true
+            stopUpload(&effects)
             deliverHeadIfDue(&running, &effects)
             return effects
         }
@@ -381,16 +391,16 @@ extension HTTPExchange {
 
         // MARK: Helpers
 
-        /// Gives the caller the head once it was handed over and no upload runs; the exchange is finished once
-        /// the response has ended too.
+        /// Gives the caller the head once it was handed over and no upload runs (or the response has ended); the
+        /// exchange is finished once the response has ended and the upload too.
         private mutating func deliverHeadIfDue(_ running: inout Running, _ effects: inout Effects) {
-            if case .handedOver(let head) = running.head, running.request != .uploading(demand: true),
-                running.request != .uploading(demand: false)
-            {
+            var uploading = false
+            if case .uploading = running.request { uploading = true }
+            if case .handedOver(let head) = running.head, !uploading || running.responseEnded {
                 running.head = .delivered
                 effects.caller = .success(head)
             }
-            if case .delivered = running.head, running.responseEnded {
+            if case .delivered = running.head, running.responseEnded, !uploading {
                 state = .finished
             } else {
                 state = .running(running)

@@ -62,7 +62,8 @@ final class HTTPExchange: ExchangeEvents {
     /// - Throws: ``NotProcessed`` when the server did not process the request; ``ConnectionNotQuiet``; pool errors;
     ///   transport errors; the caller's body errors as they are; `CancellationError`.
     func run(to target: RequestTarget) async throws -> HTTPResponseHead {
-        try await withTaskCancellationHandler {
+        defer { perform(locked.withLockedValue { $0.machine.callerTookResponse() }) }
+        return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (caller: CheckedContinuation<HTTPResponseHead, any Error>) in
                 let ready: Result<HTTPResponseHead, any Error>? = locked.withLockedValue {
                     if let outcome = $0.callerOutcome { return outcome }
