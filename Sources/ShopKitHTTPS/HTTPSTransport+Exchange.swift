@@ -52,6 +52,8 @@ extension HTTPSTransport {
         if isHead || head.status.code == 204 || head.status.code == 304 {
             // No body: wait for the exchange's end, so the connection is back in the pool when `send` returns.
             while try await exchange.next() != nil {}
+            // Cut short by the caller's cancellation: the response may not have ended (a reset could follow).
+            if exchange.bodyWasCancelled { throw CancellationError() }
             return (response, nil)
         }
         let length = HTTPConversion.contentLength(head).map { HTTPBody.Length.known(Int64($0)) } ?? .unknown
