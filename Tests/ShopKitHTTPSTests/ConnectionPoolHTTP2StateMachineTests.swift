@@ -104,8 +104,28 @@ import Testing
         _ = machine.lease(key: "a", for: w(2))
         #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .handOver(c(1), to: w(2)))
         _ = machine.lease(key: "a", for: w(3))
-        #expect(machine.goAway(key: "a", connection: c(1)) == .none)
-        #expect(machine.release(key: "a", connection: c(1), reusable: false, now: t0) == .closeAndCreate(c(1), create: new(c(2), w(3))))
+        // A draining connection does not count against the limit: the waiter gets a new connection at once, not
+        // when the draining one's last stream ends.
+        #expect(machine.goAway(key: "a", connection: c(1)) == .create(new(c(2), w(3))))
+        #expect(machine.release(key: "a", connection: c(1), reusable: false, now: t0) == .close(c(1)))
+    }
+
+    /// With one connection per host, requests retried after a GOAWAY (or new ones) never queue behind a slow
+    /// stream of the draining connection: the server asked for a new connection.
+    @Test func aDrainingConnectionsSlowStreamNeverHoldsTheNextConnectionBack() {
+        var machine = Machine(maxPerKey: 1, offersHTTP2: true)
+        _ = machine.lease(key: "a", for: w(1))
+        _ = machine.established(key: "a", connection: c(1), streamCapacity: 10)
+        _ = machine.lease(key: "a", for: w(2))
+        #expect(machine.goAway(key: "a", connection: c(1)) == .none)  // nobody waits
+        #expect(machine.lease(key: "a", for: w(3)) == .create(new(c(2), w(3))))
+        #expect(machine.lease(key: "a", for: w(4)) == .wait)  // for c2, being opened
+        #expect(machine.established(key: "a", connection: c(2), streamCapacity: 10) == .handOverStreams(c(2), to: [w(4)]))
+        // The limit still holds for connections that take streams: c2 is the one.
+        #expect(machine.lease(key: "a", for: w(5)) == .use(c(2)))
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .none)
+        #expect(machine.release(key: "a", connection: c(1), reusable: true, now: t0) == .close(c(1)))
+        #expect(machine.isUnknown(key: "a", connection: c(1)))
     }
 
     @Test func aClosedHTTP2ConnectionLeavesThePoolAndItsLateReleasesAreIgnored() {

@@ -112,7 +112,15 @@ struct ConnectionPoolStateMachine<Key: Hashable & Sendable>: Sendable {
         var distrusted: Set<ConnectionID> = []
         /// Whether connections to this key negotiate HTTP/2 (nil: not known yet).
         var speaksHTTP2: Bool?
-        var total: Int { idle.count + leased.count + multiplexed.count }
+        /// The connections that count against ``ConnectionPoolStateMachine/maxPerKey``. A draining HTTP/2
+        /// connection (after GOAWAY or a failure) does not: it takes no new stream, so counting it would leave
+        /// waiting requesters queued behind its slowest stream (until their deadline, with one connection per host),
+        /// where the server asked for a new connection. It still closes after its last stream.
+        var total: Int {
+            var draining = 0
+            for streams in multiplexed.values where streams.draining { draining += 1 }
+            return idle.count + leased.count + multiplexed.count - draining
+        }
 
         /// A multiplexed connection with a free stream, the busiest first (so idle ones can time out).
         var roomyStream: ConnectionID? {
