@@ -8,9 +8,11 @@ struct NotProcessed: Error {
     let error: any Error
 }
 
-/// A kept-alive HTTP/1.1 connection that was not quiet when a request was about to be written on it (the server
-/// sent something after its last response, or closed): discarded before anything was written, so the request
-/// goes out on another connection, and this does not count as an attempt.
+/// A connection found unusable when a request was about to be written on it, before any byte of the request was:
+/// a kept-alive HTTP/1.1 connection that was not quiet (the server sent something after its last response, or
+/// closed), or an HTTP/2 connection that closed, is closing for a connection error, or was refused by GOAWAY
+/// after the pool handed it out. The request goes out on another connection, and this does not count as an
+/// attempt (the caller's body was never read).
 struct ConnectionNotQuiet: Error {}
 
 extension HTTPSTransport {

@@ -17,7 +17,7 @@ final class HTTP2Connection: Sendable {
     struct Events: Sendable {
         /// The server changed `SETTINGS_MAX_CONCURRENT_STREAMS` (after the first SETTINGS).
         var capacityChanged: @Sendable (Int) -> Void = { _ in }
-        /// The server sent GOAWAY: no new streams.
+        /// The server sent GOAWAY, or the connection is closing for a connection error: no new streams.
         var goAway: @Sendable () -> Void = {}
     }
 
@@ -120,12 +120,24 @@ final class HTTP2Connection: Sendable {
         return limit
     }
 
-    /// On the event loop: opens a stream for one request and hands it to `opened` at once, or an
-    /// ``HTTPSTransportError`` when the connection takes no more streams. Nothing is sent until the request's head
-    /// is written.
+    /// On the event loop: opens a stream for one request and hands it to `opened` at once, or
+    /// ``ConnectionNotQuiet`` when the connection takes no more streams (it closed, is closing, or the server's
+    /// GOAWAY arrived after the pool handed it out): nothing was sent, so the request goes out on another
+    /// connection, and this is not an attempt. Nothing is sent until the request's head is written.
+    ///
+    /// A connection that was idle gets a liveness check first (``ConnectionQuiet``, `closedOnly`): a server that
+    /// closed its side (its FIN arrived, not read yet) gets no request on it; it is closed, and the request goes
+    /// out on another. Bytes waiting are no sign here: an idle HTTP/2 connection receives PINGs and their
+    /// acknowledgements.
     func openStream(_ opened: @escaping @Sendable (Result<HTTPClientConnection, any Error>) -> Void) {
-        guard let stream = handler.value.openStream() else {
-            opened(.failure(HTTPSTransportError.connectionClosed))
+        let handler = self.handler.value
+        if handler.isIdle, !ConnectionQuiet.check(channel, closedOnly: true) {
+            channel.close(promise: nil)
+            opened(.failure(ConnectionNotQuiet()))
+            return
+        }
+        guard let stream = handler.openStream() else {
+            opened(.failure(ConnectionNotQuiet()))
             return
         }
         opened(.success(HTTPClientConnection(channel: channel, handler: stream)))

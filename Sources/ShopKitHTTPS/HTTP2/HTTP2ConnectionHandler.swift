@@ -43,7 +43,7 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     package struct Observer {
         /// The server's SETTINGS: its `SETTINGS_MAX_CONCURRENT_STREAMS`, or nil for no limit.
         var settings: (Int?) -> Void
-        /// The server's GOAWAY.
+        /// The connection takes no new streams: the server's GOAWAY, or a connection error it is closing for.
         var goAway: () -> Void
 
         package init(settings: @escaping (Int?) -> Void, goAway: @escaping () -> Void) {
@@ -67,6 +67,9 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     private var maxStreams: Int?
     /// The last stream id and the error code of the server's GOAWAY.
     private var goAway: (lastStreamID: HTTP2StreamID, code: HTTP2ErrorCode)?
+    /// Closing for a connection error: no new stream is opened on it (the pool was told at once, before the
+    /// close completes, so it hands the connection to nobody).
+    private var closing = false
     /// Streams that received frames in the current read: they finish it at its end.
     private var touchedStreams: [HTTP2Stream] = []
     private var reading = false
@@ -107,7 +110,7 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// A new stream for one request, or nil when the connection takes no more (closed, GOAWAY, ids used up). It
     /// has no id until its HEADERS are written.
     package func openStream() -> HTTP2Stream? {
-        guard isActive, goAway == nil, nextStreamID < Int32.max - 1 else { return nil }
+        guard isActive, !closing, goAway == nil, nextStreamID < Int32.max - 1 else { return nil }
         let stream = HTTP2Stream(connection: self)
         unopened[ObjectIdentifier(stream)] = stream
         return stream
@@ -116,13 +119,17 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
     /// The id for `stream`'s HEADERS, which its caller writes next (nothing is written in between: ids go out in
     /// the order they are taken), or nil when the connection can open no more streams (GOAWAY, ids used up).
     func assignID(to stream: HTTP2Stream) -> HTTP2StreamID? {
-        guard unopened.removeValue(forKey: ObjectIdentifier(stream)) != nil, goAway == nil, nextStreamID < Int32.max - 1
+        guard unopened.removeValue(forKey: ObjectIdentifier(stream)) != nil, !closing, goAway == nil,
+            nextStreamID < Int32.max - 1
         else { return nil }
         let id = HTTP2StreamID(nextStreamID)
         nextStreamID += 2
         streams[id] = stream
         return id
     }
+
+    /// Whether no stream is open or being opened: the connection was idle in the pool.
+    var isIdle: Bool { streams.isEmpty && unopened.isEmpty }
 
     /// Forgets `stream`: it ended and is closed.
     func remove(_ stream: HTTP2Stream) {
@@ -239,6 +246,10 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
         if let streamError = error as? NIOHTTP2Errors.StreamError {
             streams[streamError.streamID]?.streamError(streamError.baseError)
             return
+        }
+        if !closing {
+            closing = true
+            observer?.goAway()
         }
         if closeReason == nil {
             switch error {

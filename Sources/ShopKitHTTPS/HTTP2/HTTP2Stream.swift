@@ -56,14 +56,11 @@ package final class HTTP2Stream: RequestHandler {
     // MARK: From the request's caller (RequestHandler)
 
     package func start(_ exchange: any ExchangeEvents, id: HTTP1ConnectionStateMachine.RequestID) {
-        // A stream closed before its request starts: the server's GOAWAY refused it while it had no id (it was
-        // opened on the loop, then the GOAWAY was read before the request hopped on). Started anyway, it wrote
-        // nothing and heard nothing until the request's timeout; it is the GOAWAY's refusal, safe to send again.
+        // A stream closed before its request starts: the server's GOAWAY refused it while it had no id, or the
+        // connection closed or failed (it was opened on the loop, then that was read before the request hopped
+        // on). Nothing of the request was written: it goes out on another connection, and this is no attempt.
         guard self.request == nil, !closed, connection.isActive else {
-            delivery.fail(
-                exchange,
-                .init(failure: .transport(.connectionClosed), noResponseBytes: true, headDelivered: false),
-                refusedByGoAway: connection.refusal(of: self))
+            exchange.fail(ExchangeFailure(error: ConnectionNotQuiet(), noResponseBytes: true))
             exchange.release(reusable: false)
             connection.remove(self)
             return

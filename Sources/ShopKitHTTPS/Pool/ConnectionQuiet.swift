@@ -19,7 +19,7 @@ final class ReceivedByteCounter: ChannelInboundHandler, RemovableChannelHandler 
     }
 }
 
-/// Whether an idle HTTP/1.1 connection is quiet, checked before a request is written on it again (the liveness
+/// Whether an idle connection is quiet, checked before a request is written on it again (the liveness
 /// check curl makes before reusing a connection): no byte from the server waits anywhere (in the socket, in the
 /// TLS layer), and the server has not closed its side. A server that said anything after its last response, or
 /// closed, gets no request on that connection: it is discarded, and the request goes out on another.
@@ -39,10 +39,13 @@ enum ConnectionQuiet {
 
     /// On the channel's event loop: whether `channel` is quiet. A channel whose kernel state cannot be read
     /// (not a socket) is judged by the TLS layer alone.
-    static func check(_ channel: any Channel) -> Bool {
+    ///
+    /// With `closedOnly` (an idle HTTP/2 connection, where a PING, its acknowledgement or a WINDOW_UPDATE may
+    /// arrive at any time and harms nobody), only whether the server closed its side counts.
+    static func check(_ channel: any Channel, closedOnly: Bool = false) -> Bool {
         guard channel.isActive else { return false }
         let handlers = channel.pipeline.syncOperations
-        if let tls = try? handlers.handler(type: TLSHandler.self), tls.holdsUnreadInput { return false }
+        if !closedOnly, let tls = try? handlers.handler(type: TLSHandler.self), tls.holdsUnreadInput { return false }
         guard let counter = try? handlers.handler(type: ReceivedByteCounter.self),
             let socket = channel as? any SocketOptionProvider
         else { return true }
@@ -58,7 +61,7 @@ enum ConnectionQuiet {
         }
         guard let (state, received) = kernel.value else { return true }
         // A kernel older than 4.1 leaves the count at zero: then the state alone speaks.
-        return state == established && (received == 0 || received == counter.total)
+        return state == established && (closedOnly || received == 0 || received == counter.total)
         #else
         return true
         #endif

@@ -149,6 +149,9 @@ final class HTTPExchange: ExchangeEvents {
     /// the body cannot be pulled by the caller's task, nor by a child task it would wait for. The task is
     /// cancelled when the machine gives the upload up; its writes go out one at a time, on the machine's demand.
     private func startUpload(_ body: HTTPBody, on carrier: HTTPClientConnection) {
+        // A request that already ended (its carrier refused it at start) never reads the caller's body: it may go
+        // out on another connection, which needs the body untouched.
+        guard locked.withLockedValue({ $0.machine.isUploading }) else { return }
         let task = Task { await self.upload(body, on: carrier) }
         let stopped = locked.withLockedValue { state -> Bool in
             guard state.machine.isUploading else { return true }
