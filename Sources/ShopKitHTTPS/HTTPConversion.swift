@@ -12,17 +12,24 @@ enum HTTPConversion {
     /// Framing: a known body length becomes `Content-Length`; an unknown one `Transfer-Encoding: chunked`;
     /// no body gives no framing header, except `Content-Length: 0` for methods that usually carry one.
     /// Framing headers the caller set are replaced, so the head always matches the bytes written.
+    ///
+    /// `Host` is always the target's canonical name (the one the connection was verified and pinned for),
+    /// whatever the request's `authority` or fields say: a request never names another host on a connection
+    /// verified for this one. The client never asks for a protocol upgrade (a 101 is the server's fault), so the
+    /// caller's `Upgrade` field and an `upgrade` token of its `Connection` field are not sent.
     static func requestHead(
         _ request: HTTPRequest, baseURL: URL, target: RequestTarget, bodyLength: BodyLength
     ) -> HTTPRequestHead {
         var headers = HTTPHeaders()
         for field in request.headerFields {
             switch field.name {
-            case .contentLength, .transferEncoding: continue
+            case .contentLength, .transferEncoding, .upgrade: continue
+            case .connection:
+                if let kept = withoutUpgradeToken(field.value) { headers.add(name: field.name.rawName, value: kept) }
             default: headers.add(name: field.name.rawName, value: field.value)
             }
         }
-        headers.replaceOrAdd(name: "Host", value: request.authority ?? target.hostHeader)
+        headers.replaceOrAdd(name: "Host", value: target.hostHeader)
         switch bodyLength {
         case .none:
             if [.post, .put, .patch].contains(request.method) { headers.add(name: "Content-Length", value: "0") }
@@ -34,6 +41,14 @@ enum HTTPConversion {
         return HTTPRequestHead(
             version: .http1_1, method: HTTPMethod(rawValue: request.method.rawValue),
             uri: requestURI(path: request.path, baseURL: baseURL), headers: headers)
+    }
+
+    /// A `Connection` field's value without its `upgrade` token (nil when nothing is left).
+    static func withoutUpgradeToken(_ value: String) -> String? {
+        guard value.range(of: "upgrade", options: .caseInsensitive) != nil else { return value }
+        let kept = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && $0.lowercased() != "upgrade" }
+        return kept.isEmpty ? nil : kept.joined(separator: ", ")
     }
 
     /// The request's body framing.

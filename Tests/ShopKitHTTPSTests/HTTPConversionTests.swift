@@ -43,6 +43,21 @@ import ShopKitTLS
         #expect(get.headers["Content-Length"].isEmpty)
     }
 
+    /// `Host` is the target's canonical name whatever the request says; the caller never asks for an upgrade.
+    @Test func theHostIsTheTargetsAndNoUpgradeIsAskedFor() throws {
+        let target = try RequestTarget(baseURL: URL(string: "https://api.example.com")!)
+        var request = HTTPRequest(method: .get, scheme: "http", authority: "evil.example", path: "/")
+        request.headerFields[HTTPField.Name("Host")!] = "other.example"
+        request.headerFields[.connection] = "Upgrade, close"
+        request.headerFields[.upgrade] = "websocket"
+        let head = HTTPConversion.requestHead(request, baseURL: base, target: target, bodyLength: .none)
+        #expect(head.headers["Host"] == ["api.example.com"])
+        #expect(head.headers["Upgrade"].isEmpty)
+        #expect(head.headers["Connection"] == ["close"])
+        request.headerFields[.connection] = "upgrade"
+        #expect(HTTPConversion.requestHead(request, baseURL: base, target: target, bodyLength: .none).headers["Connection"].isEmpty)
+    }
+
     @Test func responseHeadConvertsStatusAndFields() throws {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/plain")
