@@ -64,7 +64,9 @@ enum ModelLongRunSeeds {
 
 extension ModelHostileLongRun {
     static func run(_ seeds: [UInt64]) async throws {
-        let rounds = seeds.flatMap(ModelRound.all)
+        // `SHOPKIT_MODEL_ROUND=h2-1` (or h1-4, ...) replays one kind of round only.
+        let only = ProcessInfo.processInfo.environment["SHOPKIT_MODEL_ROUND"]
+        let rounds = seeds.flatMap(ModelRound.all).filter { round in only.map { round.shortName.hasPrefix($0) } ?? true }
         let started = ContinuousClock.now
         var totals = ModelReport.Totals()
         var failedSeeds: Set<UInt64> = []
@@ -107,6 +109,9 @@ struct ModelRound: Sendable, CustomTestStringConvertible {
     static func all(_ seed: UInt64) -> [ModelRound] {
         [false, true].flatMap { http2 in [1, 4].map { ModelRound(seed: seed, http2: http2, maxConnections: $0) } }
     }
+
+    /// `h1-1`, `h1-4`, `h2-1` or `h2-4`: for `SHOPKIT_MODEL_ROUND`.
+    var shortName: String { "h\(http2 ? 2 : 1)-\(maxConnections)" }
 
     var testDescription: String { "seed \(seed), \(http2 ? "HTTP/2" : "HTTP/1.1"), \(maxConnections) per host" }
 
