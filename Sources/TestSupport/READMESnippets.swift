@@ -30,4 +30,15 @@ package enum READMESnippets {
     package static func readmeShows(_ example: String) throws -> Bool {
         try readme().contains("```swift\n" + example + "```\n")
     }
+
+    /// The text of the document at `path`, relative to the repository's root (a DocC article, CONTRIBUTING.md).
+    package static func document(_ path: String) throws -> String {
+        try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Whether the document at `path` (relative to the repository's root) contains `example` as a Swift code
+    /// block: the examples that moved from the README to the DocC articles are checked there.
+    package static func documentShows(_ example: String, in path: String) throws -> Bool {
+        try document(path).contains("```swift\n" + example + "```\n")
+    }
 }

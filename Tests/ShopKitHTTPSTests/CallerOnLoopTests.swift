@@ -75,7 +75,8 @@ func fetchAll(_ paths: [String], from baseURL: URL, with transport: HTTPSTranspo
         await transport.shutdown()
         await server.stop()
         let example = try #require(try READMESnippets.example(inFile: #filePath))
-        #expect(try READMESnippets.readmeShows(example), "README.md's caller-on-the-loop example differs from this file")
+        let article = "Sources/ShopKitHTTPS/ShopKitHTTPS.docc/TransportGuarantees.md"
+        #expect(try READMESnippets.documentShows(example, in: article), "\(article)'s caller-on-the-loop example differs from this file")
     }
 
     @Test func withoutThePreferenceTheCallerStaysOffTheLoop() async throws {

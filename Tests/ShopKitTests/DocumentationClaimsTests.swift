@@ -10,7 +10,7 @@ import TestSupport
     /// README.md and every `.docc` article, with their paths.
     static func documents() throws -> [(path: String, text: String)] {
         let root = READMESnippets.root
-        var paths = ["README.md"]
+        var paths = ["README.md", "CONTRIBUTING.md"]
         let sources = root.appendingPathComponent("Sources")
         for module in try FileManager.default.contentsOfDirectory(atPath: sources.path) {
             let catalog = sources.appendingPathComponent(module).appendingPathComponent("\(module).docc")

@@ -43,10 +43,15 @@ import Testing
 import TestSupport
 
 @Suite(.timeLimit(.minutes(3))) struct READMEExampleTests {
+    static let apiClientArticle = "Sources/ShopKitAPI/ShopKitAPI.docc/UsingTheAPIClient.md"
+    static let generatedClientsArticle = "Sources/ShopKitAPI/ShopKitAPI.docc/GeneratedClients.md"
+
     @Test func exampleIsTheREADMEsExample() throws {
         let example = try #require(try READMESnippets.example(inFile: #filePath))
         #expect(example.count > 500)
-        #expect(try READMESnippets.readmeShows(example), "README.md's API client example differs from this file")
+        #expect(
+            try READMESnippets.documentShows(example, in: Self.apiClientArticle),
+            "\(Self.apiClientArticle)'s API client example differs from this file")
     }
 
     /// The version lives in ShopKitVersion; the README documents it and it is CHANGELOG.md's newest release.
@@ -64,7 +69,9 @@ import TestSupport
         let file = READMESnippets.root.appendingPathComponent(
             "Examples/GeneratedClient/Sources/PetStoreClient/HandBuiltMiddlewares.swift")
         let example = try #require(try READMESnippets.example(inFile: file.path))
-        #expect(try READMESnippets.readmeShows(example), "README.md's hand-built middlewares differ from \(file.path)")
+        #expect(
+            try READMESnippets.documentShows(example, in: Self.generatedClientsArticle),
+            "the article's hand-built middlewares differ from \(file.path)")
     }
 
     /// The generated-client example is compiled and run by its own package (Examples/GeneratedClient, which
@@ -74,7 +81,9 @@ import TestSupport
             "Examples/GeneratedClient/Sources/PetStoreClient/PetStoreExample.swift")
         let example = try #require(try READMESnippets.example(inFile: file.path))
         #expect(example.count > 500)
-        #expect(try READMESnippets.readmeShows(example), "README.md's generated-client example differs from \(file.path)")
+        #expect(
+            try READMESnippets.documentShows(example, in: Self.generatedClientsArticle),
+            "the article's generated-client example differs from \(file.path)")
     }
 
     @Test func exampleRunsThroughRefreshAndReplay() async {

@@ -6,17 +6,20 @@ import TestSupport
 import Testing
 import ShopKit
 
-/// The README's "Rotating pins" walkthrough, run as written: its shell block's commands (the built pin-check and
+/// The "Rotating pins" walkthrough of the "Pinning in operation" article, run as written: its shell block's commands (the built pin-check and
 /// the openssl command, in a temporary directory; `api.example.com` is the loopback server's `localhost`, and
 /// pins-document trusts the test CA) between the app's own steps, against in-process TLS servers.
 @Suite(.timeLimit(.minutes(3))) struct RotatingPinsWalkthroughTests {
     static let openssl = BuiltBinary(url: URL(fileURLWithPath: "/usr/bin/openssl"))
     static let shell = BuiltBinary(url: URL(fileURLWithPath: "/bin/sh"))
 
-    /// The README's walkthrough block, split at its `# N.` step comments: index 0 is the setup before step 1.
+    /// The article with the walkthrough.
+    static let article = "Sources/ShopKit/ShopKit.docc/PinningInOperationGuide.md"
+
+    /// The walkthrough block, split at its `# N.` step comments: index 0 is the setup before step 1.
     static func steps() throws -> [[String]] {
-        let readme = try READMESnippets.readme()
-        let section = try #require(readme.range(of: "### Rotating pins"))
+        let readme = try READMESnippets.document(Self.article)
+        let section = try #require(readme.range(of: "\n## Rotating pins\n"))
         let block = try #require(readme[section.upperBound...].range(of: "```sh\n"))
         let end = try #require(readme[block.upperBound...].range(of: "```\n"))
         var steps: [[String]] = [[]]
