@@ -128,6 +128,7 @@ let package = Package(
             dependencies: [
                 "ShopKitCore", "ShopKitPinning", "ShopKitTLS", "ShopKitHTTPS", "ShopKitAPI", "ShopKitCredentials",
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ]),
 
         .executableTarget(

@@ -50,19 +50,28 @@ public struct ShopKitConfiguration: Sendable {
     package var randomSource: any RandomSource
     /// Decodes response bodies (used by ``ShopKitFactory``'s `makeAPIClient` only).
     public var decoder: JSONDecoder
-    /// Where the retry, auth and dedup middlewares log: each decision at `debug` (a retry and its wait, a refresh,
-    /// a joined request), a sign-out at `notice`. Never a token, a header value or a body.
+    /// The client's one logging knob: where the client, the retry, auth and dedup middlewares log (each decision at
+    /// `debug`: a request and its status, a retry and its wait, a refresh, a joined request; a sign-out at
+    /// `notice`) and, when the umbrella's `ShopKitFactory.makeAPIClient(baseURL:configuration:https:)` builds the
+    /// pinned transport, its HTTP and TLS layers too. Never a token, a header value or a body.
+    ///
+    /// Default: nowhere, whatever logging backend the app bootstrapped; pass a `Logger` to see ShopKit's lines.
+    /// A logger set on a lower layer (`TLSClientConfiguration.logger`, `HTTPSTransport.Configuration.logger`)
+    /// wins for that layer; this one fills every layer left unset.
     public var logger: Logger
+
+    /// The default ``logger``: drops everything, so a library writes nothing unless the app asks.
+    package static let quietLogger = Logger(label: "ShopKit", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// Creates a configuration; every parameter has a default, and without `auth` nothing needs credentials.
     public init(
         retryPolicy: RetryPolicy = RetryPolicy(), auth: Auth? = nil,
         maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, decoder: JSONDecoder = JSONDecoder(),
-        logger: Logger = Logger(label: "ShopKit")
+        logger: Logger? = nil
     ) {
         self.init(
             retryPolicy: retryPolicy, auth: auth, maxResponseBodyBytes: maxResponseBodyBytes, sleeper: TaskSleeper(),
-            decoder: decoder, logger: logger)
+            decoder: decoder, logger: logger ?? Self.quietLogger)
     }
 
     /// The same with the retry middleware's waits and jitter injected (tests).
@@ -70,7 +79,7 @@ public struct ShopKitConfiguration: Sendable {
         retryPolicy: RetryPolicy = RetryPolicy(), auth: Auth? = nil,
         maxResponseBodyBytes: Int = ResponseBodyLimit.defaultBytes, sleeper: any Sleeper,
         randomSource: any RandomSource = SystemRandomSource(), decoder: JSONDecoder = JSONDecoder(),
-        logger: Logger = Logger(label: "ShopKit")
+        logger: Logger = ShopKitConfiguration.quietLogger
     ) {
         self.logger = logger
         self.retryPolicy = retryPolicy

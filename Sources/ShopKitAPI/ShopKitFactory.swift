@@ -59,6 +59,7 @@ public enum ShopKitFactory {
     ) -> APIClient {
         APIClient(
             baseURL: baseURL, transport: transport, middlewares: makeMiddlewares(configuration),
-            decoder: configuration.decoder, maxResponseBodyBytes: configuration.maxResponseBodyBytes)
+            decoder: configuration.decoder, maxResponseBodyBytes: configuration.maxResponseBodyBytes,
+            logger: configuration.logger)
     }
 }

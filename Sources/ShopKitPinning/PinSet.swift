@@ -123,6 +123,8 @@ public enum PinningConfigurationError: Error, Sendable, Equatable, CustomStringC
     case pin(PinParseError)
     /// The pin set was refused.
     case pinSet(PinSetError)
+    /// Two pin sets of one ``PinnedHosts`` literal have this pattern.
+    case duplicateHostPattern(HostPattern)
 
     /// The wrapped error's message.
     public var description: String {
@@ -130,6 +132,8 @@ public enum PinningConfigurationError: Error, Sendable, Equatable, CustomStringC
         case .hostPattern(let error): return error.description
         case .pin(let error): return error.description
         case .pinSet(let error): return error.description
+        case .duplicateHostPattern(let pattern):
+            return "\(pattern) is pinned twice; give each host pattern one entry with all its pins"
         }
     }
 }

@@ -46,13 +46,21 @@ public struct TLSClientConfiguration: Sendable {
     /// Receives a failure report for every pin mismatch: enforced (the connection is refused), report-only
     /// and expired sets. ShopKitHTTPS's `HTTPPinFailureReporter` POSTs them to TrustKit-compatible collectors.
     public var pinFailureReporter: (any PinFailureReporter)?
-    /// Where ShopKit logs (never a token, a key or a body). Default: no logging at all.
+    /// Where ShopKit logs (never a token, a key or a body). Default: no logging at all (unless the umbrella's
+    /// `ShopKitFactory.makeAPIClient(baseURL:configuration:https:)` fills it with `ShopKitConfiguration.logger`).
     ///
     /// Levels: per-connection events (which pin matched, a reused session, a refused pin, which is also thrown)
     /// at `debug`; a pin set without a key that is not deployed yet, and a host that no pin set covers, at
     /// `notice`, once per host and transport;
     /// report-only and expired-set mismatches, which connect anyway, at `warning`.
-    public var logger: Logger
+    public var logger: Logger {
+        get { explicitLogger ?? Self.disabledLogger }
+        set { explicitLogger = newValue }
+    }
+    /// The logger the app gave (in `init` or by setting ``logger``); nil when none was given.
+    private var explicitLogger: Logger?
+    /// Whether the app gave a logger (package access: the client's one logging knob fills it only when not).
+    package var hasLogger: Bool { explicitLogger != nil }
     /// Whether new connections offer a cached session (default `true`).
     ///
     /// Resumption skips the certificate exchange; a resumed connection is still held to the pin verdict of
@@ -107,13 +115,14 @@ public struct TLSClientConfiguration: Sendable {
     /// output unless the app hands it a logger (package access: the package's own silent default).
     package static let disabledLogger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() })
 
-    /// A configuration; every parameter has a safe default (system trust store, no pins, TLS 1.2 or later).
+    /// A configuration; every parameter has a safe default (system trust store, no pins, TLS 1.2 or later, no
+    /// logging: `logger` nil logs nothing).
     public init(
         trustRoots: TrustRoots = .system,
         pinning: PinningPolicy = PinningPolicy(),
         minimumVersion: MinimumVersion = .tls12,
         pinFailureReporter: (any PinFailureReporter)? = nil,
-        logger: Logger = Logger(label: "ShopKitTLS", factory: { _ in SwiftLogNoOpLogHandler() }),
+        logger: Logger? = nil,
         sessionResumption: Bool = true,
         applicationProtocols: [String] = [],
         clientIdentity: ClientIdentity? = nil,
@@ -126,7 +135,7 @@ public struct TLSClientConfiguration: Sendable {
         self.pinning = pinning
         self.minimumVersion = minimumVersion
         self.pinFailureReporter = pinFailureReporter
-        self.logger = logger
+        self.explicitLogger = logger
         self.sessionResumption = sessionResumption
     }
 }

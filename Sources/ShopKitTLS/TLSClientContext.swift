@@ -292,10 +292,26 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
     /// What is at fault.
     public let kind: Kind
 
+    /// The host pattern whose pins are at fault, when the error is a ``PinnedHosts`` entry's (`HTTPSTransport`'s
+    /// `init(pinning:)`); nil otherwise.
+    public let host: String?
+    /// What is wrong with that entry, when the error is a ``PinnedHosts`` entry's; nil otherwise.
+    public let pinning: PinningConfigurationError?
+
     /// An error with an actionable message.
     package init(message: String, kind: Kind = .invalidInput) {
         self.message = message
         self.kind = kind
+        self.host = nil
+        self.pinning = nil
+    }
+
+    /// The error of a ``PinnedHosts`` entry that cannot be a pin set: kind `.invalidInput`, naming the host.
+    package init(host: String, pinning: PinningConfigurationError) {
+        self.message = "pins for \"\(host)\": \(pinning)"
+        self.kind = .invalidInput
+        self.host = host
+        self.pinning = pinning
     }
 
     /// What went wrong and what to check.
