@@ -99,7 +99,7 @@ enum HTTPConversion {
         fields.reserveCapacity(head.headers.count)
         for (name, value) in head.headers {
             guard let fieldName = commonName(name) ?? HTTPField.Name(name) else {
-                throw .malformedResponse("invalid header field name \"\(name)\"")
+                throw .malformedResponse(.invalidHeaderFieldName(name))
             }
             fields.append(HTTPField(name: fieldName, value: value))
         }

@@ -303,7 +303,8 @@ public struct HTTPSTransport: ClientTransport {
         }
     }
 
-    /// Closes idle connections; requests still running finish, then their connections close.
+    /// Closes idle connections; requests still running finish, then their connections close. A request that has
+    /// no connection yet, or comes later, fails with ``HTTPSTransportError/shutDown``.
     public func shutdown() async {
         pool.shutDown()
     }

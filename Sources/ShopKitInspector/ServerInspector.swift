@@ -255,7 +255,7 @@ package struct ServerInspector: Sendable {
                 guard let failure = error as? HTTPSTransportError else {
                     return promise.succeed(.failed(.proxy("\(error)"), nil))
                 }
-                if case .timeout = failure { return promise.succeed(.failed(.connectTimeout, nil)) }
+                if failure.code == .timeout { return promise.succeed(.failed(.connectTimeout, nil)) }
                 promise.succeed(.failed(.proxy(failure.description), nil))
             }
         } else {

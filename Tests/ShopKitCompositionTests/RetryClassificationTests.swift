@@ -50,7 +50,7 @@ import Testing
             TLSError.pinMismatch(report), TLSError.untrustedChain(reason: "x", verifyCode: 20),
             TLSError.hostnameMismatch(host: "a.test"), TLSContextError(message: "bad anchors"),
             HTTPSTransportError.invalidURL(reason: "http"), HTTPSTransportError.responseBodyTooLarge(limit: 1),
-            HTTPSTransportError.malformedResponse("x"),
+            HTTPSTransportError.malformedResponse(.headTooLarge),
             HTTPSTransportError.invalidProxy(reason: "x"), HTTPSTransportError.proxyAuthenticationRequired,
             HTTPSTransportError.proxyRefused(status: 403),
             HTTPSTransportError.proxyTLSFailed(.untrustedChain(reason: "x", verifyCode: 20)),

@@ -51,7 +51,7 @@ enum Probe {
 
     static func isServerFault(_ error: any Error) -> Bool {
         guard let error = error as? HTTPSTransportError else { return false }
-        switch error {
+        switch error.code {
         case .malformedResponse, .connectionClosed, .streamReset, .responseBodyTooLarge: return true
         default: return false
         }
@@ -781,7 +781,7 @@ extension AdversarialExchangeProbes {
         let (outcome, took) = await Probe.timed {
             try await transport.fetch(.post, "/upload", baseURL: Probe.base(peer.port), body: body)
         }
-        #expect(throws: HTTPSTransportError.streamReset(code: "CANCEL")) { try outcome.get() }
+        #expect(throws: HTTPSTransportError.streamReset(code: .cancel)) { try outcome.get() }
         #expect(took < .seconds(10), "a reset upload ended only after \(took)")
         await gate.open()
         #expect(try await Self.post("B", transport, peer.port) == "echo:B")
@@ -819,7 +819,7 @@ extension AdversarialExchangeProbes {
         if resendable {
             #expect((try? outcome.get().1).map(Probe.text) == "echo:abcdef", "\(outcome) after \(took)")
         } else {
-            #expect(throws: HTTPSTransportError.refusedByGoAway(code: "NO_ERROR"), "after \(took)") { try outcome.get() }
+            #expect(throws: HTTPSTransportError.refusedByGoAway(code: .noError), "after \(took)") { try outcome.get() }
         }
         #expect(took < .seconds(15), "ended only after \(took)")
         let sent = peer.connections.values.map(\.streams.count).reduce(0, +)
@@ -1147,7 +1147,7 @@ extension AdversarialExchangeProbes {
         case .failure(let error):
             // README: a connection error fails its streams with `malformedResponse` naming the HTTP/2 error.
             #expect(Probe.isServerFault(error), "\(what): \(error)")
-            if case .malformedResponse? = error as? HTTPSTransportError {} else if case .streamReset? = error as? HTTPSTransportError {} else {
+            if [.malformedResponse, .streamReset].contains((error as? HTTPSTransportError)?.code) {} else {
                 Issue.record("\(what): the server's protocol violation came back as \(error), not malformedResponse")
             }
             #expect(took < .seconds(10), "\(what): ended only after \(took)")
@@ -1197,7 +1197,7 @@ extension AdversarialExchangeProbes {
         switch outcome {
         case .success(let body): #expect(body == "echo:B")
         case .failure(let error):
-            if case .malformedResponse? = error as? HTTPSTransportError {} else {
+            if (error as? HTTPSTransportError)?.code == .malformedResponse {} else {
                 Issue.record("\(kind) on an ended stream failed the in-flight caller with \(error) after \(took)")
             }
         }
@@ -1353,7 +1353,7 @@ extension AdversarialExchangeProbes {
             } else if i % 2 == 0 {
                 #expect((try? outcome.get()) == "echo:\(token)end", "\(token) (PUT above the GOAWAY): \(outcome) after \(took)")
             } else {
-                #expect(throws: HTTPSTransportError.refusedByGoAway(code: "NO_ERROR"), "\(token) (POST above) after \(took)") { try outcome.get() }
+                #expect(throws: HTTPSTransportError.refusedByGoAway(code: .noError), "\(token) (POST above) after \(took)") { try outcome.get() }
             }
             #expect(took < .seconds(20), "\(token) ended only after \(took)")
         }
@@ -1485,7 +1485,7 @@ extension AdversarialExchangeProbes {
         #expect(try await Self.post("A", transport, peer.port) == "echo:A")
         try await peer.waitUntil("connection 1 to close") { $0[1]?.closed ?? false }
         let (outcome, took) = await Probe.timed { try await Self.post("B", transport, peer.port) }
-        if how == "goaway+close", case .failure(let error) = outcome, error as? HTTPSTransportError == .refusedByGoAway(code: "NO_ERROR") {
+        if how == "goaway+close", case .failure(let error) = outcome, error as? HTTPSTransportError == .refusedByGoAway(code: .noError) {
             // README: a request above the GOAWAY that cannot be resent comes back as refusedByGoAway.
         } else {
             #expect((try? outcome.get()) == "echo:B", "\(how): a POST after the server closed the idle connection got \(outcome) after \(took)")

@@ -30,7 +30,7 @@ import ShopKitTLS
         }
 
         var timeout: HTTPSTransportError.Timeout? {
-            guard case .timeout(let which)? = failure.value as? HTTPSTransportError else { return nil }
+            guard let which = (failure.value as? HTTPSTransportError)?.timeout else { return nil }
             return which
         }
 
@@ -153,7 +153,7 @@ import ShopKitTLS
         loop.advanceTime(to: start + failsAt - .milliseconds(1))
         #expect(failure.value == nil)
         loop.advanceTime(by: .milliseconds(1))
-        guard case .timeout(.idleRead)? = failure.value as? HTTPSTransportError else {
+        guard (failure.value as? HTTPSTransportError) == .timeout(.idleRead) else {
             Issue.record("the second request did not fail with an idle-read timeout at \(failsAt): \(String(describing: failure.value))")
             return
         }

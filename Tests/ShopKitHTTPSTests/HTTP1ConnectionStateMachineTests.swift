@@ -99,7 +99,7 @@ import ShopKitTLS
         _ = machine.requestWritten(id, now: t0)
         _ = machine.responseHead(head(200, length: 0))
         _ = machine.responseEnd()
-        #expect(machine.errorCaught(.transport(.malformedResponse("stray"))) == .endResponseAndClose)
+        #expect(machine.errorCaught(.transport(.malformedResponse(.bytesAfterResponseEnd))) == .endResponseAndClose)
         #expect(machine.readComplete() == .none)  // released once
     }
 
@@ -108,12 +108,12 @@ import ShopKitTLS
         var machine = started()
         _ = machine.requestWritten(id, now: t0)
         guard case .close(.failRequest(let failed)) = machine.responseHead(head(101)),
-            case .transport(.malformedResponse(let why)) = failed.failure
+            case .transport(let error) = failed.failure, let why = error.malformedResponseReason
         else {
             Issue.record("a 101 must fail the request as malformed")
             return
         }
-        #expect(why.contains("101"))
+        #expect(why == .unrequestedUpgrade && why.description.contains("101"))
         #expect(!failed.headDelivered)
         #expect(!machine.isIdle)
     }
@@ -311,7 +311,7 @@ import ShopKitTLS
             Issue.record("a body before the head must fail")
             return
         }
-        #expect(beforeHead.failure == .transport(.malformedResponse("unexpected HTTP response part")))
+        #expect(beforeHead.failure == .transport(.malformedResponse(.unexpectedResponsePart)))
         var end = Machine(limits: limits, requestKeepAlive: true, isHead: false, now: t0)
         end.bytesRead(now: t0)
         guard case .fail(let endFirst) = end.responseEnd() else {

@@ -129,7 +129,7 @@ import Testing
         #expect(try await first.value.0.status == .ok)
         // Named for what happened: the server's GOAWAY (NO_ERROR) left it unprocessed (it was reported as the
         // stream's side effect, streamReset(CANCEL)).
-        await #expect(throws: HTTPSTransportError.refusedByGoAway(code: "NO_ERROR")) { _ = try await second.value }
+        await #expect(throws: HTTPSTransportError.refusedByGoAway(code: .noError)) { _ = try await second.value }
         #expect(server.counts.requests == 2)
         await transport.shutdown()
         try await server.shutdown()
@@ -146,7 +146,7 @@ import Testing
                 group.addTask { String(decoding: try await transport.fetch(baseURL: base).1, as: UTF8.self) }
             }
             try await server.waitUntilHeld(5)
-            await #expect(throws: HTTPSTransportError.streamReset(code: "INTERNAL_ERROR")) {
+            await #expect(throws: HTTPSTransportError.streamReset(code: .internalError)) {
                 _ = try await transport.fetch(.get, "/reset", baseURL: base)
             }
             server.releaseHeld()

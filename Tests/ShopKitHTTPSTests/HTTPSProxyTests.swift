@@ -53,7 +53,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: origin.baseURL)
         } throws: { error in
-            guard case .proxyTLSFailed(.untrustedChain)? = error as? HTTPSTransportError else { return false }
+            guard case .untrustedChain? = (error as? HTTPSTransportError)?.proxyTLSError else { return false }
             return true
         }
         #expect(proxy.requests.isEmpty)

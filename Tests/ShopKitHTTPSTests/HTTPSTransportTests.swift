@@ -189,7 +189,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: server.baseURL)
         } throws: { error in
-            isTransportError(error, .malformedResponse(""))
+            isTransportError(error, code: .malformedResponse)
         }
         await transport.shutdown()
         await server.stop()
@@ -203,7 +203,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: server.baseURL)
         } throws: { error in
-            isTransportError(error, .connectionClosed) || isTransportError(error, .malformedResponse(""))
+            isTransportError(error, .connectionClosed) || isTransportError(error, code: .malformedResponse)
         }
         await transport.shutdown()
         await server.stop()
@@ -267,7 +267,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: try #require(URL(string: url)))
         } throws: { error in
-            guard case .invalidURL(let reason)? = error as? HTTPSTransportError else { return false }
+            guard let error = error as? HTTPSTransportError, error.code == .invalidURL, let reason = error.reason else { return false }
             return reason.contains("no usable host name")
         }
         await transport.shutdown()

@@ -199,7 +199,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "http://127.0.0.1:1")!)
         } throws: { error in
-            guard case .invalidURL(let reason)? = error as? HTTPSTransportError else { return false }
+            guard let error = error as? HTTPSTransportError, error.code == .invalidURL, let reason = error.reason else { return false }
             return reason.contains("https")
         }
     }
@@ -213,7 +213,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:\(port)")!)
         } throws: { error in
-            guard case .connectFailed(let host, let failedPort, _)? = error as? HTTPSTransportError else { return false }
+            guard let error = error as? HTTPSTransportError, error.code == .connectFailed, let (host, failedPort) = error.endpoint else { return false }
             return host == "127.0.0.1" && failedPort == port
         }
     }

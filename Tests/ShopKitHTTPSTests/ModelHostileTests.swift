@@ -277,7 +277,7 @@ struct ModelRound: Sendable, CustomTestStringConvertible {
     }
 
     static func isTimer(_ error: any Error) -> Bool {
-        if case .timeout? = error as? HTTPSTransportError { return true }
+        if (error as? HTTPSTransportError)?.code == .timeout { return true }
         return (error as? TLSError) == .handshakeTimeout
     }
 }

@@ -113,7 +113,7 @@ import ShopKitTLS
             await #expect("\(base)") {
                 _ = try await transport.fetch(baseURL: url)
             } throws: { error in
-                guard case .invalidURL? = error as? HTTPSTransportError else { return false }
+                guard (error as? HTTPSTransportError)?.code == .invalidURL else { return false }
                 return true
             }
         }

@@ -28,7 +28,7 @@ import Testing
     }
 
     static func isMismatch(_ error: any Error, declared: Int64) -> Bool {
-        guard case .requestBodyLengthMismatch(let d, _)? = error as? HTTPSTransportError else { return false }
+        guard let (d, _) = (error as? HTTPSTransportError)?.requestBodyLengths else { return false }
         return d == declared
     }
 
@@ -241,7 +241,7 @@ struct TwoPartBody: AsyncSequence, Sendable {
             try await body.askedForSecond.wait(until: 1)
             server.goAway(processing: 1)
             await body.gate.open()
-            await #expect(throws: HTTPSTransportError.refusedByGoAway(code: "NO_ERROR"), "round \(round)") {
+            await #expect(throws: HTTPSTransportError.refusedByGoAway(code: .noError), "round \(round)") {
                 _ = try await upload.value
             }
             #expect(try await held.value.0.status == .ok)

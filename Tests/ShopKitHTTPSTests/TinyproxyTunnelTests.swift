@@ -179,7 +179,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://127.0.0.1:443")!)
         } throws: { error in
-            guard case .proxyConnectFailed(let host, let port, _)? = error as? HTTPSTransportError else { return false }
+            guard let error = error as? HTTPSTransportError, error.code == .proxyConnectFailed, let (host, port) = error.endpoint else { return false }
             return host == "127.0.0.1" && port == closed.port
         }
         await transport.shutdown()

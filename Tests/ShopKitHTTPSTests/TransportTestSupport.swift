@@ -76,11 +76,14 @@ func pattern(_ count: Int) -> [UInt8] {
     (0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
 }
 
-/// Whether `error` is the given transport error case (ignoring associated values for malformedResponse).
+/// Whether `error` is exactly the given transport error, details included.
 func isTransportError(_ error: any Error, _ expected: HTTPSTransportError) -> Bool {
-    guard let error = error as? HTTPSTransportError else { return false }
-    if case .malformedResponse = expected, case .malformedResponse = error { return true }
-    return error == expected
+    (error as? HTTPSTransportError) == expected
+}
+
+/// Whether `error` is a transport error of the given kind, whatever its details (a malformed response's reason).
+func isTransportError(_ error: any Error, code: HTTPSTransportError.Code) -> Bool {
+    (error as? HTTPSTransportError)?.code == code
 }
 
 /// A security layer whose verification never arrives: the gate's handshake deadline must end it.

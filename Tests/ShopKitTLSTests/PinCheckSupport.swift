@@ -234,12 +234,10 @@ enum TransportVerdict {
 
     /// The vector verdict a failure around TLS stands for.
     static func verdict(of error: HTTPSTransportError) -> String {
-        switch error {
-        case .connectFailed, .timeout(.connect): return "connect-failed"
-        case .invalidURL, .timeout, .responseBodyTooLarge, .malformedResponse, .connectionClosed, .http2NotNegotiated,
-            .streamReset, .refusedByGoAway, .invalidProxy, .proxyConnectFailed, .proxyTLSFailed, .proxyAuthenticationRequired,
-            .proxyRefused, .proxyClosed, .requestBodyLengthMismatch:
-            return "unexpected: \(error)"
+        switch error.code {
+        case .connectFailed: return "connect-failed"
+        case .timeout where error.timeout == .connect: return "connect-failed"
+        default: return "unexpected: \(error)"
         }
     }
 }

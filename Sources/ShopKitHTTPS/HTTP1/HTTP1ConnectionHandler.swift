@@ -135,7 +135,7 @@ package final class HTTP1ConnectionHandler: ChannelDuplexHandler, RequestHandler
             do {
                 event = try decoder.next(&buffer)
             } catch {
-                perform(machine.errorCaught(.transport(.malformedResponse(error.reason))))
+                perform(machine.errorCaught(.transport(.malformedResponse(.invalidHTTP1(error.reason)))))
                 return
             }
             switch event {

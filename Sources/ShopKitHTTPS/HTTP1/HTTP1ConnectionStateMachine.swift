@@ -290,7 +290,7 @@ package struct HTTP1ConnectionStateMachine {
             state = .ending(reusable: false)
             return .none
         case .inRequest:
-            return fail(.transport(.malformedResponse("the server sent bytes after its response's end")))
+            return fail(.transport(.malformedResponse(.bytesAfterResponseEnd)))
         case .idle, .closed:
             state = .closed
             return .close

@@ -187,7 +187,7 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
                 // A stream that never wrote its HEADERS never reached the server: refused, safe to send again.
                 let refused = unopened.values
                 unopened = [:]
-                for stream in refused { stream.streamClosed(reason: nil, refusedBy: code.name) }
+                for stream in refused { stream.streamClosed(reason: nil, refusedBy: code.transportCode) }
                 observer?.goAway()
             default:
                 break
@@ -256,7 +256,7 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
             case let tls as TLSError: closeReason = .tls(tls)
             case is IOError, is ChannelError, is NIOHTTP2Errors.IOOnClosedConnection:
                 closeReason = .transport(.connectionClosed)
-            default: closeReason = .transport(.malformedResponse("HTTP/2 connection error: \(Self.name(of: error))"))
+            default: closeReason = .transport(.malformedResponse(.http2ConnectionError(Self.name(of: error))))
             }
         }
         context.close(promise: nil)
@@ -279,17 +279,17 @@ package final class HTTP2ConnectionHandler: ChannelInboundHandler {
 
     /// The GOAWAY error code's name when the server's GOAWAY said it never processed stream `id` (its id is above
     /// the GOAWAY's last stream id, RFC 9113 §6.8), else nil: its request may be sent again on a new connection.
-    private func refusedCode(_ id: HTTP2StreamID) -> String? {
+    private func refusedCode(_ id: HTTP2StreamID) -> HTTPSTransportError.HTTP2ErrorCode? {
         guard let goAway, id > goAway.lastStreamID else { return nil }
-        return goAway.code.name
+        return goAway.code.transportCode
     }
 
     /// ``refusedCode(_:)`` for `stream`, which a GOAWAY also refuses when it never wrote its HEADERS. Whatever
     /// ends such a stream (its write failing, the connection closing, the stream closing), the outcome is the
     /// same: never processed.
-    func refusal(of stream: HTTP2Stream) -> String? {
+    func refusal(of stream: HTTP2Stream) -> HTTPSTransportError.HTTP2ErrorCode? {
         guard let goAway else { return nil }
-        guard let id = stream.id else { return goAway.code.name }
+        guard let id = stream.id else { return goAway.code.transportCode }
         return refusedCode(id)
     }
 }

@@ -43,17 +43,17 @@ enum HTTP2Headers {
         for (name, value, _) in block {
             if name.utf8.first == UInt8(ascii: ":") {
                 guard name == ":status", status == nil else {
-                    throw .malformedResponse("HTTP/2 response header block with pseudo-header \(name)")
+                    throw .malformedResponse(.http2PseudoHeader(name))
                 }
                 guard value.utf8.count == 3, let code = Int(value), code >= 100 else {
-                    throw .malformedResponse("HTTP/2 :status is not a status code")
+                    throw .malformedResponse(.http2InvalidStatus)
                 }
                 status = code
             } else {
                 fields.append((name, value))
             }
         }
-        guard let status else { throw .malformedResponse("HTTP/2 response header block without :status") }
+        guard let status else { throw .malformedResponse(.http2MissingStatus) }
         return HTTPResponseHead(
             version: .http2, status: HTTPResponseStatus(statusCode: status), headers: HTTPHeaders(fields))
     }

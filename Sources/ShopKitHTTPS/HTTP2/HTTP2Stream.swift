@@ -177,7 +177,7 @@ package final class HTTP2Stream: RequestHandler {
         case .headers(let headers):
             if finalHeadReceived {
                 guard headers.endStream else {
-                    fail(.transport(.malformedResponse("HTTP/2 trailers without END_STREAM")))
+                    fail(.transport(.malformedResponse(.http2TrailersWithoutEndStream)))
                     return
                 }
                 ResponseDelivery.dropTrailers(HTTP2Headers.regularHeaders(headers.headers), logger: connection.logger)
@@ -195,7 +195,7 @@ package final class HTTP2Stream: RequestHandler {
             responseHead(head)
             if headers.endStream, request != nil {
                 if !finalHeadReceived {
-                    fail(.transport(.malformedResponse("HTTP/2 stream ended after an informational response")))
+                    fail(.transport(.malformedResponse(.http2EndAfterInformational)))
                     return
                 }
                 responseEnded()
@@ -206,7 +206,7 @@ package final class HTTP2Stream: RequestHandler {
             if data.endStream, request != nil { responseEnded() }
         case .rstStream(let code):
             closed = true
-            fail(.transport(.streamReset(code: code.name)))
+            fail(.transport(.streamReset(code: code.transportCode)))
         default:
             break
         }
@@ -220,10 +220,10 @@ package final class HTTP2Stream: RequestHandler {
 
     /// swift-nio-http2 closed the stream: both sides ended it, or a reset either way, or the server's GOAWAY
     /// dropped it (then `refusedBy` is the GOAWAY's error code).
-    func streamClosed(reason: HTTP2ErrorCode?, refusedBy goAwayCode: String?) {
+    func streamClosed(reason: HTTP2ErrorCode?, refusedBy goAwayCode: HTTPSTransportError.HTTP2ErrorCode?) {
         closed = true
         if request?.machine.isRunning == true {
-            let failure: HTTPRequestStateMachine.Failure = .transport(.streamReset(code: (reason ?? .cancel).name))
+            let failure: HTTPRequestStateMachine.Failure = .transport(.streamReset(code: (reason ?? .cancel).transportCode))
             connection.afterEvent { [self] in fail(connection.closeReason ?? failure, refusedBy: goAwayCode) }
         } else if ending {
             end(reusable: true)  // the stream closed itself before the read was over
@@ -236,9 +236,9 @@ package final class HTTP2Stream: RequestHandler {
         guard request?.machine.isRunning == true else { return }
         let failure: HTTPRequestStateMachine.Failure
         if let closed = error as? NIOHTTP2Errors.StreamClosed {
-            failure = .transport(.streamReset(code: closed.errorCode.name))
+            failure = .transport(.streamReset(code: closed.errorCode.transportCode))
         } else {
-            failure = .transport(.malformedResponse("HTTP/2 stream error: \(HTTP2ConnectionHandler.name(of: error))"))
+            failure = .transport(.malformedResponse(.http2StreamError(HTTP2ConnectionHandler.name(of: error))))
         }
         connection.afterEvent { [self] in fail(connection.closeReason ?? failure, refusedBy: connection.refusal(of: self)) }
     }
@@ -310,13 +310,13 @@ package final class HTTP2Stream: RequestHandler {
     // MARK: Carrying out
 
     /// Fails the running request (if any) and resets the stream.
-    private func fail(_ failure: HTTPRequestStateMachine.Failure, refusedBy goAwayCode: String? = nil) {
+    private func fail(_ failure: HTTPRequestStateMachine.Failure, refusedBy goAwayCode: HTTPSTransportError.HTTP2ErrorCode? = nil) {
         guard request != nil, let failed = request!.machine.fail(failure) else { return }
         carryOut(failed, refusedBy: goAwayCode)
     }
 
     /// Carries out a failure the machine decided: the caller hears it, the slot is released, the stream reset.
-    private func carryOut(_ failed: HTTPRequestStateMachine.Failed, refusedBy goAwayCode: String? = nil) {
+    private func carryOut(_ failed: HTTPRequestStateMachine.Failed, refusedBy goAwayCode: HTTPSTransportError.HTTP2ErrorCode? = nil) {
         cancelTimer()
         guard let request else { return }
         end(reusable: false)

@@ -188,7 +188,7 @@ final class ConnectionPool: Sendable {
                     state.debugLogging ? [.log("waiting for a free connection", ["host": "\(target.host)"])] : []
                 return (waiter, log, timer)
             case .failShutDown:
-                return (waiter, Self.fail(waiter, HTTPSTransportError.connectionClosed, &state), nil)
+                return (waiter, Self.fail(waiter, HTTPSTransportError.shutDown, &state), nil)
             }
         }
         // Waiting for a connection to be freed or opened: the deadline runs on this thread's loop, if any.
@@ -339,7 +339,7 @@ final class ConnectionPool: Sendable {
             guard let target else { return effects }
             return effects + [.create(new, target, waiterTimer: nil)]
         case .shutDown(let closing, let failing):
-            return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.connectionClosed, &state) }
+            return closing.flatMap { close($0, &state) } + failing.flatMap { fail($0, HTTPSTransportError.shutDown, &state) }
         case .createEach(let connections):
             guard let target else { return [] }
             return connections.map { .create($0, target, waiterTimer: nil) }

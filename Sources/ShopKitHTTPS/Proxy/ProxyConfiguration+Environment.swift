@@ -23,7 +23,7 @@ extension ProxyConfiguration {
         do {
             proxy = try ProxyConfiguration(url: url)
         } catch {
-            guard case .invalidProxy(let reason) = error else { throw error }
+            guard error.code == .invalidProxy, let reason = error.reason else { throw error }
             throw .invalidProxy(reason: "\(name): \(reason)")
         }
         if let (_, list) = lookup(["no_proxy", "NO_PROXY"], in: environment) {

@@ -230,7 +230,7 @@ package struct HTTPRequestStateMachine {
         let code = head.status.code
         if code == 101 {
             // The client never asks for an upgrade, and the HTTP/1.1 decoder stops parsing after a 101.
-            return .fail(fail(.transport(.malformedResponse("101 Switching Protocols, but the request asked for no upgrade")))!)
+            return .fail(fail(.transport(.malformedResponse(.unrequestedUpgrade)))!)
         }
         if code >= 100 && code < 200 { return .none }
         if !running.isHead, let length = HTTPConversion.contentLength(head), length > running.limits.maxResponseBodyBytes {
@@ -274,8 +274,8 @@ package struct HTTPRequestStateMachine {
 
     /// A response part where none fits: the peer does not speak HTTP as it should.
     private mutating func unexpectedPart() -> Failed {
-        fail(.transport(.malformedResponse("unexpected HTTP response part")))
-            ?? Failed(failure: .transport(.malformedResponse("unexpected HTTP response part")), noResponseBytes: false, headDelivered: true)
+        fail(.transport(.malformedResponse(.unexpectedResponsePart)))
+            ?? Failed(failure: .transport(.malformedResponse(.unexpectedResponsePart)), noResponseBytes: false, headDelivered: true)
     }
 
     /// Lets reads through again; whether a read the channel asked for meanwhile is now due.

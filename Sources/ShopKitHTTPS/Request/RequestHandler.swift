@@ -41,7 +41,7 @@ package struct ExchangeFailure: Error {
     package let noResponseBytes: Bool
     /// The error code of the server's GOAWAY that said it did not process the request (an HTTP/2 stream above
     /// the GOAWAY's last stream id), or nil.
-    var refusedByGoAway: String? = nil
+    var refusedByGoAway: HTTPSTransportError.HTTP2ErrorCode? = nil
 }
 
 /// What both request handlers (``HTTP1ConnectionHandler``, ``HTTP2Stream``) do alike for the request they
@@ -102,7 +102,7 @@ struct ResponseDelivery {
     /// Fails `exchange`'s caller: the head (if it was not delivered yet), then the body. `refusedByGoAway`: the
     /// error code of the server's GOAWAY that said it never processed the request (HTTP/2).
     mutating func fail(
-        _ exchange: any ExchangeEvents, _ failed: HTTPRequestStateMachine.Failed, refusedByGoAway: String? = nil
+        _ exchange: any ExchangeEvents, _ failed: HTTPRequestStateMachine.Failed, refusedByGoAway: HTTPSTransportError.HTTP2ErrorCode? = nil
     ) {
         handOverHeldHead()  // the caller gets the head, then the body's error
         let error: any Error
@@ -125,9 +125,9 @@ struct ResponseDelivery {
     static func failure(for error: any Error) -> HTTPRequestStateMachine.Failure {
         switch error {
         case let error as TLSError: return .tls(error)
-        case let error as NIOHTTP2Errors.StreamClosed: return .transport(.streamReset(code: error.errorCode.name))
-        case let error as HTTPParserError: return .transport(.malformedResponse("\(error)"))
-        case is NIOTooManyBytesError: return .transport(.malformedResponse("response head too large"))
+        case let error as NIOHTTP2Errors.StreamClosed: return .transport(.streamReset(code: error.errorCode.transportCode))
+        case let error as HTTPParserError: return .transport(.malformedResponse(.invalidHTTP1("\(error)")))
+        case is NIOTooManyBytesError: return .transport(.malformedResponse(.headTooLarge))
         default: return .transport(.connectionClosed)
         }
     }
@@ -179,24 +179,8 @@ struct RequestTimer {
 }
 
 extension HTTP2ErrorCode {
-    /// The code's name as RFC 9113 §7 writes it (`REFUSED_STREAM`), or its number.
-    var name: String {
-        switch self {
-        case .noError: return "NO_ERROR"
-        case .protocolError: return "PROTOCOL_ERROR"
-        case .internalError: return "INTERNAL_ERROR"
-        case .flowControlError: return "FLOW_CONTROL_ERROR"
-        case .settingsTimeout: return "SETTINGS_TIMEOUT"
-        case .streamClosed: return "STREAM_CLOSED"
-        case .frameSizeError: return "FRAME_SIZE_ERROR"
-        case .refusedStream: return "REFUSED_STREAM"
-        case .cancel: return "CANCEL"
-        case .compressionError: return "COMPRESSION_ERROR"
-        case .connectError: return "CONNECT_ERROR"
-        case .enhanceYourCalm: return "ENHANCE_YOUR_CALM"
-        case .inadequateSecurity: return "INADEQUATE_SECURITY"
-        case .http11Required: return "HTTP_1_1_REQUIRED"
-        default: return "0x\(String(networkCode, radix: 16))"
-        }
+    /// The code as ``HTTPSTransportError`` carries it, which names it (RFC 9113 §7) without exposing swift-nio-http2.
+    var transportCode: HTTPSTransportError.HTTP2ErrorCode {
+        .init(rawValue: UInt32(truncatingIfNeeded: networkCode))
     }
 }
