@@ -8,7 +8,7 @@ import Logging
 /// (``CredentialError/init(passphraseProviderError:)``). They are disfavoured, so a closure spelled
 /// `throws(CredentialError)` (or one that does not throw) still picks the typed entry point, unchanged.
 extension BackendSelection {
-    /// ``defaultStore(_:keyring:fileConfiguration:passphrase:logger:)`` for a provider that throws any error.
+    /// `defaultStore(_:keyring:fileConfiguration:passphrase:logger:)` for a provider that throws any error.
     ///
     /// ```swift
     /// let store = try await BackendSelection.defaultStore { try await askUser() }
@@ -38,7 +38,7 @@ extension BackendSelection {
             logger: logger)
     }
 
-    /// ``choose(_:keyring:fileConfiguration:requireFileOnFallback:passphrase:logger:)`` for a provider that
+    /// `choose(_:keyring:fileConfiguration:requireFileOnFallback:passphrase:logger:)` for a provider that
     /// throws any error.
     ///
     /// - Throws: as the typed entry point; what the provider throws is mapped by
