@@ -85,7 +85,9 @@ import ShopKitTLS
     }
 
     /// A collector that never answers (its connect hangs) holds `shutdown(timeout:)` for its timeout only: it
-    /// returns the number not sent and logs a warning, whatever the transport's own (wide) timeouts.
+    /// returns the number not sent and logs a warning, whatever the transport's own (wide) timeouts. Both reports
+    /// still pending proves it: waiting for the transport (60 s to fail each connect) would have counted them
+    /// failed, and would outlast the test's deadline. No wall clock: a loaded machine can delay the return.
     @Test func shutdownIsBoundedWhenTheCollectorDoesNotAnswer() async throws {
         let hanging = try StalledListener()
         defer { hanging.close() }
@@ -93,10 +95,8 @@ import ShopKitTLS
         let reporter = try Self.reporter([URL(string: "https://127.0.0.1:\(hanging.port)/r")!], logger: logs.logger())
         reporter.report(PinFailureReporterTests.report())
         reporter.report(PinFailureReporterTests.report(host: "second.example.com"))
-        let started = ContinuousClock.now
         let unsent = try await withDeadline("a bounded shutdown") { await reporter.shutdown(timeout: .milliseconds(300)) }
         #expect(unsent == 2)
-        #expect(ContinuousClock.now - started < .seconds(30))  // the transport's connect timeout is 60 s
         let warning = logs.records.first { $0.level == .warning }
         #expect(warning?.message.contains("not sent") == true)
         #expect(warning?.metadata["unsent"] == "2")

@@ -214,7 +214,8 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     ///
     /// - Parameter timeout: the longest wait (10 s by default). A collector that answers is not waited for longer
     ///   than the transport's own timeouts allow; this bounds a queue of reports to a slow one.
-    /// - Returns: How many accepted reports were neither delivered nor failed: 0 when everything queued was sent.
+    /// - Returns: How many accepted reports were neither delivered nor failed at the deadline: 0 when everything
+    ///   queued was sent.
     @discardableResult
     public func shutdown(timeout: Duration = .seconds(10)) async -> Int {
         queue.finish()
@@ -232,8 +233,9 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
             return first
         }
         guard !drained else { return 0 }
-        worker.cancel()
+        // Counted at the deadline, before the cancelled sends come back as failed.
         let unsent = state.withLockedValue { $0.pending }
+        worker.cancel()
         if unsent > 0 {
             configuration.logger.warning(
                 "pin failure reporter shut down with reports not sent: the collector did not answer in time",
