@@ -193,6 +193,16 @@ let package = Package(
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]),
+        // pin-check's tests: the built binary run as a child process, and the library calls it makes.
+        .testTarget(
+            name: "PinCheckTests",
+            dependencies: [
+                "ShopKitInspector", "ShopKitTLS", "ShopKitHTTPS", "ShopKitPinning", "ShopKitOpenSSL", "ShopKitCore",
+                "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ]),
         .testTarget(
             name: "ShopKitHTTPSTests",
             dependencies: [

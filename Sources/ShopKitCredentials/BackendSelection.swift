@@ -141,7 +141,7 @@ public enum BackendSelection {
         ).backend
     }
 
-    /// ``defaultStore(_:keyring:fileConfiguration:passphrase:logger:)`` that also says what it chose and why, and
+    /// `defaultStore(_:keyring:fileConfiguration:passphrase:logger:)` that also says what it chose and why, and
     /// tells the passphrase provider whether the file exists yet (so a new file's passphrase can be asked twice).
     ///
     /// - Parameters:
@@ -174,7 +174,7 @@ public enum BackendSelection {
             logger: logger)
     }
 
-    /// ``choose(_:keyring:fileConfiguration:requireFileOnFallback:passphrase:logger:)`` with the user's keyring
+    /// `choose(_:keyring:fileConfiguration:requireFileOnFallback:passphrase:logger:)` with the user's keyring
     /// marker injected (`userKeyringMarkerURL()` in production; `nil` for none): tests keep it in a temporary
     /// directory.
     package static func choose(

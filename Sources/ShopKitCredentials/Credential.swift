@@ -120,6 +120,10 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     case outcomeUnknown(String)
     /// A passphrase was refused before use: too short for a new file, over-long, or its confirmation differed.
     case passphraseRejected(String)
+    /// The app's passphrase provider (the closure given to ``BackendSelection``) threw an error that is not a
+    /// `CredentialError` or a `CancellationError`: the fault is in the provider, not in the store. The message
+    /// names the error's type only, never its description (which could hold anything the provider read).
+    case passphraseProviderFailed(String)
 
     /// The reason alone, without the leading summary of ``description``.
     var reason: String {
@@ -127,7 +131,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .locked(let why), .unavailable(let why), .corrupt(let why), .insecurePermissions(let why),
             .accessDenied(let why), .policyUnsupported(let why), .io(let why), .tooLarge(let why),
             .unsafeFile(let why), .invalidConfiguration(let why), .outcomeUnknown(let why),
-            .passphraseRejected(let why):
+            .passphraseRejected(let why), .passphraseProviderFailed(let why):
             return why
         case .wrongPassphrase, .wrongDevice:
             return description
@@ -150,6 +154,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
         case .invalidConfiguration(let why): return "invalid token store configuration: \(why)"
         case .outcomeUnknown(let why): return "the outcome of the operation is unknown: \(why)"
         case .passphraseRejected(let why): return "passphrase refused: \(why)"
+        case .passphraseProviderFailed(let why): return "the app's passphrase provider failed: \(why)"
         }
     }
 }

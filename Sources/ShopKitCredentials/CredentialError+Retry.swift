@@ -16,7 +16,7 @@ extension CredentialError: RetryClassifiableError {
             return true
         case .locked, .wrongPassphrase, .corrupt, .insecurePermissions, .wrongDevice, .accessDenied,
             .policyUnsupported, .io, .tooLarge, .unsafeFile, .invalidConfiguration, .outcomeUnknown,
-            .passphraseRejected:
+            .passphraseRejected, .passphraseProviderFailed:
             return false
         }
     }

@@ -187,3 +187,17 @@ package final class NginxServer: Sendable {
         return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
+
+extension NginxServer {
+    /// nginx on 127.0.0.1 speaking TLS 1.2 only, with `ciphers` (e.g. `AES128-SHA256`, static RSA key exchange),
+    /// serving the localhost RSA leaf's chain: the legacy key exchange tests of the library and of `pin-check`.
+    package static func tls12RSA(ciphers: String) throws -> NginxServer {
+        let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-rsa-chain-\(UUID()).pem")
+        try TestCertificates.standardChain(leaf: "leaf-localhost-rsa").write(to: chain, atomically: true, encoding: .utf8)
+        return try NginxServer(
+            configuration: .init(
+                certificateChainPath: chain.path,
+                privateKeyPath: TestCertificates.directory.appendingPathComponent("leaf-localhost-rsa.key").path,
+                protocols: "TLSv1.2", ciphers: ciphers))
+    }
+}

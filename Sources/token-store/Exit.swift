@@ -50,6 +50,7 @@ struct Exit: Error {
         case .unsafeFile: code = .unsafeFile
         case .io, .tooLarge, .invalidConfiguration: code = .io
         case .passphraseRejected: code = .passphraseRejected
+        case .passphraseProviderFailed: code = .io
         }
         self.init(code, error.description)
     }

@@ -7,15 +7,7 @@ import Testing
 /// key exchange only (`AES128-SHA256`, `kRSA`): the default client (ECDHE with AEAD suites only) refuses it; the
 /// explicit opt-in `allowsStaticRSAKeyExchange` connects.
 @Suite(.timeLimit(.minutes(3))) struct LegacyKeyExchangeTests {
-    static func startNginx(ciphers: String) throws -> NginxServer {
-        let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-rsa-chain-\(UUID()).pem")
-        try TestCertificates.standardChain(leaf: "leaf-localhost-rsa").write(to: chain, atomically: true, encoding: .utf8)
-        return try NginxServer(
-            configuration: .init(
-                certificateChainPath: chain.path,
-                privateKeyPath: TestCertificates.directory.appendingPathComponent("leaf-localhost-rsa.key").path,
-                protocols: "TLSv1.2", ciphers: ciphers))
-    }
+    static func startNginx(ciphers: String) throws -> NginxServer { try NginxServer.tls12RSA(ciphers: ciphers) }
 
     @Test func theDefaultRefusesAServerWithStaticRSAKeyExchangeOnly() async throws {
         let nginx = try Self.startNginx(ciphers: "AES128-SHA256")
@@ -58,27 +50,5 @@ import Testing
         defer { nginx.stop() }
         let result = try await Probe.get(context: TLSClientContext(configuration: Probe.configuration()), port: nginx.port)
         #expect(result.info.cipherSuite == "ECDHE-RSA-AES128-GCM-SHA256")
-    }
-}
-
-/// `pin-check` against the static-RSA-only nginx: refused by default, connected and warned about with
-/// `--allow-static-rsa`.
-@Suite(.timeLimit(.minutes(3))) struct PinCheckLegacyKeyExchangeTests {
-    static func run(_ extra: [String]) async throws -> PinCheckBinary.Outcome {
-        let nginx = try LegacyKeyExchangeTests.startNginx(ciphers: "AES128-SHA256")
-        defer { nginx.stop() }
-        let caFile = try PinCheckBinary.temporaryFile(TestCertificates.certificate("root"))
-        defer { try? FileManager.default.removeItem(at: caFile) }
-        return try await PinCheckBinary.run(
-            ["127.0.0.1:\(nginx.port)", "--servername", "localhost", "--ca-file", caFile.path] + extra)
-    }
-
-    @Test func theDefaultRefusesAndTheOptInReportsIt() async throws {
-        let refused = try await Self.run([])
-        #expect(refused.status != 0)
-        let allowed = try await Self.run(["--allow-static-rsa"])
-        #expect(allowed.status == 0)
-        #expect(allowed.stdout.contains("cipher AES128-SHA256"))
-        #expect(allowed.stdout.contains("warning: the server uses static RSA key exchange (AES128-SHA256): no forward secrecy"))
     }
 }

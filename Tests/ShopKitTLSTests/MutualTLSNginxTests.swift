@@ -13,21 +13,12 @@ import Testing
 /// before sending a request: without an identity it fails with the CA names nginx asked for, and it does not send
 /// an identity nginx would refuse (expired, wrong CA).
 @Suite(.timeLimit(.minutes(3))) struct MutualTLSNginxTests {
-    static let clientCA = "O=ShopKit Test,CN=ShopKit Test Client CA"
-    /// The passphrase of `client-ecdsa-encrypted.key` and `client-ecdsa.p12` (TestCerts/generate-client.sh).
-    static let passphrase = Array("shopkit-test-passphrase".utf8)
+    static let clientCA = MutualTLSFixtures.clientCA
+    static let passphrase = MutualTLSFixtures.passphrase
 
-    static func path(_ file: String) -> String { TestCertificates.directory.appendingPathComponent(file).path }
+    static func path(_ file: String) -> String { MutualTLSFixtures.path(file) }
 
-    /// An nginx asking for client certificates from `client-ca`, serving the standard localhost chain.
-    static func startNginx() throws -> NginxServer {
-        let chain = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-chain-\(UUID()).pem")
-        try TestCertificates.standardChain().write(to: chain, atomically: true, encoding: .utf8)
-        return try NginxServer(
-            configuration: .init(
-                certificateChainPath: chain.path, privateKeyPath: path("leaf-localhost-ecdsa.key"),
-                clientVerification: .init(caPath: path("client-ca.pem"))))
-    }
+    static func startNginx() throws -> NginxServer { try MutualTLSFixtures.startNginx() }
 
     /// Trust the test root; present `identity`.
     static func context(
@@ -40,9 +31,7 @@ import Testing
         return try TLSClientContext(configuration: configuration, sessionCache: cache)
     }
 
-    static func pemIdentity(_ name: String) throws -> ClientIdentity {
-        try ClientIdentity.pemFiles(certificateChain: path("\(name)-chain.pem"), privateKey: path("\(name).key"))
-    }
+    static func pemIdentity(_ name: String) throws -> ClientIdentity { try MutualTLSFixtures.pemIdentity(name) }
 
     static let identities: [(String, @Sendable () throws -> ClientIdentity)] = [
         ("O=ShopKit Test,CN=shopkit-client-ecdsa", { try pemIdentity("client-ecdsa") }),

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 import NIOConcurrencyHelpers
 import OpenAPIRuntime
 import ShopKitPinning
@@ -18,6 +19,16 @@ import ShopKitPinning
 /// - Reports go through the `transport` given, an ``HTTPSTransport``, so a report URI can itself be pinned.
 ///   A report about a report URI's own host and port is not sent to that URI (it would fail the same way);
 ///   together with deduplication this ends any report-about-a-report loop.
+/// - Several reporters at once (this one and a log, two collectors with different transports): give
+///   ``CompositePinFailureReporter`` as the configuration's reporter.
+///
+/// ## Before the process exits
+///
+/// Reports are sent on a task of the reporter's own. Call ``shutdown(timeout:)`` before the process exits
+/// (`await reporter.shutdown()`): it stops accepting reports and waits, at most `timeout` (10 s by default),
+/// for the queued ones to be sent, then returns how many were not. A reporter released with reports still queued
+/// keeps sending them while the process runs, and logs a warning naming how many are waiting: they are lost if
+/// the process exits first.
 ///
 /// - Warning: A report holds public data only (host, port, certificates, pins), never a request or a token.
 public final class HTTPPinFailureReporter: PinFailureReporter {
@@ -31,16 +42,21 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
         public var queueCapacity: Int
         /// How long an identical report is suppressed (default 24 hours, as TrustKit).
         public var deduplicationInterval: Duration
+        /// Where the reporter says that reports were not sent: a release with reports still queued, a
+        /// ``HTTPPinFailureReporter/shutdown(timeout:)`` that ran out of time (warnings). Never a report's content.
+        public var logger: Logger
 
         /// A configuration; `reportURIs` must not be empty.
         public init(
             reportURIs: [URL], app: PinFailureReportApp, queueCapacity: Int = 64,
-            deduplicationInterval: Duration = .seconds(24 * 3600)
+            deduplicationInterval: Duration = .seconds(24 * 3600),
+            logger: Logger = Logger(label: "ShopKitHTTPS.HTTPPinFailureReporter")
         ) {
             self.reportURIs = reportURIs
             self.app = app
             self.queueCapacity = max(1, queueCapacity)
             self.deduplicationInterval = deduplicationInterval
+            self.logger = logger
         }
     }
 
@@ -64,7 +80,9 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
         var recent: [TrustKitReport: Date] = [:]
         /// Reports accepted and not yet finished.
         var pending = 0
-        var idleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Who waits for `pending` to reach 0, by id (a cancelled wait removes its own).
+        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        var nextWaiterID = 0
     }
 
     /// The most distinct recent reports remembered for deduplication.
@@ -117,8 +135,19 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
         }
     }
 
+    /// Stops accepting reports. The queued ones are still sent by the reporter's task while the process runs;
+    /// when there are any, a warning says how many, since they are lost if the process exits first.
     deinit {
         queue.finish()
+        let waiting = state.withLockedValue { $0.pending }
+        if waiting > 0 {
+            configuration.logger.warning(
+                """
+                pin failure reporter released with reports not yet sent: they are sent while the process runs and \
+                lost if it exits first; await shutdown() before exiting
+                """,
+                metadata: ["waiting": "\(waiting)"])
+        }
     }
 
     /// Queues `report` unless it is a recent duplicate or the queue is full; returns at once.
@@ -152,22 +181,67 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     /// The counters so far.
     public var statistics: Statistics { state.withLockedValue { $0.statistics } }
 
-    /// Returns once every report accepted so far has been sent (or failed to be).
+    /// Returns once every report accepted so far has been sent (or failed to be), or when the task is cancelled.
     package func waitUntilIdle() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let idle = state.withLockedValue { state -> Bool in
-                guard state.pending > 0 else { return true }
-                state.idleWaiters.append(continuation)
-                return false
+        let id = state.withLockedValue { state -> Int in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let idle = state.withLockedValue { state -> Bool in
+                    guard state.pending > 0 else { return true }
+                    state.idleWaiters[id] = continuation
+                    return false
+                }
+                if idle { continuation.resume() } else if Task.isCancelled { Self.endWait(id, state) }
             }
-            if idle { continuation.resume() }
+        } onCancel: {
+            Self.endWait(id, state)
         }
     }
 
-    /// Stops accepting reports and waits for the queued ones to be sent.
-    public func shutdown() async {
+    /// Resumes the wait `id` if it is still waiting (whoever removes it resumes it: exactly once).
+    private static func endWait(_ id: Int, _ state: NIOLockedValueBox<State>) {
+        state.withLockedValue { $0.idleWaiters.removeValue(forKey: id) }?.resume()
+    }
+
+    /// Stops accepting reports and waits, at most `timeout`, for the queued ones to be sent (or to fail).
+    ///
+    /// Call it before the process exits: reports still queued then are lost. Past `timeout`, the sending is
+    /// cancelled and a warning is logged with the number not sent. Later ``report(_:)`` calls are dropped and
+    /// counted (``Statistics/dropped``). A cancelled caller ends the wait as a timeout does.
+    ///
+    /// - Parameter timeout: the longest wait (10 s by default). A collector that answers is not waited for longer
+    ///   than the transport's own timeouts allow; this bounds a queue of reports to a slow one.
+    /// - Returns: How many accepted reports were neither delivered nor failed at the deadline: 0 when everything
+    ///   queued was sent.
+    @discardableResult
+    public func shutdown(timeout: Duration = .seconds(10)) async -> Int {
         queue.finish()
-        await worker.value
+        let drained = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [self] in
+                await waitUntilIdle()
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        guard !drained else { return 0 }
+        // Counted at the deadline, before the cancelled sends come back as failed.
+        let unsent = state.withLockedValue { $0.pending }
+        worker.cancel()
+        if unsent > 0 {
+            configuration.logger.warning(
+                "pin failure reporter shut down with reports not sent: the collector did not answer in time",
+                metadata: ["unsent": "\(unsent)", "timeout": "\(timeout)"])
+        }
+        return unsent
     }
 
     private static func remember(_ key: TrustKitReport, at now: Date, interval: TimeInterval, in state: inout State) {
@@ -187,8 +261,8 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     private static func finishLocked(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
         state.pending -= 1
         guard state.pending == 0 else { return [] }
-        defer { state.idleWaiters = [] }
-        return state.idleWaiters
+        defer { state.idleWaiters = [:] }
+        return Array(state.idleWaiters.values)
     }
 
     /// Whether `uri` is the endpoint the report is about: the same port, and the same host once both are in their

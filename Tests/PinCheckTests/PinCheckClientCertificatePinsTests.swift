@@ -10,7 +10,7 @@ import Testing
 /// The server is a real `openssl s_server -Verify 1` that asks for a certificate from `client-ca`: its log has a
 /// `verify return` line for each client certificate it receives.
 @Suite(.timeLimit(.minutes(3))) struct PinCheckClientCertificatePinsTests {
-    static func path(_ file: String) -> String { MutualTLSNginxTests.path(file) }
+    static func path(_ file: String) -> String { MutualTLSFixtures.path(file) }
 
     static func run(version: String, pins: [String], _ extra: [String] = []) async throws
         -> (PinCheckBinary.Outcome, log: String)
@@ -83,7 +83,7 @@ import Testing
             address: ServerAddress(host: "127.0.0.1", port: server.port), serverName: "localhost",
             pins: [TestCertificates.pin("other-leaf-localhost"), TestCertificates.pin("other-intermediate")],
             trustAnchorsPEM: TestCertificates.certificate("root"), timeout: .seconds(60), now: { date })
-        inspector.clientIdentity = try MutualTLSNginxTests.pemIdentity("client-ecdsa")
+        inspector.clientIdentity = try MutualTLSFixtures.pemIdentity("client-ecdsa")
         let report: ServerReport
         do { report = try await inspector.inspect() } catch {
             try await server.shutdown()

@@ -133,7 +133,7 @@ import Testing
         let server = try await LoopbackTLSServer.start(
             chain: ["leaf-localhost-ecdsa", "intermediate-2", "intermediate-1", "root"], key: "leaf-localhost-ecdsa")
         let outcome = try await PinCheckBinary.run(
-            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSNginxTests.path("other-root.pem"),
+            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSFixtures.path("other-root.pem"),
              "--timeout", "60"])
         try await server.shutdown()
         #expect(outcome.status == 2)
@@ -157,7 +157,7 @@ import Testing
         let server = try await OpenSSLSServer.start(leaf: "leaf-localhost-rsa", connections: 2, ["-tls1_2", "-cipher", ciphers])
         defer { server.stop() }
         let outcome = try await PinCheckBinary.run(
-            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSNginxTests.path("root.pem"),
+            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSFixtures.path("root.pem"),
              "--timeout", "60"])
         // s_server exits only after its second connection: the probe ran.
         _ = try await server.waitForExit("s_server to serve the check and the probe")
@@ -206,7 +206,7 @@ import Testing
             leafFiles: (path("leaf.pem"), path("leaf.key")), connections: 2, ["-cipher", "DEFAULT@SECLEVEL=0"])
         defer { server.stop() }
         let outcome = try await PinCheckBinary.run(
-            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSNginxTests.path("root.pem"),
+            ["127.0.0.1:\(server.port)", "--servername", "localhost", "--ca-file", MutualTLSFixtures.path("root.pem"),
              "--timeout", "60"])
         _ = try await server.waitForExit("s_server to serve the check and the probe")
         #expect(outcome.status == 4)

@@ -5,10 +5,10 @@ import Testing
 /// `pin-check --cert FILE --key FILE` against a real nginx that demands a client certificate.
 @Suite("pin-check with a client certificate", .timeLimit(.minutes(3)))
 struct PinCheckMutualTLSTests {
-    static func path(_ file: String) -> String { MutualTLSNginxTests.path(file) }
+    static func path(_ file: String) -> String { MutualTLSFixtures.path(file) }
 
     static func run(_ extra: [String]) async throws -> (BuiltBinary.Outcome, [String: Any]?) {
-        let nginx = try MutualTLSNginxTests.startNginx()
+        let nginx = try MutualTLSFixtures.startNginx()
         defer { nginx.stop() }
         let outcome = try await PinCheckBinary.run(
             ["127.0.0.1:\(nginx.port)", "--servername", "localhost", "--ca-file", path("root.pem")] + extra)
@@ -24,7 +24,7 @@ struct PinCheckMutualTLSTests {
         let object = try #require(json)
         #expect(object["verdict"] as? String == "ok")
         let client = try #require(object["clientCertificate"] as? [String: Any])
-        #expect(client["acceptedIssuers"] as? [String] == [MutualTLSNginxTests.clientCA])
+        #expect(client["acceptedIssuers"] as? [String] == [MutualTLSFixtures.clientCA])
         #expect(client["sent"] as? String == "O=ShopKit Test,CN=shopkit-client-ecdsa")
         #expect((object["verifiedChain"] as? [Any])?.count == 4)
     }
@@ -36,9 +36,9 @@ struct PinCheckMutualTLSTests {
         let object = try #require(json)
         #expect(object["verdict"] as? String == "connect-failed")
         let reason = try #require(object["reason"] as? String)
-        #expect(reason.contains(MutualTLSNginxTests.clientCA) && reason.contains("--cert FILE --key FILE"))
+        #expect(reason.contains(MutualTLSFixtures.clientCA) && reason.contains("--cert FILE --key FILE"))
         let client = try #require(object["clientCertificate"] as? [String: Any])
-        #expect(client["acceptedIssuers"] as? [String] == [MutualTLSNginxTests.clientCA])
+        #expect(client["acceptedIssuers"] as? [String] == [MutualTLSFixtures.clientCA])
         #expect(client["sent"] is NSNull)
         // The server's chain was verified before it asked: the presented chain is shown.
         #expect((object["presentedChain"] as? [Any])?.isEmpty == false)
@@ -49,7 +49,7 @@ struct PinCheckMutualTLSTests {
         let (outcome, _) = try await Self.run(
             ["--cert", Self.path("client-expired-chain.pem"), "--key", Self.path("client-expired.key")])
         #expect(outcome.status == 4, "stderr: \(outcome.stderr)")
-        #expect(outcome.stdout.contains("Client certificate: requested (accepted issuers: \(MutualTLSNginxTests.clientCA)); sent: none"))
+        #expect(outcome.stdout.contains("Client certificate: requested (accepted issuers: \(MutualTLSFixtures.clientCA)); sent: none"))
         #expect(outcome.stdout.contains("expired on 2021-01-01"))
     }
 
