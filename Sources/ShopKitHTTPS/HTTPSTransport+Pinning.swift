@@ -15,7 +15,7 @@ extension HTTPSTransport {
     /// It is `HTTPSTransport(configuration: .init(tls: TLSClientConfiguration(trustRoots: trustRoots, pinning:
     /// try PinningPolicy(pinning, unpinnedHosts: unpinnedHosts), logger: logger), logger: logger))`, with one error
     /// type: a literal cannot throw, so its entries are checked here, and an entry at fault (a bad pattern or pin,
-    /// a set without a backup pin, a pattern given twice) throws ``TLSContextError`` of kind `.invalidInput`
+    /// a set without a backup pin, a pattern given twice) throws `TLSContextError` of kind `.invalidInput`
     /// naming it in `host` (and the reason in `pinning`), as a trust store that does not load throws it. Use
     /// ``init(configuration:)`` for everything else (timeouts, pool, proxy, client certificates, expiring or
     /// report-only sets).
@@ -25,7 +25,7 @@ extension HTTPSTransport {
     ///   - unpinnedHosts: `.refuse` fails every host the literal does not cover; default `.allow`.
     ///   - trustRoots: the trust anchors; default the system store.
     ///   - logger: where the TLS and HTTP layers log (never a token or a body); default nowhere.
-    /// - Throws: ``TLSContextError``.
+    /// - Throws: `TLSContextError`.
     public init(
         pinning: PinnedHosts, unpinnedHosts: PinningPolicy.UnpinnedHosts = .allow,
         trustRoots: TLSClientConfiguration.TrustRoots = .system, logger: Logger? = nil

@@ -292,10 +292,10 @@ public struct TLSContextError: Error, Sendable, Equatable, CustomStringConvertib
     /// What is at fault.
     public let kind: Kind
 
-    /// The host pattern whose pins are at fault, when the error is a ``PinnedHosts`` entry's (`HTTPSTransport`'s
+    /// The host pattern whose pins are at fault, when the error is a `PinnedHosts` entry's (`HTTPSTransport`'s
     /// `init(pinning:)`); nil otherwise.
     public let host: String?
-    /// What is wrong with that entry, when the error is a ``PinnedHosts`` entry's; nil otherwise.
+    /// What is wrong with that entry, when the error is a `PinnedHosts` entry's; nil otherwise.
     public let pinning: PinningConfigurationError?
 
     /// An error with an actionable message.
