@@ -1,6 +1,10 @@
 import NIOCore
 import NIOHTTP1
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Exact HTTP/1.1 response framing (RFC 9112 §6): where each response starts and ends, byte for byte, as a pure
 /// decoder (bytes in, one event out per call, no I/O).
 ///
@@ -121,7 +125,7 @@ package struct HTTP1ResponseDecoder {
             return .part(.end(nil))
         case .head(let isHead):
             try checkStatusLineStart(buffer)
-            guard let head = try section(&buffer, limit: Self.maxHeadBytes, what: "response head") else {
+            guard let head = try section(&buffer, limit: Self.maxHeadBytes, what: "response head", Self.parseHead) else {
                 return .needMoreData
             }
             return .part(.head(try startBody(head, isHead: isHead)))
@@ -172,15 +176,19 @@ package struct HTTP1ResponseDecoder {
     /// `buffer` together, up to and including its final CRLF CRLF. Nil: the section goes on in a later read (the
     /// buffer was taken into `pending`). A line that ends with a bare LF is malformed at once, without waiting for
     /// a CRLF CRLF that may never come.
-    private mutating func section(_ buffer: inout ByteBuffer, limit: Int, what: String) throws -> [UInt8]? {
+    private mutating func section<Parsed>(
+        _ buffer: inout ByteBuffer, limit: Int, what: String, _ parse: (UnsafeRawBufferPointer) throws -> Parsed
+    ) throws -> Parsed? {
         let pendingCount = pending.count
         let readable = buffer.readableBytes
         if pendingCount == 0 {
-            // The common case: a whole head in one read, found without copying it first.
+            // The common case: a whole head in one read, found and parsed where it lies, never copied.
             switch buffer.withUnsafeReadableBytes({ Self.endOfSection(in: $0, from: 0) }) {
             case .end(let end):
                 guard end <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
-                return buffer.readBytes(length: end)!
+                let parsed = try buffer.withUnsafeReadableBytes { try parse(UnsafeRawBufferPointer(rebasing: $0[..<end])) }
+                buffer.moveReaderIndex(forwardBy: end)
+                return parsed
             case .bareLF:
                 throw Malformed(reason: "a line of the \(what) ends with a bare LF")
             case .notYet:
@@ -197,9 +205,9 @@ package struct HTTP1ResponseDecoder {
             guard end <= limit else { throw Malformed(reason: "the \(what) exceeds \(limit) bytes") }
             // Give back what follows the section: it belongs to the body, or is stray.
             buffer.moveReaderIndex(to: buffer.readerIndex - (pending.count - end))
-            let section = Array(pending[..<end])
+            let parsed = try pending.withUnsafeBytes { try parse(UnsafeRawBufferPointer(rebasing: $0[..<end])) }
             pending.removeAll(keepingCapacity: true)
-            return section
+            return parsed
         case .bareLF:
             throw Malformed(reason: "a line of the \(what) ends with a bare LF")
         case .notYet:
@@ -219,12 +227,12 @@ package struct HTTP1ResponseDecoder {
     /// Looks at each LF in `bytes` from `from` on (the bytes before were looked at already): the first CRLF CRLF
     /// ends the section; a LF without its CR is a bare LF.
     private static func endOfSection(in bytes: UnsafeRawBufferPointer, from: Int) -> SectionEnd {
+        guard let base = bytes.baseAddress else { return .notYet }
         var index = from
         while index < bytes.count {
-            guard bytes[index] == UInt8(ascii: "\n") else {
-                index += 1
-                continue
-            }
+            // The next LF, found by memchr (a word at a time).
+            guard let lf = memchr(base + index, Int32(UInt8(ascii: "\n")), bytes.count - index) else { return .notYet }
+            index = base.distance(to: UnsafeRawPointer(lf))
             guard index > 0, bytes[index - 1] == UInt8(ascii: "\r") else { return .bareLF }
             if index >= 3, bytes[index - 2] == UInt8(ascii: "\n"), bytes[index - 3] == UInt8(ascii: "\r") {
                 return .end(index + 1)
@@ -260,14 +268,8 @@ package struct HTTP1ResponseDecoder {
                 return .some(nil)
             }
         }
-        guard let section = try section(&buffer, limit: Self.maxHeadBytes, what: "trailer section") else { return nil }
-        var headers = HTTPHeaders()
-        try section.withUnsafeBytes { (bytes) throws in
-            var lines = Lines(bytes)
-            while let line = try lines.next(), !line.isEmpty {
-                let (name, value) = try Self.field(line)
-                headers.add(name: name, value: value)
-            }
+        guard let headers = try section(&buffer, limit: Self.maxHeadBytes, what: "trailer section", Self.fields) else {
+            return nil
         }
         return .some(headers)
     }
@@ -339,8 +341,8 @@ package struct HTTP1ResponseDecoder {
     // MARK: The head
 
     /// Parses a whole head and sets the state its framing calls for.
-    private mutating func startBody(_ section: [UInt8], isHead: Bool) throws -> HTTPResponseHead {
-        let head = try section.withUnsafeBytes { (bytes) throws in try Self.parseHead(bytes) }
+    private mutating func startBody(_ parsed: ParsedHead, isHead: Bool) throws -> HTTPResponseHead {
+        let head = parsed.head
         let code = Int(head.status.code)
         switch code {
         case 101:
@@ -354,7 +356,7 @@ package struct HTTP1ResponseDecoder {
         default:
             break
         }
-        let framing = try Self.bodyFraming(head)
+        let framing = try Self.bodyFraming(parsed)
         if isHead || code == 204 || code == 304 {
             state = .endDue
             return head
@@ -376,13 +378,13 @@ package struct HTTP1ResponseDecoder {
 
     /// RFC 9112 §6.3, strictly: `Transfer-Encoding` must end in `chunked` (once), never beside `Content-Length`,
     /// never in an HTTP/1.0 response; every `Content-Length` value is the same run of digits.
-    private static func bodyFraming(_ head: HTTPResponseHead) throws -> BodyFraming {
-        let codings = head.headers[canonicalForm: "transfer-encoding"]
-        let lengths = head.headers[canonicalForm: "content-length"]
-        let hasLength = head.headers.contains(name: "content-length")
-        if head.headers.contains(name: "transfer-encoding") {
+    private static func bodyFraming(_ parsed: ParsedHead) throws -> BodyFraming {
+        let head = parsed.head
+        let hasLength = !parsed.contentLengths.isEmpty
+        if !parsed.transferEncodings.isEmpty {
             guard !hasLength else { throw Malformed(reason: "the response has both Transfer-Encoding and Content-Length") }
             guard head.version == .http1_1 else { throw Malformed(reason: "an HTTP/1.0 response has Transfer-Encoding") }
+            let codings = Self.listElements(parsed.transferEncodings)
             let chunked = codings.map { $0.lowercased() == "chunked" }
             guard chunked.last == true, chunked.dropLast().allSatisfy({ !$0 }) else {
                 throw Malformed(reason: "the response's Transfer-Encoding does not end in chunked exactly once")
@@ -390,6 +392,7 @@ package struct HTTP1ResponseDecoder {
             return .chunked
         }
         guard hasLength else { return .untilClose }
+        let lengths = Self.listElements(parsed.contentLengths)
         guard let first = lengths.first else { throw Malformed(reason: "the response's Content-Length is empty") }
         guard let length = contentLength(first), lengths.allSatisfy({ contentLength($0) == length }) else {
             throw Malformed(reason: "the response's Content-Length is not one number")
@@ -408,17 +411,76 @@ package struct HTTP1ResponseDecoder {
         return length
     }
 
+    /// A parsed head, with the values of its framing fields gathered while parsing (so framing needs no
+    /// second pass over the fields).
+    private struct ParsedHead {
+        var head: HTTPResponseHead
+        var contentLengths: [String] = []
+        var transferEncodings: [String] = []
+    }
+
     /// The status line and header fields of a head (its final empty line included).
-    private static func parseHead(_ bytes: UnsafeRawBufferPointer) throws -> HTTPResponseHead {
+    private static func parseHead(_ bytes: UnsafeRawBufferPointer) throws -> ParsedHead {
         var lines = Lines(bytes)
         guard let statusLine = try lines.next() else { throw Malformed(reason: "the response has no status line") }
         let (version, status) = try Self.statusLine(statusLine)
-        var headers = HTTPHeaders()
+        var fields: [(String, String)] = []
+        var contentLengths: [String] = []
+        var transferEncodings: [String] = []
         while let line = try lines.next(), !line.isEmpty {
             let (name, value) = try field(line)
-            headers.add(name: name, value: value)
+            if Self.isName(name, "content-length") {
+                contentLengths.append(value)
+            } else if Self.isName(name, "transfer-encoding") {
+                transferEncodings.append(value)
+            }
+            fields.append((name, value))
         }
-        return HTTPResponseHead(version: version, status: status, headers: headers)
+        // `HTTPHeaders(_:)` takes the fields as they are: every name was checked to be a token (ASCII) above,
+        // which is what `add(name:value:)` would check again, one field at a time.
+        return ParsedHead(
+            head: HTTPResponseHead(version: version, status: status, headers: HTTPHeaders(fields)),
+            contentLengths: contentLengths, transferEncodings: transferEncodings)
+    }
+
+    /// Whether the field name `name` (a token: checked by ``field(_:)``) is `lowercase` in any case. In a token,
+    /// only a letter's case bit (0x20) tells two bytes apart from a lowercase letter or `-`.
+    private static func isName(_ name: String, _ lowercase: StaticString) -> Bool {
+        guard name.utf8.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            var index = 0
+            for byte in name.utf8 {
+                guard byte | 0x20 == expected[index] else { return false }
+                index += 1
+            }
+            return true
+        }
+    }
+
+    /// The header fields of a trailer section (its final empty line included).
+    private static func fields(_ bytes: UnsafeRawBufferPointer) throws -> HTTPHeaders {
+        var lines = Lines(bytes)
+        var fields: [(String, String)] = []
+        while let line = try lines.next(), !line.isEmpty { fields.append(try field(line)) }
+        return HTTPHeaders(fields)
+    }
+
+    /// The comma-separated elements of a list field's values, trimmed, empty ones dropped (RFC 9110 §5.6.1), as
+    /// NIO's `headers[canonicalForm:]` gives them.
+    private static func listElements(_ values: [String]) -> [Substring] {
+        var elements: [Substring] = []
+        for value in values {
+            for element in value.split(separator: ",", omittingEmptySubsequences: true) {
+                let trimmed = element.drop(while: { $0 == " " || $0 == "\t" })
+                var end = trimmed.endIndex
+                while end > trimmed.startIndex, trimmed[trimmed.index(before: end)] == " " || trimmed[trimmed.index(before: end)] == "\t" {
+                    end = trimmed.index(before: end)
+                }
+                let result = trimmed[..<end]
+                if !result.isEmpty { elements.append(result) }
+            }
+        }
+        return elements
     }
 
     /// `HTTP/1.x SP 3DIGIT [SP reason]`.
@@ -455,12 +517,14 @@ package struct HTTP1ResponseDecoder {
 
     /// `name ":" OWS value OWS`, with a token for a name and visible characters, spaces and tabs for a value.
     private static func field(_ line: UnsafeRawBufferPointer) throws -> (String, String) {
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else {
+        guard let base = line.baseAddress, let found = memchr(base, Int32(UInt8(ascii: ":")), line.count),
+            case let colon = base.distance(to: UnsafeRawPointer(found)), colon > 0
+        else {
             throw Malformed(reason: line.first == UInt8(ascii: " ") || line.first == UInt8(ascii: "\t")
                 ? "a header field is folded onto a second line" : "a header field has no name or no colon")
         }
         let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
-        guard name.allSatisfy(isTokenByte) else { throw Malformed(reason: "a header field name has a byte it may not have") }
+        guard name.allSatisfy({ tokenBytes.contains($0) }) else { throw Malformed(reason: "a header field name has a byte it may not have") }
         var start = colon + 1
         var end = line.count
         while start < end, line[start] == UInt8(ascii: " ") || line[start] == UInt8(ascii: "\t") { start += 1 }
@@ -471,6 +535,9 @@ package struct HTTP1ResponseDecoder {
         }
         return (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
     }
+
+    /// RFC 9110 tchar, as a bit set: one test per byte of a field name.
+    private static let tokenBytes = ByteSet((0...255).map(UInt8.init).filter(isTokenByte))
 
     /// RFC 9110 tchar.
     private static func isTokenByte(_ byte: UInt8) -> Bool {
@@ -492,6 +559,67 @@ package struct HTTP1ResponseDecoder {
         byte == UInt8(ascii: "\t") || (byte >= 0x20 && byte != 0x7F)
     }
 
+    /// A set of bytes as 256 bits.
+    struct ByteSet {
+        private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+
+        init(_ bytes: [UInt8]) {
+            for byte in bytes {
+                let bit = UInt64(1) << UInt64(byte & 63)
+                switch byte >> 6 {
+                case 0: words.0 |= bit
+                case 1: words.1 |= bit
+                case 2: words.2 |= bit
+                default: words.3 |= bit
+                }
+            }
+        }
+
+        @inline(__always) func contains(_ byte: UInt8) -> Bool {
+            let word: UInt64
+            switch byte >> 6 {
+            case 0: word = words.0
+            case 1: word = words.1
+            case 2: word = words.2
+            default: word = words.3
+            }
+            return word & (UInt64(1) << UInt64(byte & 63)) != 0
+        }
+    }
+
+    /// Whether a response lets its connection be kept alive (RFC 9112 §9.3): an HTTP/1.1 response unless its
+    /// `Connection` field lists `close`, an HTTP/1.0 one only when it lists `keep-alive`. What NIO's
+    /// `isKeepAlive` answers, without splitting the field's value into strings.
+    static func isKeepAlive(_ head: HTTPResponseHead) -> Bool {
+        var close = false
+        var keepAlive = false
+        for (name, value) in head.headers where isName(name, "connection") {
+            for token in value.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: true) {
+                var token = token[...]
+                while let first = token.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { token = token.dropFirst() }
+                while let last = token.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { token = token.dropLast() }
+                if equalsLowercased(token, "close") { close = true }
+                if equalsLowercased(token, "keep-alive") { keepAlive = true }
+            }
+        }
+        if close { return false }
+        return head.version.major == 1 && head.version.minor >= 1 ? true : keepAlive
+    }
+
+    /// Whether `bytes` are `lowercase` in any letter case.
+    private static func equalsLowercased(_ bytes: Substring.UTF8View.SubSequence, _ lowercase: StaticString) -> Bool {
+        guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            var index = 0
+            for byte in bytes {
+                let folded = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte | 0x20 : byte
+                guard folded == expected[index] else { return false }
+                index += 1
+            }
+            return true
+        }
+    }
+
     /// The CRLF-ended lines of a section; a CR or LF inside a line is malformed.
     private struct Lines {
         let bytes: UnsafeRawBufferPointer
@@ -500,12 +628,14 @@ package struct HTTP1ResponseDecoder {
         init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
         mutating func next() throws -> UnsafeRawBufferPointer? {
-            guard offset < bytes.count else { return nil }
-            var index = offset
-            while index < bytes.count, bytes[index] != UInt8(ascii: "\r"), bytes[index] != UInt8(ascii: "\n") {
-                index += 1
-            }
-            guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\r"), bytes[index + 1] == UInt8(ascii: "\n")
+            guard offset < bytes.count, let base = bytes.baseAddress else { return nil }
+            // The line's end is its first CR (memchr: the head's bytes are scanned a word at a time); a LF before
+            // it, or a CR that no LF follows, is malformed.
+            let rest = bytes.count - offset
+            let cr = memchr(base + offset, Int32(UInt8(ascii: "\r")), rest).map { $0 - UnsafeMutableRawPointer(mutating: base) }
+            let index = cr ?? bytes.count
+            guard index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "\n"),
+                memchr(base + offset, Int32(UInt8(ascii: "\n")), index - offset) == nil
             else {
                 throw Malformed(reason: "a line ends with a bare CR or LF")
             }

@@ -41,9 +41,12 @@ final class HTTPExchange: ExchangeEvents {
         self.limits = limits
         self.pool = pool
         self.isHead = head.method == .HEAD
-        self.requestKeepAlive = !head.headers[canonicalForm: "connection"].contains {
-            $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
-        }
+        // Most requests have no Connection field: look it up (splitting its list) only when there is one.
+        self.requestKeepAlive =
+            !head.headers.contains(name: "connection")
+            || !head.headers[canonicalForm: "connection"].contains {
+                $0.utf8.elementsEqual("close".utf8) || $0.lowercased() == "close"
+            }
         self.locked = NIOLockedValueBox(Locked(machine: StateMachine(hasBody: body != nil)))
     }
 

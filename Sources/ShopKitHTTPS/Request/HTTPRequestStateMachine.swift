@@ -236,7 +236,7 @@ package struct HTTPRequestStateMachine {
         if !running.isHead, let length = HTTPConversion.contentLength(head), length > running.limits.maxResponseBodyBytes {
             return .fail(fail(.transport(.responseBodyTooLarge(limit: running.limits.maxResponseBodyBytes)))!)
         }
-        running.response = .streaming(received: 0, keepAlive: head.isKeepAlive && running.requestKeepAlive)
+        running.response = .streaming(received: 0, keepAlive: HTTP1ResponseDecoder.isKeepAlive(head) && running.requestKeepAlive)
         state = .running(running)
         return .deliver(head)
     }
