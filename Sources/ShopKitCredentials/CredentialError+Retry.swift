@@ -11,7 +11,7 @@ import ShopKitAPI
 extension CredentialError: RetryClassifiableError {
     /// `true` only for ``CredentialError/unavailable(_:)``.
     public var isRetryable: Bool {
-        switch self {
+        switch storage {
         case .unavailable:
             return true
         case .locked, .wrongPassphrase, .corrupt, .insecurePermissions, .wrongDevice, .accessDenied,

@@ -171,7 +171,8 @@ extension KeyringStore {
             let locked = secret_collection_get_locked(collection.pointer.assumingMemoryBound(to: SecretCollection.self))
             return .available(locked: locked != 0)
         } catch {
-            return session.lastFailure == .noService ? .unavailable(error.reason) : .failing(error.reason)
+            let why = error.reason ?? error.description
+            return session.lastFailure == .noService ? .unavailable(why) : .failing(why)
         }
     }
 

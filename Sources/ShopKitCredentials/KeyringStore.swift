@@ -82,7 +82,7 @@ public final class KeyringStore: CredentialBackend {
             }
         } catch {
             // Only the timer throws here: something holds the bus (or the name) but did not answer in time.
-            return .failing(error.reason)
+            return .failing(error.reason ?? error.description)
         }
     }
 

@@ -73,7 +73,7 @@ public struct TerminalPassphraseVerifier: PresenceVerifier {
                 throw .accessDenied("the passphrase did not match after \(attempts) tries")
             }
         } catch {
-            if case .io(let why) = error { throw .accessDenied(why) }
+            if error.code == .io { throw .accessDenied(error.reason ?? error.description) }
             throw error
         }
     }

@@ -26,7 +26,7 @@ enum AuthTargets {
             FuzzCheck.require(bytes.count >= headerSize + 16, "a file shorter than header and tag was accepted")
             FuzzCheck.require(file == (try? TokenFile.parse(bytes)), "parsing is not deterministic")
         } catch {
-            if case .corrupt = error {} else { FuzzCheck.require(false, "parse failed with \(error), not corrupt") }
+            if error.code != .corrupt { FuzzCheck.require(false, "parse failed with \(error), not corrupt") }
             FuzzCheck.require(!error.description.isEmpty, "an error without a message")
         }
     }
@@ -49,7 +49,6 @@ enum AuthTargets {
     }
 
     private static func isCorrupt(_ error: CredentialError) -> Bool {
-        if case .corrupt = error { return true }
-        return false
+        error.code == .corrupt
     }
 }

@@ -139,11 +139,10 @@ public struct HTTPSTransportError: Error, Sendable, Hashable, CustomStringConver
         lhs.storage == rhs.storage
     }
 
-    /// Hashes the kind and the details, except a proxy's `TLSError`, which is only `Equatable` (equal errors
-    /// still hash alike: they have the same kind).
+    /// Hashes the kind and the details (a proxy's `TLSError` included).
     public func hash(into hasher: inout Hasher) {
         hasher.combine(code)
-        if case .proxyTLSFailed = storage { return }
+        if case .proxyTLSFailed(let error) = storage { return hasher.combine(error) }
         hasher.combine(description)  // a function of the details alone
     }
 }

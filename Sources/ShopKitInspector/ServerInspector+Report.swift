@@ -61,8 +61,8 @@ extension ServerInspector {
                 ServerReport.Certificate($0, now: now, matched: false)
             }
             var reason = error.description
-            if case .pinMismatch(let pinReport) = error { reason = pinReport.description }
-            if case .pinSetExpired = error { reason += " (strictHosts: true; apps refuse the host, TLSError.pinSetExpired)" }
+            if let pinReport = error.pinFailureReport { reason = pinReport.description }
+            if error.code == .pinSetExpired { reason += " (strictHosts: true; apps refuse the host, TLSError.pinSetExpired)" }
             if clientIdentity != nil {
                 reason += "\nThe handshake was stopped before the client certificate was sent: with --cert the pins are "
                     + "enforced, as in any ShopKit client."
@@ -87,24 +87,24 @@ extension ServerInspector {
                 ServerReport.Certificate($0, now: now, matched: false)
             }
             let verdict: ServerReport.Verdict
-            switch error {
-            case .tls(.untrustedChain): verdict = .untrusted
+            switch error.tlsError?.code {
+            case .untrustedChain: verdict = .untrusted
             // A strict document's refusal of a host no live set covers; refused after the chain was verified.
-            case .tls(.pinSetExpired), .tls(.hostNotPinned): verdict = .pinMismatch
-            case .tls(.hostnameMismatch): verdict = .hostnameMismatch
+            case .pinSetExpired, .hostNotPinned: verdict = .pinMismatch
+            case .hostnameMismatch: verdict = .hostnameMismatch
             // Enforced pins (with a client identity) refuse above, with the verified chain; this is a refusal
             // without one, which the handshake does not make.
-            case .tls(.pinMismatch): verdict = .pinMismatch
+            case .pinMismatch: verdict = .pinMismatch
             default: verdict = .connectFailed
             }
             var reason = error.description
             // The reason without OpenSSL's error-queue text, for text output; JSON's reason keeps everything.
             var plainReason: String?
             var openSSLText: String?
-            if case .tls(.clientCertificateRequired(let issuers)) = error {
+            if let issuers = error.tlsError?.acceptedIssuers {
                 let from = issuers.isEmpty ? "" : " issued by \(issuers.joined(separator: "; "))"
                 reason = "the server requires a client certificate\(from): pass --cert FILE --key FILE"
-            } else if case .tls(.handshakeFailed(let text)) = error, let phrase = FailureWording.openSSLReason(text) {
+            } else if let text = error.handshakeFailureText, let phrase = FailureWording.openSSLReason(text) {
                 openSSLText = text
                 if let hint = FailureWording.handshakeHint(text) {
                     reason = "\(hint) (OpenSSL: \(text))"
@@ -112,7 +112,7 @@ extension ServerInspector {
                 } else {
                     plainReason = "the TLS handshake failed: \(phrase)"
                 }
-            } else if case .tls(.untrustedChain(_, let code)) = error,
+            } else if let code = error.tlsError?.verifyCode,
                 let hint = FailureWording.untrustedHint(
                     code: code, presented: presented.map { ($0.subject, $0.issuer, $0.signatureAlgorithm) })
             {

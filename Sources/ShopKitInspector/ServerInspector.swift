@@ -134,7 +134,8 @@ package struct ServerInspector: Sendable {
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         var report = report(for: outcome, policy: configuration.pinning)
-        if case .failed(.tls(.handshakeFailed(let text)), _) = outcome, FailureWording.isNoCipherInCommon(text),
+        if case .failed(let failure, _) = outcome, let text = failure.handshakeFailureText,
+            FailureWording.isNoCipherInCommon(text),
             !allowsStaticRSAKeyExchange
         {
             report.noCipherInCommon(await staticRSAProbe(group: group), openSSLText: text)
@@ -183,7 +184,7 @@ package struct ServerInspector: Sendable {
                 return .weakKey(key)
             }
             return nil
-        case .failed(.tls(.handshakeFailed(let text)), _) where FailureWording.isNoCipherInCommon(text):
+        case .failed(let failure, _) where failure.handshakeFailureText.map(FailureWording.isNoCipherInCommon) == true:
             return .nothingShopKitOffers
         case .failed:
             return nil
@@ -225,6 +226,18 @@ package struct ServerInspector: Sendable {
             case .tls(let error): return error.description
             case .proxy(let reason): return reason
             }
+        }
+
+        /// The TLS failure, for ``tls(_:)``; else nil.
+        var tlsError: TLSError? {
+            if case .tls(let error) = self { return error }
+            return nil
+        }
+
+        /// OpenSSL's error text of a failed handshake (`TLSError.handshakeFailed`); else nil.
+        var handshakeFailureText: String? {
+            guard let error = tlsError, error.code == .handshakeFailed else { return nil }
+            return error.reason
         }
     }
 

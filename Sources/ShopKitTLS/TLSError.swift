@@ -7,34 +7,80 @@ import ShopKitPinning
 /// Only TLS failures are `TLSError`s. What happens around TLS (a bad URL, a refused TCP connection, a response
 /// that is not HTTP, a connection that closes mid-response) is the HTTPS client's `HTTPSTransportError`.
 /// `APIError.transport` carries either to the UI.
-public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
+///
+/// A struct, not an enum, so that a new kind of failure is not a breaking change (AsyncHTTPClient's
+/// `HTTPClientError` does the same). Compare with `==` (`error == .handshakeTimeout`), or switch on ``code``,
+/// which says what kind of failure it is without its details:
+///
+/// ```swift
+/// switch error.code {
+/// case .pinMismatch: report(error.pinFailureReport!)
+/// case .handshakeFailed, .handshakeTimeout, .connectionClosed: showRetry()
+/// default: show(error.description)
+/// }
+/// ```
+///
+/// The details each kind carries are properties (``pinFailureReport``, ``host``, ``reason``, ``verifyCode``,
+/// ``acceptedIssuers``, …), nil for the kinds that do not carry them.
+public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// Today's kinds and their details; not public, so that adding one breaks no caller.
+    enum Storage: Sendable, Equatable {
+        case pinMismatch(PinFailureReport)
+        case hostNotPinned(host: String, patterns: [String])
+        case pinSetExpired(host: String, pattern: String, expiration: Date)
+        case untrustedChain(reason: String, verifyCode: Int)
+        case hostnameMismatch(host: String)
+        case handshakeFailed(reason: String)
+        case handshakeTimeout
+        case connectionClosed
+        case clientCertificateRequired(acceptedIssuers: [String])
+        case clientCertificateRejected(reason: String)
+    }
+
+    let storage: Storage
+
+    private init(_ storage: Storage) {
+        self.storage = storage
+    }
+
     /// No pin matched the verified chain; the report lists the chain's pins and the configured ones.
-    case pinMismatch(PinFailureReport)
+    public static func pinMismatch(_ report: PinFailureReport) -> Self { Self(.pinMismatch(report)) }
     /// The policy refuses hosts without a pin set (`PinningPolicy.UnpinnedHosts.refuse`) and no set covers
     /// `host`; `patterns` are the configured host patterns, to spot a typo.
-    case hostNotPinned(host: String, patterns: [String])
+    public static func hostNotPinned(host: String, patterns: [String]) -> Self {
+        Self(.hostNotPinned(host: host, patterns: patterns))
+    }
     /// The policy refuses hosts without a pin set, and every set covering `host` has expired (an expired set is not
     /// enforced, so it counts as none); `pattern` and `expiration` name the most specific of them.
-    case pinSetExpired(host: String, pattern: String, expiration: Date)
+    public static func pinSetExpired(host: String, pattern: String, expiration: Date) -> Self {
+        Self(.pinSetExpired(host: host, pattern: pattern, expiration: expiration))
+    }
     /// OpenSSL did not trust the chain; `reason` is its verify result in words.
-    case untrustedChain(reason: String, verifyCode: Int)
+    public static func untrustedChain(reason: String, verifyCode: Int) -> Self {
+        Self(.untrustedChain(reason: reason, verifyCode: verifyCode))
+    }
     /// The certificate does not cover the host name (checked against SANs only).
-    case hostnameMismatch(host: String)
+    public static func hostnameMismatch(host: String) -> Self { Self(.hostnameMismatch(host: host)) }
     /// The TLS handshake failed; `reason` is OpenSSL's error text, or what ended it.
-    case handshakeFailed(reason: String)
+    public static func handshakeFailed(reason: String) -> Self { Self(.handshakeFailed(reason: reason)) }
     /// The handshake (with its chain, hostname and pin checks) did not finish within the handshake timeout.
-    case handshakeTimeout
+    public static let handshakeTimeout = Self(.handshakeTimeout)
     /// The TLS connection was closed (by the peer or locally) while data was still to be written or read.
-    case connectionClosed
+    public static let connectionClosed = Self(.connectionClosed)
     /// The server asked for a client certificate and none is configured (`TLSClientConfiguration.clientIdentity`).
     /// `acceptedIssuers` are the CA names the server accepts (RFC 2253; empty when it named none).
-    case clientCertificateRequired(acceptedIssuers: [String])
+    public static func clientCertificateRequired(acceptedIssuers: [String]) -> Self {
+        Self(.clientCertificateRequired(acceptedIssuers: acceptedIssuers))
+    }
     /// The client certificate was not accepted: refused by the server (its alert in `reason`), or not sent because
     /// the server would refuse it (expired, not yet valid, issued by none of the CAs the server names).
-    case clientCertificateRejected(reason: String)
+    public static func clientCertificateRejected(reason: String) -> Self {
+        Self(.clientCertificateRejected(reason: reason))
+    }
 
+    /// What the error says, for logs and error reports.
     public var description: String {
-        switch self {
+        switch storage {
         case .pinMismatch(let report): return report.description
         case .hostNotPinned(let host, let patterns):
             let known =
@@ -56,6 +102,18 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
         case .clientCertificateRejected(let reason): return "client certificate not accepted: \(reason)"
         }
     }
+
+    /// Two errors are equal when they are the same kind with the same details (a pin mismatch's whole report).
+    public static func == (lhs: Self, rhs: Self) -> Bool {
+        lhs.storage == rhs.storage
+    }
+
+    /// Hashes the kind and the description, a function of the details that `==` compares (so equal errors hash
+    /// alike).
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(description)
+    }
 }
 
 /// Declared here, with the type, so that no product an app links (or leaves out) can change it.
@@ -66,7 +124,7 @@ public enum TLSError: Error, Sendable, Equatable, CustomStringConvertible {
 extension TLSError: RetryClassifiableError {
     /// Whether the same request might succeed on another attempt.
     public var isRetryable: Bool {
-        switch self {
+        switch storage {
         case .pinMismatch, .hostNotPinned, .pinSetExpired, .untrustedChain, .hostnameMismatch, .clientCertificateRequired,
             .clientCertificateRejected:
             return false

@@ -39,7 +39,7 @@ struct Exit: Error {
     /// The exit code for a store failure (a wrong device and an unsupported policy are access refusals).
     init(_ error: CredentialError) {
         let code: Code
-        switch error {
+        switch error.code {
         case .locked: code = .locked
         case .unavailable: code = .unavailable
         case .outcomeUnknown: code = .outcomeUnknown
@@ -51,6 +51,7 @@ struct Exit: Error {
         case .io, .tooLarge, .invalidConfiguration: code = .io
         case .passphraseRejected: code = .passphraseRejected
         case .passphraseProviderFailed: code = .io
+        default: code = .io  // a kind added later: a store failure without an exit code of its own
         }
         self.init(code, error.description)
     }

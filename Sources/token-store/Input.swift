@@ -44,8 +44,8 @@ enum PassphraseInput {
                 passphrase = newFile
                     ? try await Passphrase.promptNew("Passphrase for the new token file: ")
                     : try await Passphrase.prompt("Passphrase for the token file: ")
-            } catch .io(let why) {
-                throw .io("\(why); no terminal to ask for the token file's passphrase: pass --passphrase-fd N")
+            } catch where error.code == .io {
+                throw .io("\(error.reason ?? error.description); no terminal to ask for the token file's passphrase: pass --passphrase-fd N")
             }
         }
         if newFile { try passphrase.checkForNewFile() }

@@ -176,8 +176,9 @@ extension TokenStoreCommand {
                     // --export-private-key: the client key item of that name (its own kind), else the token item.
                     if exportPrivateKey, let item = try await vault.clientKeyItem(key) { return item }
                     return try await vault.read(key)
-                } catch .accessDenied(let why) {
+                } catch where error.code == .accessDenied {
                     // A user-presence item that cannot be checked here: fail closed, saying why.
+                    let why = error.reason ?? error.description
                     throw .accessDenied(PresenceSupport.problem(vault).map { "\(why); \($0)" } ?? why)
                 }
             }

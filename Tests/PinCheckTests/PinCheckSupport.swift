@@ -222,13 +222,13 @@ enum TransportVerdict {
 
     /// The vector verdict a transport error stands for.
     static func verdict(of error: TLSError) -> String {
-        switch error {
+        switch error.code {
         case .pinMismatch: return "pin-mismatch"
         case .untrustedChain: return "untrusted"
         case .hostnameMismatch: return "hostname-mismatch"
         case .handshakeFailed, .handshakeTimeout, .clientCertificateRequired, .clientCertificateRejected:
             return "connect-failed"
-        case .connectionClosed, .hostNotPinned, .pinSetExpired: return "unexpected: \(error)"
+        default: return "unexpected: \(error)"  // connectionClosed, hostNotPinned, pinSetExpired
         }
     }
 

@@ -32,7 +32,7 @@ import Testing
             _ = try await retrying.send(
                 request, body: nil, baseURL: URL(string: "https://127.0.0.1:\(server.port)")!, operationID: "get")
         } throws: { error in
-            guard case .pinMismatch? = error as? TLSError else { return false }
+            guard (error as? TLSError)?.code == .pinMismatch else { return false }
             return true
         }
         // Counted where the retry decorator sends, not at the server (which may record the handshake only after

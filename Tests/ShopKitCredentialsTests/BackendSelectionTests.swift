@@ -26,7 +26,7 @@ import Testing
         do {
             _ = try BackendSelection.decide(.auto, probe: .available(locked: true))
         } catch {
-            guard case .locked = error else { Issue.record("expected locked, got \(error)"); return }
+            guard failureCode(of: error) == .locked else { Issue.record("expected locked, got \(error)"); return }
         }
     }
 
@@ -38,7 +38,7 @@ import Testing
                 let chosen = try BackendSelection.decide(preference, probe: .failing("the Secret Service did not answer"))
                 Issue.record("a failing keyring must not select \(chosen)")
             } catch {
-                guard case .unavailable(let why) = error else { Issue.record("expected unavailable, got \(error)"); continue }
+                guard let why = failureReason(of: error, ifIs: .unavailable) else { Issue.record("expected unavailable, got \(error)"); continue }
                 #expect(why.contains("failing") && why.contains("the Secret Service did not answer"))
                 #expect(why.contains("not falling back"))
             }
@@ -55,7 +55,7 @@ import Testing
                     throw .accessDenied("not expected")
                 })
         }
-        guard case .unavailable = error else {
+        guard failureCode(of: error) == .unavailable else {
             Issue.record("expected unavailable, got \(String(describing: error))")
             return
         }
@@ -69,7 +69,7 @@ import Testing
             let chosen = try BackendSelection.decide(.auto, probe: .unavailable("no session bus"), keyringMarker: marker)
             Issue.record("a keyring used before must not fall back to \(chosen)")
         } catch {
-            guard case .unavailable(let why) = error else { Issue.record("expected unavailable, got \(error)"); return }
+            guard let why = failureReason(of: error, ifIs: .unavailable) else { Issue.record("expected unavailable, got \(error)"); return }
             #expect(why.contains("no session bus") && why.contains(marker.path) && why.contains("not falling back"))
         }
         #expect(try BackendSelection.decide(.auto, probe: .unavailable("no session bus")) == .file)
@@ -101,7 +101,7 @@ import Testing
                     .auto, probe: .unavailable("nothing owns org.freedesktop.secrets"), keyring: KeyringStore(),
                     fileConfiguration: configuration, userMarker: userMarker, passphrase: neverAsked)
             }
-            guard case .unavailable(let why)? = error else { Issue.record("expected unavailable, got \(String(describing: error))"); return }
+            guard let why = failureReason(of: error, ifIs: .unavailable) else { Issue.record("expected unavailable, got \(String(describing: error))"); return }
             #expect(why.contains("nothing owns org.freedesktop.secrets"))
             #expect(!FileManager.default.fileExists(atPath: dir.storeURL.path))
 
@@ -112,7 +112,7 @@ import Testing
                     .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(), fileConfiguration: elsewhere,
                     userMarker: userMarker, passphrase: neverAsked)
             }
-            guard case .unavailable(let reason)? = other else { Issue.record("expected unavailable, got \(String(describing: other))"); return }
+            guard let reason = failureReason(of: other, ifIs: .unavailable) else { Issue.record("expected unavailable, got \(String(describing: other))"); return }
             #expect(reason.contains(userMarker.path), "\(reason)")
         }
     }
@@ -139,7 +139,7 @@ import Testing
                     .auto, probe: .unavailable("no session bus"), keyring: KeyringStore(),
                     fileConfiguration: configuration, requireFileOnFallback: true, userMarker: nil, passphrase: passphrase)
             }
-            guard case .unavailable(let why)? = await credentialError(readOrDelete) else {
+            guard let why = failureReason(of: await credentialError(readOrDelete), ifIs: .unavailable) else {
                 Issue.record("expected unavailable")
                 return
             }
@@ -198,7 +198,7 @@ import Testing
                     throw .accessDenied("not expected")
                 })
         }
-        guard case .locked = error else {
+        guard failureCode(of: error) == .locked else {
             Issue.record("expected locked, got \(String(describing: error))")
             return
         }

@@ -128,13 +128,13 @@ import TestSupport
         try await withTempDirectory { dir in
             let prompts = PromptCounter()
             try await vault(dir, verifier: counting(prompts)).write(aliceTokens, for: aliceKey, policy: Self.presence)
-            guard case .accessDenied(let why) = await caughtError({ () async throws(CredentialError) in
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await vault(dir, verifier: nil).read(aliceKey)
-            }) else { Issue.record("no verifier must deny"); return }
+            }), ifIs: .accessDenied) else { Issue.record("no verifier must deny"); return }
             #expect(why.contains("no PresenceVerifier"))
-            guard case .accessDenied(let reason) = await caughtError({ () async throws(CredentialError) in
+            guard let reason = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await vault(dir, verifier: counting(prompts, canVerify: false)).read(aliceKey)
-            }) else { Issue.record("a verifier that cannot run must deny"); return }
+            }), ifIs: .accessDenied) else { Issue.record("a verifier that cannot run must deny"); return }
             #expect(reason.contains("cannot run"))
             #expect(prompts.count == 0)
             // Reading the backend directly still works: the policy is the vault's job (documented limit).
@@ -145,14 +145,14 @@ import TestSupport
     @Test func writesThatCannotBeHonouredAreRefused() async throws {
         try await withTempDirectory { dir in
             for verifier in [nil, ClosurePresenceVerifier(canVerify: false) { _ in true }] as [ClosurePresenceVerifier?] {
-                guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+                guard failureCode(of: await caughtError({ () async throws(CredentialError) in
                     try await vault(dir, verifier: verifier).write(aliceTokens, for: aliceKey, policy: Self.presence)
-                }) else { Issue.record("userPresence without a usable verifier must be refused"); return }
+                })) == .policyUnsupported else { Issue.record("userPresence without a usable verifier must be refused"); return }
             }
             let unbindable = CredentialVault(backend: UnbindableBackend(inner: makeStore(dir.storeURL)))
-            guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+            guard failureCode(of: await caughtError({ () async throws(CredentialError) in
                 try await unbindable.write(aliceTokens, for: aliceKey, policy: AccessPolicy(thisDeviceOnly: true))
-            }) else { Issue.record("thisDeviceOnly on a backend that cannot bind must be refused"); return }
+            })) == .policyUnsupported else { Issue.record("thisDeviceOnly on a backend that cannot bind must be refused"); return }
             let remaining = try await makeStore(dir.storeURL).keys()
             #expect(remaining.isEmpty)
         }
@@ -184,9 +184,9 @@ import TestSupport
             #expect(try await destination.read(aliceKey) == StoredCredential(tokens: aliceTokens, policy: bound))
             // A device-bound item is not moved to a backend that cannot bind; the source keeps it.
             let unbindable = UnbindableBackend(inner: makeStore(dir.url.appendingPathComponent("third/tokens.skt")))
-            guard case .policyUnsupported = await caughtError({ () async throws(CredentialError) in
+            guard failureCode(of: await caughtError({ () async throws(CredentialError) in
                 try await migrate(aliceKey, from: destination, to: unbindable)
-            }) else { Issue.record("expected policyUnsupported"); return }
+            })) == .policyUnsupported else { Issue.record("expected policyUnsupported"); return }
             #expect(try await destination.read(aliceKey) != nil)
         }
     }

@@ -62,9 +62,9 @@ import Testing
             #expect(full.count == TokenFile.maximumSize)
             #expect(try await makeStore(dir.storeURL).read(bobKey) == bob(fitting))
 
-            guard case .tooLarge(let why) = await caughtError({ () async throws(CredentialError) in
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await store.write(bob(fitting + 1), for: bobKey)
-            }) else { Issue.record("a file over the maximum must be refused"); return }
+            }), ifIs: .tooLarge) else { Issue.record("a file over the maximum must be refused"); return }
             #expect(why.contains("16 MiB"))
             #expect(try fileBytes(dir.storeURL) == full)
             let names = try FileManager.default.contentsOfDirectory(atPath: dir.storeURL.deletingLastPathComponent().path)
@@ -150,7 +150,7 @@ import Testing
             try FileManager.default.moveItem(at: dir.storeURL, to: real)
             try FileManager.default.createSymbolicLink(at: dir.storeURL, withDestinationURL: real)
             // Issue 39, item 6: a security refusal of its own (`unsafeFile`, token-store exit 12), no longer `.io`.
-            guard case .unsafeFile(let why) = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) }), ifIs: .unsafeFile)
             else { Issue.record("expected an unsafeFile error"); return }
             #expect(why.contains("symbolic link"))
         }
@@ -194,9 +194,9 @@ import Testing
     @Test func outOfRangeConfigurationIsRefusedForNewFiles() async throws {
         try await withTempDirectory { dir in
             let store = makeStore(dir.storeURL, kdf: .init(logN: 22, r: 8, p: 1))
-            guard case .invalidConfiguration(let why) = await caughtError({ () async throws(CredentialError) in
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
-            }) else { Issue.record("expected an invalid-configuration error"); return }
+            }), ifIs: .invalidConfiguration) else { Issue.record("expected an invalid-configuration error"); return }
             #expect(why.contains("logN 22"))
             #expect(await store.derivationCount == 0)
         }

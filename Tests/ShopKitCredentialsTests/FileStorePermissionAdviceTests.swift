@@ -136,7 +136,7 @@ import Testing
                 try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
             },
         ] {
-            guard case .insecurePermissions(let why) = error else {
+            guard let why = failureReason(of: error, ifIs: .insecurePermissions) else {
                 Issue.record("expected insecurePermissions, got \(String(describing: error))")
                 continue
             }
@@ -156,16 +156,16 @@ import Testing
             try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
             let nobody: uid_t = 65534
             try #require(chown(dir.storeURL.path, nobody, gid_t(nobody)) == 0)
-            guard case .insecurePermissions(let why) = await caughtError({ () async throws(CredentialError) in
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await store.read(aliceKey)
-            }) else { Issue.record("another user's file must be refused"); return }
+            }), ifIs: .insecurePermissions) else { Issue.record("another user's file must be refused"); return }
             #expect(!why.contains("chown") && why.contains("uid 65534"), "\(why)")
 
             let directory = dir.storeURL.deletingLastPathComponent().path
             try #require(chown(directory, nobody, gid_t(nobody)) == 0)
-            guard case .insecurePermissions(let reason) = await caughtError({ () async throws(CredentialError) in
+            guard let reason = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await store.read(aliceKey)
-            }) else { Issue.record("another user's directory must be refused"); return }
+            }), ifIs: .insecurePermissions) else { Issue.record("another user's directory must be refused"); return }
             #expect(!reason.contains("chown") && !reason.contains("chmod"), "\(reason)")
             #expect(reason.contains("owned by another user (uid 65534)"), "\(reason)")
         }

@@ -28,7 +28,7 @@ import Testing
                 }
             }
             #expect(!outcome.hung, "\(operation) blocked opening the FIFO")
-            guard case .unsafeFile(let why) = outcome.error else {
+            guard let why = failureReason(of: outcome.error, ifIs: .unsafeFile) else {
                 Issue.record("\(operation): expected unsafeFile, got \(String(describing: outcome.error))")
                 return
             }
@@ -54,7 +54,7 @@ import Testing
                 }
             }
             #expect(!outcome.hung)
-            guard case .unsafeFile(let why) = outcome.error else {
+            guard let why = failureReason(of: outcome.error, ifIs: .unsafeFile) else {
                 Issue.record("expected unsafeFile, got \(String(describing: outcome.error))")
                 return
             }
@@ -74,13 +74,13 @@ import Testing
             let before = try fileBytes(dir.storeURL)
             for name in [dir.storeURL, second] {
                 let other = makeStore(name)
-                guard case .unsafeFile(let why) = await caughtError({ () async throws(CredentialError) in
+                guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in
                     try await other.read(aliceKey)
-                }) else { Issue.record("a hard-linked file must be refused"); continue }
+                }), ifIs: .unsafeFile) else { Issue.record("a hard-linked file must be refused"); continue }
                 #expect(why.contains("2 names (hard links)"), "\(why)")
-                guard case .unsafeFile = await caughtError({ () async throws(CredentialError) in
+                guard failureCode(of: await caughtError({ () async throws(CredentialError) in
                     try await other.write(StoredCredential(tokens: bobTokens, policy: .afterFirstUnlock), for: bobKey)
-                }) else { Issue.record("a write through a hard link must be refused"); continue }
+                })) == .unsafeFile else { Issue.record("a write through a hard link must be refused"); continue }
             }
             #expect(try fileBytes(dir.storeURL) == before)
             unlink(second.path)

@@ -100,6 +100,15 @@ func expectError<T>(
     }
 }
 
+/// The kind of `error` (nil for none): `failureCode(of: error) == .corrupt` is the enum's `case .corrupt = error`.
+func failureCode(of error: CredentialError?) -> CredentialError.Code? { error?.code }
+
+/// The reason of `error` when it is of kind `code`, else nil: `let why = failureReason(of: error, ifIs: .corrupt)`
+/// is the enum's `case .corrupt(let why) = error`.
+func failureReason(of error: CredentialError?, ifIs code: CredentialError.Code) -> String? {
+    error?.code == code ? error?.reason : nil
+}
+
 /// The error `body` throws, or `nil`.
 func caughtError<T>(_ body: () async throws(CredentialError) -> T) async -> CredentialError? {
     do {

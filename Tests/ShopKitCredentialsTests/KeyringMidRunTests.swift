@@ -148,10 +148,10 @@ struct KeyringChildScenario {
     }
 
     static func kind(_ error: CredentialError?) -> String {
-        switch error {
-        case nil: return "found"
-        case .unavailable(let why)?: return why.isEmpty ? "unavailable without a reason" : "unavailable"
-        case .locked?: return "locked"
+        guard let error else { return "found" }
+        switch error.code {
+        case .unavailable: return error.reason?.isEmpty == false ? "unavailable" : "unavailable without a reason"
+        case .locked: return "locked"
         default: return "other"
         }
     }

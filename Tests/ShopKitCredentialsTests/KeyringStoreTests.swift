@@ -71,7 +71,7 @@ struct KeyringStoreTests {
                 StoredCredential(tokens: tokens, policy: AccessPolicy(thisDeviceOnly: true)),
                 for: KeyringTestEnvironment.uniqueKey())
         }
-        guard case .policyUnsupported = error else {
+        guard failureCode(of: error) == .policyUnsupported else {
             Issue.record("expected policyUnsupported, got \(String(describing: error))")
             return
         }
@@ -104,7 +104,7 @@ struct KeyringStoreTests {
             stdin: "not a shopkit body", executable: URL(fileURLWithPath: "/usr/bin/secret-tool"))
         #expect(stored.status == 0)
         let error = await credentialError { () throws(CredentialError) in try await KeyringStore(timeout: .seconds(60)).read(key) }
-        guard case .corrupt = error else {
+        guard failureCode(of: error) == .corrupt else {
             Issue.record("expected corrupt, got \(String(describing: error))")
             return
         }

@@ -30,13 +30,13 @@ import TestSupport
 
     @Test func onlyAnInterruptedChangeIsOfUnknownOutcome() {
         let write = JobEffect.changes("storing the item for s/a")
-        guard case .outcomeUnknown(let why) = LibSecretThread.timeoutError(.interrupted, effect: write, timeout: .seconds(5))
+        guard let why = failureReason(of: LibSecretThread.timeoutError(.interrupted, effect: write, timeout: .seconds(5)), ifIs: .outcomeUnknown)
         else { Issue.record("an interrupted write must be outcomeUnknown"); return }
         #expect(why.contains("storing the item for s/a") && why.contains("may or may not have been made"))
-        guard case .unavailable = LibSecretThread.timeoutError(.neverStarted, effect: write, timeout: .seconds(5)) else {
+        guard failureCode(of: LibSecretThread.timeoutError(.neverStarted, effect: write, timeout: .seconds(5))) == .unavailable else {
             Issue.record("a write that never started is unavailable"); return
         }
-        guard case .unavailable = LibSecretThread.timeoutError(.interrupted, effect: .readOnly, timeout: .seconds(5)) else {
+        guard failureCode(of: LibSecretThread.timeoutError(.interrupted, effect: .readOnly, timeout: .seconds(5))) == .unavailable else {
             Issue.record("an interrupted read is unavailable"); return
         }
     }
@@ -79,7 +79,7 @@ struct KeyringTimeoutTests {
                 timer.fire()  // the deadline passes right as the write completes
             }
         }
-        guard case .outcomeUnknown(let why) = error else {
+        guard let why = failureReason(of: error, ifIs: .outcomeUnknown) else {
             Issue.record("expected outcomeUnknown, got \(String(describing: error))")
             return
         }
@@ -111,7 +111,7 @@ struct KeyringTimeoutTests {
         let error = await write
         blocker.signal()
         _ = await held
-        guard case .unavailable = error else {
+        guard failureCode(of: error) == .unavailable else {
             Issue.record("expected unavailable, got \(String(describing: error))")
             return
         }

@@ -29,7 +29,7 @@ import Testing
                 damaged[offset] ^= offset % 2 == 0 ? 0x01 : 0x80
                 try writeBytes(damaged, to: dir.storeURL)
                 let error = await caughtError { () async throws(CredentialError) in try await store.read(aliceKey) }
-                guard case .corrupt = error else { failures.append(offset); continue }
+                guard failureCode(of: error) == .corrupt else { failures.append(offset); continue }
             }
             #expect(failures.isEmpty, "offsets not reported as corrupt: \(failures)")
             // The derivation ran at most once (for the intact header), never per damaged copy.
@@ -44,19 +44,19 @@ import Testing
             for length in 0..<original.count {
                 try writeBytes(Array(original[0..<length]), to: dir.storeURL)
                 let error = await caughtError { () async throws(CredentialError) in try await store.read(aliceKey) }
-                guard case .corrupt = error else {
+                guard failureCode(of: error) == .corrupt else {
                     Issue.record("length \(length) gave \(String(describing: error))")
                     continue
                 }
             }
             try writeBytes(original + [0], to: dir.storeURL)
-            guard case .corrupt = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
+            guard failureCode(of: await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })) == .corrupt
             else { Issue.record("an extended file must be corrupt"); return }
             // A write refuses to replace a corrupt file (that would silently drop every item).
             try writeBytes(Array(original[0..<100]), to: dir.storeURL)
-            guard case .corrupt = await caughtError({ () async throws(CredentialError) in
+            guard failureCode(of: await caughtError({ () async throws(CredentialError) in
                 try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
-            }) else { Issue.record("a write over a corrupt file must fail"); return }
+            })) == .corrupt else { Issue.record("a write over a corrupt file must fail"); return }
             #expect(try fileBytes(dir.storeURL) == Array(original[0..<100]))
         }
     }
@@ -74,7 +74,7 @@ import Testing
             file.kdf = .init(logN: logN, r: r, p: p)
             try writeBytes(try file.serialized(), to: dir.storeURL)
             let store = makeStore(dir.storeURL)
-            guard case .corrupt(let why) = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) }), ifIs: .corrupt)
             else { Issue.record("expected corrupt"); return }
             #expect(why.contains("KDF parameters"))
             #expect(await store.derivationCount == 0)
@@ -101,9 +101,9 @@ import Testing
             let kdf = EncryptedFileStore.ScryptParameters(logN: logN, r: r, p: p)
             #expect(kdf.problem?.contains("N < 2^(16·r)") == true)
             let store = makeStore(dir.storeURL, kdf: kdf)
-            guard case .invalidConfiguration(let why) = await caughtError({ () async throws(CredentialError) in
+            guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in
                 try await store.write(StoredCredential(tokens: aliceTokens, policy: .afterFirstUnlock), for: aliceKey)
-            }) else { Issue.record("expected invalidConfiguration"); return }
+            }), ifIs: .invalidConfiguration) else { Issue.record("expected invalidConfiguration"); return }
             #expect(why.contains("RFC 7914") && why.contains("Configuration.kdf"), "\(why)")
             #expect(await store.derivationCount == 0)
             #expect(!FileManager.default.fileExists(atPath: dir.storeURL.path))
@@ -128,7 +128,7 @@ import Testing
             let store = makeStore(dir.storeURL)
             func reason(_ bytes: [UInt8]) async throws -> String? {
                 try writeBytes(bytes, to: dir.storeURL)
-                guard case .corrupt(let why) = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
+                guard let why = failureReason(of: await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) }), ifIs: .corrupt)
                 else { return nil }
                 return why
             }
@@ -154,7 +154,7 @@ import Testing
             var second = try TokenFile.parse(try fileBytes(dir.storeURL))
             second.generation = first.generation  // roll the counter back, checksum recomputed
             try writeBytes(try second.serialized(), to: dir.storeURL)
-            guard case .corrupt = await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })
+            guard failureCode(of: await caughtError({ () async throws(CredentialError) in try await store.read(aliceKey) })) == .corrupt
             else { Issue.record("a rolled-back generation must not open"); return }
         }
     }

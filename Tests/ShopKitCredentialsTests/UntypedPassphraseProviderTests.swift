@@ -65,7 +65,7 @@ import Testing
             try await BackendSelection.defaultStore(
                 .file(configuration), passphrase: { () async throws -> Passphrase in throw CancellationError() })
         }
-        guard case .accessDenied(let why)? = error else {
+        guard let error, error.code == .accessDenied, let why = error.reason else {
             Issue.record("expected accessDenied, got \(String(describing: error))")
             return
         }
@@ -82,7 +82,7 @@ import Testing
             }
         }
         task.cancel()
-        guard case .accessDenied? = await task.value else {
+        guard await task.value?.code == .accessDenied else {
             Issue.record("a cancelled provider must map to accessDenied")
             return
         }
@@ -94,7 +94,7 @@ import Testing
             try await BackendSelection.defaultStore(
                 .file(configuration), passphrase: { () async throws -> Passphrase in throw ProviderError() })
         }
-        guard let error, case .passphraseProviderFailed(let why) = error else {
+        guard let error, error.code == .passphraseProviderFailed, let why = error.reason else {
             Issue.record("expected passphraseProviderFailed, got \(String(describing: error))")
             return
         }

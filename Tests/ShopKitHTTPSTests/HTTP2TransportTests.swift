@@ -242,7 +242,7 @@ import Testing
         await #expect {
             _ = try await transport.fetch(baseURL: url(server))
         } throws: { error in
-            guard case .pinMismatch? = error as? TLSError else { return false }
+            guard (error as? TLSError)?.code == .pinMismatch else { return false }
             return true
         }
         #expect(server.counts.requests == 0)

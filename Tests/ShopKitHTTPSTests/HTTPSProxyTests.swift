@@ -53,7 +53,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: origin.baseURL)
         } throws: { error in
-            guard case .untrustedChain? = (error as? HTTPSTransportError)?.proxyTLSError else { return false }
+            guard (error as? HTTPSTransportError)?.proxyTLSError?.code == .untrustedChain else { return false }
             return true
         }
         #expect(proxy.requests.isEmpty)
@@ -75,7 +75,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: origin.baseURL)
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let report = (error as? TLSError)?.pinFailureReport else { return false }
             return report.chainPins.first?.pin == TestCertificates.pin("leaf-localhost-ecdsa")
         }
         #expect(origin.counts.requests == 0)

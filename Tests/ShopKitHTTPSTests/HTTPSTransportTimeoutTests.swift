@@ -187,7 +187,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: server.baseURL)
         } throws: { error in
-            guard case .handshakeFailed? = error as? TLSError else { return false }
+            guard (error as? TLSError)?.code == .handshakeFailed else { return false }
             return true
         }
         await transport.shutdown()

@@ -30,7 +30,7 @@ import Testing
 
     /// Whether `error` is a pin mismatch refused by policy `version`.
     static func isMismatch(_ error: any Error, version: Int) -> Bool {
-        guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+        guard let report = (error as? TLSError)?.pinFailureReport else { return false }
         return report.policyVersion == version && report.description.contains("pin policy version \(version)")
     }
 

@@ -70,7 +70,7 @@ import ShopKitTLS
         // Three enforced mismatches within a day: refused each time, reported once.
         for _ in 0..<3 {
             await #expect { _ = try await app.fetch(baseURL: base) } throws: { error in
-                if case .pinMismatch = error as? TLSError { true } else { false }
+                (error as? TLSError)?.code == .pinMismatch
             }
             try await withDeadline("the reporter to send its reports") { await reporter.waitUntilIdle() }
         }

@@ -52,7 +52,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let report = (error as? TLSError)?.pinFailureReport else { return false }
             return report.host == "localhost"
                 && report.chainPins.first?.pin == TestCertificates.pin("leaf-localhost-ecdsa")
                 && report.configuredPins == [TestCertificates.pin("other-root"), TestCertificates.pin("other-intermediate")]
@@ -68,7 +68,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
-            guard case .untrustedChain? = error as? TLSError else { return false }
+            guard (error as? TLSError)?.code == .untrustedChain else { return false }
             return true
         }
         await transport.shutdown()
@@ -93,7 +93,7 @@ import ShopKitTLS
             await #expect("\(host)") {
                 _ = try await transport.fetch(baseURL: URL(string: "https://\(host):\(server.port)/")!)
             } throws: { error in
-                guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+                guard let report = (error as? TLSError)?.pinFailureReport else { return false }
                 return report.host == "127.0.0.1"
             }
         }

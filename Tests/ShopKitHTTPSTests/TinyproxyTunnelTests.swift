@@ -50,7 +50,7 @@ import ShopKitTLS
         await #expect {
             _ = try await transport.fetch(baseURL: origin.baseURL)
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let report = (error as? TLSError)?.pinFailureReport else { return false }
             return report.host == "127.0.0.1"
                 && report.chainPins.first?.pin == TestCertificates.pin("leaf-localhost-ecdsa")
         }

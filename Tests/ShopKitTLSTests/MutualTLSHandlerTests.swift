@@ -49,7 +49,7 @@ import Testing
         defer { pair.finish() }
         try Self.run(pair)
         let error = try #require(pair.clientRecorder.tlsErrors.first)
-        guard case .clientCertificateRejected(let reason) = error else {
+        guard error.code == .clientCertificateRejected, let reason = error.reason else {
             Issue.record("expected clientCertificateRejected, got \(error)")
             return
         }

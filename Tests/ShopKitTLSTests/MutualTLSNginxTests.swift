@@ -86,7 +86,7 @@ import Testing
         await #expect {
             try await Probe.get(context: Self.context(identity), port: nginx.port, path: "/client")
         } throws: { error in
-            guard case .clientCertificateRejected(let reason)? = error as? TLSError else { return false }
+            guard let tls = error as? TLSError, tls.code == .clientCertificateRejected, let reason = tls.reason else { return false }
             return reason.contains(Self.clientCA) && reason.contains("CN=shopkit-client-wrong-ca")
                 && !(error as! TLSError).isRetryable
         }
@@ -99,7 +99,7 @@ import Testing
         await #expect {
             try await Probe.get(context: Self.context(identity), port: nginx.port, path: "/client")
         } throws: { error in
-            guard case .clientCertificateRejected(let reason)? = error as? TLSError else { return false }
+            guard let tls = error as? TLSError, tls.code == .clientCertificateRejected, let reason = tls.reason else { return false }
             return reason.contains("expired on 2021-01-01")
         }
     }

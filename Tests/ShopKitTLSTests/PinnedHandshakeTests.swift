@@ -59,7 +59,7 @@ import Testing
 
     @Test func noMatchingPinFails() async {
         await expectTLSError({
-            guard case .pinMismatch(let report) = $0 else { return false }
+            guard let report = $0.pinFailureReport else { return false }
             return report.host == "localhost" && report.chainPins.count == 4
                 && report.configuredPins == [TestCertificates.pin("other-root"), TestCertificates.pin("other-intermediate")]
         }) {
@@ -70,7 +70,7 @@ import Testing
     @Test func pinnedUnrelatedCertificateAppendedToValidChainFails() async {
         // Chain injection: the server appends certificates whose keys are pinned; they are not on the
         // verified path, so they must never match.
-        await expectTLSError({ if case .pinMismatch = $0 { true } else { false } }) {
+        await expectTLSError({ $0.code == .pinMismatch }) {
             try await probe(
                 serverChain: Self.standard + ["other-intermediate", "other-root"],
                 configuration: Probe.configuration(pins: ["other-intermediate", "other-root"]))
@@ -78,7 +78,7 @@ import Testing
     }
 
     @Test func untrustedRootWithMatchingPinFails() async {
-        await expectTLSError({ if case .untrustedChain = $0 { true } else { false } }) {
+        await expectTLSError({ $0.code == .untrustedChain }) {
             try await probe(
                 serverChain: ["other-leaf-localhost", "other-intermediate", "other-root"], key: "other-leaf-localhost",
                 configuration: Probe.configuration(pins: ["other-leaf-localhost", "other-root"]))
@@ -87,7 +87,7 @@ import Testing
 
     @Test func expiredLeafFails() async {
         await expectTLSError({
-            if case .untrustedChain(let reason, _) = $0 { reason.contains("expired") } else { false }
+            $0.code == .untrustedChain && $0.reason?.contains("expired") == true
         }) {
             try await probe(
                 serverChain: ["leaf-expired", "intermediate-2", "intermediate-1"], key: "leaf-expired",

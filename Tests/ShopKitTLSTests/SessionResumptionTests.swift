@@ -84,7 +84,7 @@ import Testing
         await #expect {
             try await Probe.get(context: wrong, port: server.port)
         } throws: { error in
-            guard case .pinMismatch? = error as? TLSError else { return false }
+            guard (error as? TLSError)?.code == .pinMismatch else { return false }
             return true
         }
         #expect(server.resumptions == 0)
@@ -131,7 +131,7 @@ import Testing
         await #expect {
             _ = try await Probe.get(context: context, port: server.port)
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let report = (error as? TLSError)?.pinFailureReport else { return false }
             return report.policyVersion == 9
         }
     }

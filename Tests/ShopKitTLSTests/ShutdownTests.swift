@@ -87,6 +87,6 @@ import Testing
             })
         #expect(!outcome.handshakeCompleted)
         #expect(outcome.errors.count == 1)
-        if case .handshakeFailed = outcome.errors.first {} else { Issue.record("expected handshakeFailed, got \(outcome.errors)") }
+        if outcome.errors.first?.code != .handshakeFailed { Issue.record("expected handshakeFailed, got \(outcome.errors)") }
     }
 }

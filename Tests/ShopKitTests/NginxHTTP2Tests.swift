@@ -70,7 +70,7 @@ import Testing
         await #expect {
             _ = try await Self.get("/protocol", transport, port: nginx.port)
         } throws: { error in
-            guard case .pinMismatch? = error as? TLSError else { return false }
+            guard (error as? TLSError)?.code == .pinMismatch else { return false }
             return true
         }
         await transport.shutdown()

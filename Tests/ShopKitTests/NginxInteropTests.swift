@@ -62,7 +62,7 @@ import Testing
         await #expect {
             _ = try await client.send(GetWidget())
         } throws: { error in
-            guard case .transport(let cause)? = error as? APIError, case .pinMismatch? = cause as? TLSError else {
+            guard case .transport(let cause)? = error as? APIError, (cause as? TLSError)?.code == .pinMismatch else {
                 return false
             }
             return true

@@ -103,7 +103,7 @@ extension PinUpdatesTests {
         await #expect {
             _ = try await get()
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let report = (error as? TLSError)?.pinFailureReport else { return false }
             return report.policyVersion == 0
         }
         #expect((http1Server?.counts.requests ?? http2Server!.counts.requests) == requestsBefore)

@@ -111,7 +111,7 @@ import Testing
             // An app that chose to fetch under its pins (the default fetches without them: PinUpdatesRulesTests).
             try await updates(transport, port: server.port, fetch: .pinned).update()
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let report = (error as? TLSError)?.pinFailureReport else { return false }
             return report.policyVersion == 0
         }
         #expect(transport.pinning.version == 0)

@@ -541,7 +541,7 @@ final class ConnectionPool: Sendable {
 extension TLSError {
     /// Whether this refusal comes from the pinning policy (so other pins might accept the same server).
     var isPinRefusal: Bool {
-        switch self {
+        switch code {
         case .pinMismatch, .hostNotPinned, .pinSetExpired: return true
         default: return false
         }
