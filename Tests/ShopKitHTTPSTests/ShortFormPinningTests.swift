@@ -38,7 +38,9 @@ import Testing
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
-            guard case .pinMismatch(let report)? = error as? TLSError else { return false }
+            guard let error = error as? TLSError, error.code == .pinMismatch, let report = error.pinFailureReport else {
+                return false
+            }
             return report.host == "localhost" && report.configuredPins.map(\.description) == others
         }
         await transport.shutdown()
@@ -52,8 +54,7 @@ import Testing
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
-            guard case .hostNotPinned? = error as? TLSError else { return false }
-            return true
+            (error as? TLSError)?.code == .hostNotPinned
         }
         await transport.shutdown()
         try await server.shutdown()
