@@ -68,7 +68,7 @@ func petName(_ client: Client, id: String) async -> String {
         // A generated client wraps what a middleware or the transport threw; the cause is `underlyingError`.
         switch error.underlyingError {
         case APIError.unauthorized: return "Please sign in again."
-        case TLSError.pinMismatch: return "This is not the pet store's server."
+        case let tls as TLSError where tls.code == .pinMismatch: return "This is not the pet store's server."
         case let tls as TLSError: return "No secure connection: \(tls)"
         default: return "The pet store is unavailable: \(error.underlyingError)"
         }

@@ -114,7 +114,8 @@ import Testing
             _ = try await client.getPet(path: .init(id: "1"))
             Issue.record("a pin mismatch must fail")
         } catch let error as ClientError {
-            guard case .pinMismatch(let report)? = error.underlyingError as? TLSError else {
+            guard let tls = error.underlyingError as? TLSError, tls.code == .pinMismatch, let report = tls.pinFailureReport
+            else {
                 Issue.record("expected a pin mismatch, got \(error.underlyingError)")
                 return
             }
