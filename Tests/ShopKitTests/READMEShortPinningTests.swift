@@ -12,7 +12,7 @@ func pinnedProductName() async throws -> String {
             "sha256/r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=",  // current key
             "sha256/YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg=",  // backup key, not deployed yet
         ]])
-    let product = try await client.send(GetProduct(id: "42"))
+    let product = try await client.send(GetProduct(id: "42"))  // an APIRequest: "Using the API client"
     await transport.shutdown()  // in an app: one client per backend, shut down when the app is done with it
     return product.name
 }
