@@ -4,6 +4,7 @@
 #define SHOPKIT_COPENSSL_SHIM_H
 
 #include <openssl/bio.h>
+#include <openssl/ct.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
@@ -116,6 +117,17 @@ static inline uint64_t shopkit_SSL_OP_NO_COMPRESSION(void) {
 
 static inline long shopkit_SSL_CTX_sess_set_cache_size(SSL_CTX *ctx, long size) {
     return SSL_CTX_sess_set_cache_size(ctx, size);
+}
+
+
+// Certificate Transparency (ShopKitOpenSSL's SCT reading): the SCT stack's macros.
+
+static inline int shopkit_sk_SCT_num(const STACK_OF(SCT) *stack) {
+    return sk_SCT_num(stack);
+}
+
+static inline SCT *shopkit_sk_SCT_value(const STACK_OF(SCT) *stack, int index) {
+    return sk_SCT_value(stack, index);
 }
 
 #endif

@@ -203,6 +203,23 @@ public struct HTTPSTransport: ClientTransport {
         return true
     }
 
+    /// The Certificate Transparency log list new connections check SCTs against: `configuration.tls`'s until
+    /// ``replaceCertificateTransparencyLogList(_:)`` replaces it.
+    public var certificateTransparencyLogList: CTLogList {
+        tlsContext?.certificateTransparency.logList ?? configuration.tls.certificateTransparency.logList
+    }
+
+    /// Replaces the CT log list while requests run: every handshake that starts after this returns checks SCTs
+    /// against `logList`, and a resumed session's SCTs are judged by it. Connections already made keep running.
+    ///
+    /// - Warning: Apply only a list from a trusted source: the app, or a signed document checked by
+    ///   `PinSetVerifier` (`CTLogListUpdates` does both).
+    /// - Throws: ``TLSContextError`` (`.invalidInput`) when a log's key does not load or its `log_id` is not the
+    ///   SHA-256 of its key; the list in force is kept.
+    public func replaceCertificateTransparencyLogList(_ logList: CTLogList) throws(TLSContextError) {
+        try tlsContext?.replaceCertificateTransparencyLogList(logList)
+    }
+
     /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
     /// (one `SSL_CTX`, one session cache) shared by every connection, offering in ALPN what `httpVersion`
     /// allows.

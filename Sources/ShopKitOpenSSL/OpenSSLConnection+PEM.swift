@@ -18,6 +18,19 @@ extension OpenSSLConnection {
     }
 }
 
+extension OpenSSLConnection {
+    /// The chain the peer sent (`SSL_get_peer_cert_chain`) as PEM blocks, in the order received: for reports
+    /// only (RFC 9163's `served-certificate-chain`), never for trust. Empty on a resumed session.
+    package func peerChainPEM() -> [String] {
+        withSSL { ssl -> [String] in
+            guard let stack = SSL_get_peer_cert_chain(ssl) else { return [] }
+            return (0..<shopkit_sk_X509_num(stack)).compactMap { index in
+                shopkit_sk_X509_value(stack, index).map { OpenSSLCertificate(borrowing: $0).pem }
+            }
+        }
+    }
+}
+
 extension OpenSSLCertificate {
     /// The certificate as one PEM `CERTIFICATE` block (`PEM_write_bio_X509`); empty if OpenSSL cannot encode it.
     package var pem: String {

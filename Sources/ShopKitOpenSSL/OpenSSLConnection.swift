@@ -50,6 +50,10 @@ package final class OpenSSLConnection {
     package internal(set) var refusedChainPEM: [String] = []
     /// ``chainCheck``'s answer, once it ran (it runs once per connection).
     var chainCheckPassed: Bool?
+    /// The SCT check (see ``requestCertificateTransparency(_:)``), if the connection asked for SCTs.
+    var certificateTransparency: CertificateTransparencyCheck?
+    /// The SCT check's answer and the SCTs it judged, once it ran (it runs once per connection).
+    var ctJudgement: (passed: Bool, timestamps: [SignedCertificateTimestamp])?
 
     private init(context: OpenSSLContext) throws(OpenSSLError) {
         OpenSSLError.clearQueue()

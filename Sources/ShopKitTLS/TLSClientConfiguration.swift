@@ -46,6 +46,14 @@ public struct TLSClientConfiguration: Sendable {
     /// Receives a failure report for every pin mismatch: enforced (the connection is refused), report-only
     /// and expired sets. ShopKitHTTPS's `HTTPPinFailureReporter` POSTs them to TrustKit-compatible collectors.
     public var pinFailureReporter: (any PinFailureReporter)?
+    /// Certificate Transparency: the SCTs every publicly trusted chain must carry, checked on the verified chain
+    /// against a CT log list (Chrome's CT policy), per host pattern `disabled`, `reportOnly` or `enforced`.
+    ///
+    /// Default: report-only for every host, with the package's bundled log list: a chain that is not compliant
+    /// connects, is logged at `warning` and reported through ``pinFailureReporter`` (an RFC 9163 report). Chains
+    /// that end at a root outside the public roots (a company CA, the tests' own) are exempt, as browsers exempt
+    /// locally added roots. See the TransportGuarantees article for what OpenSSL checks and what ShopKit adds.
+    public var certificateTransparency: CertificateTransparencyPolicy = CertificateTransparencyPolicy()
     /// Where ShopKit logs (never a token, a key or a body). Default: no logging at all (unless the umbrella's
     /// `ShopKitFactory.makeAPIClient(baseURL:configuration:https:)` fills it with `ShopKitConfiguration.logger`).
     ///

@@ -26,6 +26,8 @@ public final class TLSClientContext: Sendable {
     let unpinnedNotices = OncePerHost()
     /// The pinning policy in force, and how many times it was replaced.
     private let livePinning: NIOLockedValueBox<PinningSnapshot>
+    /// The Certificate Transparency policy in force, with its log store.
+    let ctState: NIOLockedValueBox<CertificateTransparencyState>
 
     /// Builds the OpenSSL context for `configuration`.
     ///
@@ -35,7 +37,8 @@ public final class TLSClientContext: Sendable {
     ///   - sessionCache: where resumable sessions are kept; pass one cache to several contexts to share it
     ///     (sessions stay bound to host, port, trust anchors, pin set and client identity).
     /// - Throws: `TLSContextError` of kind `.trustAnchors` when the PEM trust anchors do not load, of kind
-    ///   `.system` when OpenSSL or the system trust store cannot be set up.
+    ///   `.system` when OpenSSL or the system trust store cannot be set up, of kind `.invalidInput` when the
+    ///   Certificate Transparency log list cannot be used.
     public convenience init(
         configuration: TLSClientConfiguration, sessionCache: TLSSessionCache = TLSSessionCache()
     ) throws(TLSContextError) {
@@ -52,6 +55,7 @@ public final class TLSClientContext: Sendable {
         self.sessionCache = sessionCache
         self.now = now
         self.livePinning = NIOLockedValueBox(PinningSnapshot(policy: configuration.pinning, generation: 0))
+        self.ctState = NIOLockedValueBox(try CertificateTransparencyState(configuration.certificateTransparency))
         let trust: OpenSSLContext.Trust
         switch configuration.trustRoots {
         case .system: trust = .system

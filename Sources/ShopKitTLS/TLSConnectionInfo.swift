@@ -26,6 +26,9 @@ public struct TLSConnectionInfo: Sendable {
     public let pinVerdict: PinVerdict
     /// Whether this connection resumed a cached session.
     public let resumed: Bool
+    /// The Certificate Transparency evaluation of the verified chain (its SCTs, the verdict, the mode); nil when
+    /// CT is disabled for the host.
+    public internal(set) var certificateTransparency: CTEvaluation? = nil
     /// The server's request for a client certificate and the answer (nil when none was asked, or on resumption).
     package internal(set) var clientCertificateRequest: ClientCertificateRequest? = nil
 }

@@ -10,6 +10,7 @@ extension TLSError {
         private enum Base: String, Sendable, Hashable {
             case pinMismatch, hostNotPinned, pinSetExpired, untrustedChain, hostnameMismatch, handshakeFailed
             case handshakeTimeout, connectionClosed, clientCertificateRequired, clientCertificateRejected
+            case certificateTransparency
         }
 
         private let base: Base
@@ -38,6 +39,8 @@ extension TLSError {
         public static let clientCertificateRequired = Self(.clientCertificateRequired)
         /// ``TLSError/clientCertificateRejected(reason:)``.
         public static let clientCertificateRejected = Self(.clientCertificateRejected)
+        /// ``TLSError/certificateTransparency(host:evaluation:)``.
+        public static let certificateTransparency = Self(.certificateTransparency)
 
         /// The kind's name, as its static member spells it (`pinMismatch`).
         public var description: String { base.rawValue }
@@ -56,6 +59,7 @@ extension TLSError {
         case .connectionClosed: return .connectionClosed
         case .clientCertificateRequired: return .clientCertificateRequired
         case .clientCertificateRejected: return .clientCertificateRejected
+        case .certificateTransparency: return .certificateTransparency
         }
     }
 
@@ -72,7 +76,9 @@ extension TLSError {
     public var host: String? {
         switch storage {
         case .pinMismatch(let report): return report.host
-        case .hostNotPinned(let host, _), .pinSetExpired(let host, _, _), .hostnameMismatch(let host): return host
+        case .hostNotPinned(let host, _), .pinSetExpired(let host, _, _), .hostnameMismatch(let host),
+            .certificateTransparency(let host, _):
+            return host
         default: return nil
         }
     }
@@ -100,6 +106,13 @@ extension TLSError {
             return reason
         default: return nil
         }
+    }
+
+    /// The Certificate Transparency evaluation that refused the chain, for
+    /// ``certificateTransparency(host:evaluation:)``; else nil.
+    public var certificateTransparency: CTEvaluation? {
+        if case .certificateTransparency(_, let evaluation) = storage { return evaluation }
+        return nil
     }
 
     /// OpenSSL's verify result code (`X509_V_ERR_…`), for ``untrustedChain(reason:verifyCode:)``; else nil.

@@ -35,6 +35,7 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         case connectionClosed
         case clientCertificateRequired(acceptedIssuers: [String])
         case clientCertificateRejected(reason: String)
+        case certificateTransparency(host: String, evaluation: CTEvaluation)
     }
 
     let storage: Storage
@@ -78,6 +79,12 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
         Self(.clientCertificateRejected(reason: reason))
     }
 
+    /// Certificate Transparency is enforced for `host` and its verified chain is not compliant (too few valid SCTs,
+    /// from too few logs or operators); `evaluation` says which SCTs counted and why the others did not.
+    public static func certificateTransparency(host: String, evaluation: CTEvaluation) -> Self {
+        Self(.certificateTransparency(host: host, evaluation: evaluation))
+    }
+
     /// What the error says, for logs and error reports.
     public var description: String {
         switch storage {
@@ -100,6 +107,9 @@ public struct TLSError: Error, Sendable, Hashable, CustomStringConvertible {
             return "the server requires a client certificate\(from), and none is configured: "
                 + "set TLSClientConfiguration.clientIdentity"
         case .clientCertificateRejected(let reason): return "client certificate not accepted: \(reason)"
+        case .certificateTransparency(let host, let evaluation):
+            return "the server's certificate for \(host) is not Certificate Transparency compliant, and CT is enforced "
+                + "for \(host): \(evaluation.verdictDescription)"
         }
     }
 
@@ -126,7 +136,7 @@ extension TLSError: RetryClassifiableError {
     public var isRetryable: Bool {
         switch storage {
         case .pinMismatch, .hostNotPinned, .pinSetExpired, .untrustedChain, .hostnameMismatch, .clientCertificateRequired,
-            .clientCertificateRejected:
+            .clientCertificateRejected, .certificateTransparency:
             return false
         case .handshakeFailed, .handshakeTimeout, .connectionClosed:
             return true

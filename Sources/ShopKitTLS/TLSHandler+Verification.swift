@@ -33,7 +33,14 @@ extension TLSHandler {
                 return
             }
             if !resumed, case .matched = verdict { warnIfNoBackup(client: client, host: host, chain: chain) }
-            established = (chain, verdict, resumed ? (offered?.verifiedAt ?? client.now()) : client.now())
+            let ct = certificateTransparencyEvaluation(client: client, host: host, chain: chain, resumed: resumed)
+            if let ct, !apply(ct.evaluation, client: client, host: host, port: port, chainPEM: nil) {
+                fail(context: context, .certificateTransparency(host: host, evaluation: ct.evaluation))
+                return
+            }
+            established = (
+                chain, verdict, resumed ? (offered?.verifiedAt ?? client.now()) : client.now(), ct?.timestamps ?? []
+            )
             for session in pendingSessions { store(session, cache: client.sessionCache, key: key) }
             pendingSessions = []
             let info = TLSConnectionInfo(
@@ -41,7 +48,8 @@ extension TLSHandler {
                 cipherSuite: connection.cipherSuite, forwardSecrecy: connection.keyExchangeHasForwardSecrecy,
                 alpnProtocol: connection.alpnProtocol, verifiedChain: chain,
                 presentedChain: resumed ? nil : (try? connection.presentedChain()) ?? nil, pinVerdict: verdict,
-                resumed: resumed, clientCertificateRequest: connection.clientCertificateRequest)
+                resumed: resumed, certificateTransparency: ct?.evaluation,
+                clientCertificateRequest: connection.clientCertificateRequest)
             becomeActive(context: context)
             context.fireUserInboundEventTriggered(TLSHandshakeCompleted(info: info, pinningGeneration: pinning.generation))
         }
@@ -78,6 +86,7 @@ extension TLSHandler {
     /// anything is signed with its key. The refusal is logged, reported and thrown by ``handshakeError(_:)``.
     func checkDuringVerification(_ chain: VerifiedChain) -> Bool {
         guard case .client(let client, _, let host, _, _) = role else { return true }
+        chainVerifiedDuringHandshake = chain
         let policy = pinning.policy
         if policy.refusesUnpinned(host: host, at: client.now()) {
             refusedDuringVerification = .hostNotPinned(chain)
@@ -190,7 +199,7 @@ extension TLSHandler {
         cache.store(
             .init(
                 session: session, verifiedChain: established.chain, verdict: established.verdict,
-                verifiedAt: established.verifiedAt),
+                signedCertificateTimestamps: established.scts, verifiedAt: established.verifiedAt),
             for: key)
     }
 
@@ -201,6 +210,10 @@ extension TLSHandler {
         if case .client(let client, _, let host, let port, _) = role, let connection {
             if let refusal = refusedDuringVerification {
                 return refusalError(refusal, client: client, host: host, port: port)
+            }
+            if let evaluation = ctEvaluationDuringHandshake, !evaluation.allowsConnection {
+                _ = apply(evaluation, client: client, host: host, port: port, chainPEM: nil)
+                return .certificateTransparency(host: host, evaluation: evaluation)
             }
             let result = connection.verifyResult
             if !result.isOK { return verifyError(result, host: host) }

@@ -53,9 +53,16 @@ package final class TLSHandler: ChannelDuplexHandler {
     var pendingSessions: [OpenSSLSession] = []
     /// What the handshake established, stored with every new session (client role): the verified chain, the pin
     /// verdict, and when that chain was verified (now, or the resumed session's full handshake).
-    var established: (chain: VerifiedChain, verdict: PinVerdict, verifiedAt: Date)?
+    var established: (chain: VerifiedChain, verdict: PinVerdict, verifiedAt: Date, scts: [SignedCertificateTimestamp])?
     /// What the pin check inside OpenSSL's verification refused (client role), reported when the handshake fails.
     var refusedDuringVerification: VerificationRefusal?
+    /// The Certificate Transparency policy and log store this connection is checked against (client role, CT not
+    /// disabled for its host): the context's when the handshake started.
+    var certificateTransparency: CertificateTransparencyState?
+    /// The chain OpenSSL verified, as the pin check inside verification saw it (client role, full handshakes).
+    var chainVerifiedDuringHandshake: VerifiedChain?
+    /// The CT evaluation made inside the handshake (OpenSSL's SCT callback), once it ran.
+    var ctEvaluationDuringHandshake: CTEvaluation?
     /// The storage of the last plaintext read, kept for the next one (see `readPlaintext`).
     var plaintextBuffer: ByteBuffer?
     /// Whether ``plaintextBuffer`` may be kept between reads (decided once the protocol is known).
@@ -134,6 +141,7 @@ package final class TLSHandler: ChannelDuplexHandler {
                     connection.onNewSession = { [unowned self] session in self.sessionArrived(session) }
                 }
                 connection.chainCheck = { [unowned self] chain in self.checkDuringVerification(chain) }
+                try requestCertificateTransparency(connection, client: client)
                 self.connection = connection
             case .server(let server):
                 connection = try OpenSSLConnection.server(context: server.openSSL)

@@ -53,6 +53,9 @@ public final class TLSSessionCache: Sendable {
         var session: OpenSSLSession
         var verifiedChain: VerifiedChain
         var verdict: PinVerdict
+        /// The SCTs the full handshake received, each as checked then (judged again on resumption, under the CT
+        /// policy and log list in force).
+        var signedCertificateTimestamps: [SignedCertificateTimestamp] = []
         /// When the full handshake that verified `verifiedChain` ran: sessions from resumed connections inherit it.
         var verifiedAt: Date
 

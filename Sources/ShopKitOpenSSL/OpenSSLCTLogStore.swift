@@ -1,0 +1,87 @@
+import COpenSSL
+import Foundation
+import ShopKitPinning
+
+/// OpenSSL's `CTLOG_STORE` holding the public keys of a ``CTLogList``'s logs: what `SCT_validate` checks an SCT's
+/// signature against. One owner frees it.
+///
+/// Built once per log list (OpenSSL has no call that adds one log to a store, only a file in its CT log format:
+/// the keys, which are public, go through a private temporary file that is removed at once).
+package final class OpenSSLCTLogStore: @unchecked Sendable {
+    // @unchecked Sendable: the store is complete when `init` returns and never changed after; OpenSSL only reads
+    // it (`CTLOG_STORE_get0_log_by_id` in `SCT_validate`), and reads of a built store need no lock.
+    private let store: OpaquePointer
+    /// The log list the store was built from.
+    package let logList: CTLogList
+
+    /// The store for `logList`'s logs.
+    ///
+    /// - Throws: `OpenSSLError` when a log's key is not a public key OpenSSL reads, or its `log_id` is not the
+    ///   SHA-256 of its key (the list is at fault: an SCT could never be checked against that log).
+    package init(_ logList: CTLogList) throws(OpenSSLError) {
+        OpenSSLError.clearQueue()
+        guard let store = CTLOG_STORE_new() else { throw OpenSSLError.drain("CTLOG_STORE_new") }
+        self.store = store
+        self.logList = logList
+        let logs = logList.logs
+        guard !logs.isEmpty else { return }
+        var text = "enabled_logs = " + logs.indices.map { "log\($0)" }.joined(separator: ",") + "\n"
+        for (index, log) in logs.enumerated() {
+            text += "[log\(index)]\ndescription = log\(index)\nkey = \(Data(log.key).base64EncodedString())\n"
+        }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("shopkit-ct-logs-\(UUID()).cnf")
+        guard FileManager.default.createFile(
+            atPath: file.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        else {
+            throw OpenSSLError(operation: "CTLOG_STORE_load_file", queue: ["cannot write \(file.path)"])
+        }
+        defer { try? FileManager.default.removeItem(at: file) }
+        guard CTLOG_STORE_load_file(store, file.path) == 1 else {
+            throw OpenSSLError.drain("CTLOG_STORE_load_file (a log's key in the CT log list is not a public key)")
+        }
+        for log in logs {
+            let found = log.logID.withUnsafeBufferPointer { CTLOG_STORE_get0_log_by_id(store, $0.baseAddress, $0.count) }
+            guard found != nil else {
+                throw OpenSSLError(
+                    operation: "CT log list",
+                    queue: ["the log \"\(log.description)\" has a log_id that is not the SHA-256 of its key"])
+            }
+        }
+    }
+
+    deinit { CTLOG_STORE_free(store) }
+
+    /// Calls `body` with the borrowed store; the pointer must not escape.
+    func withStore<T>(_ body: (OpaquePointer) -> T) -> T { body(store) }
+}
+
+/// The roots Certificate Transparency applies to: the SPKI pins of the publicly trusted roots.
+package enum PublicRootStore {
+    /// Where Debian's ca-certificates keeps the Mozilla roots, the publicly trusted ones, apart from roots an
+    /// administrator added (`/usr/local/share/ca-certificates`, which `/etc/ssl/certs` also holds).
+    package static let systemDirectory = "/usr/share/ca-certificates/mozilla"
+
+    /// The SPKI pins of the system's public roots, read once per process (empty if the folder is missing).
+    package static let system: Set<SPKIPin> = pins(ofCertificatesIn: systemDirectory)
+
+    /// The SPKI pins of every certificate in the PEM files (`.crt`, `.pem`) of `directory`; files that do not
+    /// parse are skipped.
+    package static func pins(ofCertificatesIn directory: String) -> Set<SPKIPin> {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        var pins: Set<SPKIPin> = []
+        for name in names where name.hasSuffix(".crt") || name.hasSuffix(".pem") {
+            guard let data = FileManager.default.contents(atPath: directory + "/" + name),
+                let certificates = try? OpenSSLCertificate.parsePEM(String(decoding: data, as: UTF8.self))
+            else { continue }
+            for certificate in certificates {
+                guard let pin = try? certificate.withX509({ x509 throws(OpenSSLError) -> SPKIPin in
+                    guard let key = X509_get0_pubkey(x509) else { throw OpenSSLError.drain("X509_get0_pubkey") }
+                    return try CertificateInfoCache.spkiPin(of: key)
+                }) else { continue }
+                pins.insert(pin)
+            }
+        }
+        OpenSSLError.clearQueue()
+        return pins
+    }
+}
