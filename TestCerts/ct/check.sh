@@ -32,7 +32,7 @@ probe() {
   printf 'GET / HTTP/1.0\r\n\r\n' | timeout 10 openssl s_client -ign_eof -connect "127.0.0.1:$port" -servername localhost \
     -CAfile ../root.pem -ct -ctlogfile test-logs.cnf -verify_return_error "$@" > "$work/client.log" 2>&1 \
     && echo "s_client exit 0" || echo "s_client exit $?"
-  grep -E '^(SCTs present|SCT validation status|    Log       :|Verification|New, )|CT routines' "$work/client.log" \
+  grep -E '^(SCTs present|SCT validation status|    Log       :|Verification|New, |OCSP response:|    Cert Status:)|CT routines' "$work/client.log" \
     | sed -e 's/^    //' -e 's/^[0-9A-F]*:error:/error:/' | uniq || true
   wait "$server" 2>/dev/null || true
   server=
@@ -48,4 +48,9 @@ for version in -tls1_2 -tls1_3; do
     serve ../leaf-localhost-ecdsa.pem ../leaf-localhost-ecdsa.key -serverinfo "leaf-localhost-ecdsa.$info.serverinfo"
     probe "leaf-localhost-ecdsa + leaf-localhost-ecdsa.$info.serverinfo, $version" "$version"
   done
+done
+
+for version in -tls1_2 -tls1_3; do
+  serve ../leaf-localhost-ecdsa.pem ../leaf-localhost-ecdsa.key -status_file leaf-localhost-ecdsa.scts.ocsp.der
+  probe "leaf-localhost-ecdsa + stapled leaf-localhost-ecdsa.scts.ocsp.der, $version" -status "$version"
 done

@@ -156,15 +156,19 @@ def sct_list(scts):
     return u16(len(body)) + body
 
 
-def der_octet_string(data):
-    n = len(data)
+def der(tag, content):
+    """One DER TLV (definite length)."""
+    n = len(content)
     if n < 0x80:
         length = bytes([n])
-    elif n < 0x100:
-        length = b"\x81" + bytes([n])
     else:
-        length = b"\x82" + u16(n)
-    return b"\x04" + length + data
+        octets = n.to_bytes((n.bit_length() + 7) // 8, "big")
+        length = bytes([0x80 | len(octets)]) + octets
+    return bytes([tag]) + length + content
+
+
+def der_octet_string(data):
+    return der(0x04, data)
 
 
 # --- certificates ---------------------------------------------------------------------------------------------------
@@ -194,6 +198,61 @@ def leaf_builder(serial, key, issuer):
 
 def sign_cert(builder, issuer_key):
     return builder.sign(issuer_key, hashes.SHA256(), ecdsa_deterministic=True)
+
+
+# --- OCSP (RFC 6960) with an SCT list single extension (RFC 6962 3.3) --------------------------------------------------
+
+OID_OCSP_BASIC = "1.3.6.1.5.5.7.48.1.1"
+OID_OCSP_SCT_LIST = "1.3.6.1.4.1.11129.2.4.5"
+OID_SHA1 = "1.3.14.3.2.26"
+OID_ECDSA_SHA256 = "1.2.840.10045.4.3.2"
+
+
+def der_oid(dotted):
+    parts = [int(p) for p in dotted.split(".")]
+    body = bytes([40 * parts[0] + parts[1]])
+    for p in parts[2:]:
+        chunk = [p & 0x7F]
+        p >>= 7
+        while p:
+            chunk.insert(0, 0x80 | (p & 0x7F))
+            p >>= 7
+        body += bytes(chunk)
+    return der(0x06, body)
+
+
+def der_integer(n):
+    return der(0x02, n.to_bytes(n.bit_length() // 8 + 1, "big"))
+
+
+def der_time(moment):
+    return der(0x18, moment.strftime("%Y%m%d%H%M%SZ").encode())
+
+
+def ocsp_response(certificate, issuer, issuer_key, scts_tls):
+    """A successful OCSP response (status good) for `certificate`, signed by its issuer, whose SingleResponse carries
+    the SCT list extension: the format `openssl s_server -status_file` staples."""
+    sequence = lambda *items: der(0x30, b"".join(items))
+    issuer_spki = issuer.public_key().public_bytes(serialization.Encoding.DER,
+                                                   serialization.PublicFormat.SubjectPublicKeyInfo)
+    # issuerKeyHash is over the subjectPublicKey BIT STRING's value (RFC 6960 4.1.1); for P-256 the last 65 bytes.
+    public_key_bits = issuer.public_key().public_bytes(serialization.Encoding.X962,
+                                                       serialization.PublicFormat.UncompressedPoint)
+    assert issuer_spki.endswith(public_key_bits)
+    cert_id = sequence(sequence(der_oid(OID_SHA1), b"\x05\x00"),
+                       der_octet_string(hashlib.sha1(issuer.subject.public_bytes()).digest()),
+                       der_octet_string(hashlib.sha1(public_key_bits).digest()),
+                       der_integer(certificate.serial_number))
+    sct_extension = sequence(der_oid(OID_OCSP_SCT_LIST), der_octet_string(der_octet_string(scts_tls)))
+    single = sequence(cert_id, b"\x80\x00",  # certStatus good [0] IMPLICIT NULL
+                      der_time(NOT_BEFORE), der(0xA0, der_time(NOT_AFTER)),
+                      der(0xA1, sequence(sct_extension)))
+    tbs = sequence(der(0xA2, der_octet_string(hashlib.sha1(public_key_bits).digest())),  # responderID byKey
+                   der_time(NOT_BEFORE), sequence(single))
+    signature = issuer_key.sign(tbs, ec.ECDSA(hashes.SHA256(), deterministic_signing=True))
+    basic = sequence(tbs, sequence(der_oid(OID_ECDSA_SHA256)), der(0x03, b"\x00" + signature))
+    return sequence(der(0x0A, b"\x00"),  # responseStatus successful
+                    der(0xA0, sequence(der_oid(OID_OCSP_BASIC), der_octet_string(basic))))
 
 
 def main():
@@ -247,6 +306,12 @@ def main():
 
     write("leaf-localhost-ecdsa.scts.serverinfo", serverinfo("leaf-localhost-ecdsa", "leaf-localhost-ecdsa"))
     write("leaf-localhost-ecdsa.other-cert.serverinfo", serverinfo("leaf-localhost-rsa", "leaf-localhost-rsa"))
+
+    # The same two SCTs (logs a and c, x509_entry for leaf-localhost-ecdsa.pem) stapled in an OCSP response.
+    ecdsa_leaf = load_testcert("leaf-localhost-ecdsa")
+    entry = x509_entry(ecdsa_leaf)
+    write("leaf-localhost-ecdsa.scts.ocsp.der",
+          ocsp_response(ecdsa_leaf, issuer, issuer_key, sct_list([logs["a"].sct(entry), logs["c"].sct(entry)])))
 
     # The logs as Chrome's log list v3 schema and as OpenSSL's CT log file (CTLOG_STORE_load_file).
     operators = []
