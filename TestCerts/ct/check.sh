@@ -29,10 +29,11 @@ probe() {
   local title=$1; shift
   echo "== $title"
   # -ign_eof: s_client reads to the end of s_server's -www reply, so its output never depends on timing.
-  printf 'GET / HTTP/1.0\r\n\r\n' | timeout 10 openssl s_client -ign_eof -connect "127.0.0.1:$port" -servername localhost \
-    -CAfile ../root.pem -ct -ctlogfile test-logs.cnf -verify_return_error "$@" > "$work/client.log" 2>&1 \
-    && echo "s_client exit 0" || echo "s_client exit $?"
-  grep -E '^(SCTs present|SCT validation status|    Log       :|Verification|New, |OCSP response:|    Cert Status:)|CT routines' "$work/client.log" \
+  printf 'GET / HTTP/1.0\r\n\r\n' | timeout 10 openssl s_client -ign_eof -connect "127.0.0.1:$port" \
+    -servername localhost -CAfile ../root.pem -ct -ctlogfile test-logs.cnf -verify_return_error "$@" \
+    > "$work/client.log" 2>&1 && echo "s_client exit 0" || echo "s_client exit $?"
+  local lines='^(SCTs present|SCT validation status|    Log       :|Verification|New, |OCSP response:|    Cert Status:)'
+  grep -E -e "$lines" -e 'CT routines' "$work/client.log" \
     | sed -e 's/^    //' -e 's/^[0-9A-F]*:error:/error:/' | uniq || true
   wait "$server" 2>/dev/null || true
   server=

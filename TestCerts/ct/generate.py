@@ -200,7 +200,7 @@ def sign_cert(builder, issuer_key):
     return builder.sign(issuer_key, hashes.SHA256(), ecdsa_deterministic=True)
 
 
-# --- OCSP (RFC 6960) with an SCT list single extension (RFC 6962 3.3) --------------------------------------------------
+# --- OCSP (RFC 6960) with an SCT list single extension (RFC 6962 3.3) -----------------------------------------------
 
 OID_OCSP_BASIC = "1.3.6.1.5.5.7.48.1.1"
 OID_OCSP_SCT_LIST = "1.3.6.1.4.1.11129.2.4.5"
