@@ -34,7 +34,7 @@ probe() {
     > "$work/client.log" 2>&1 && echo "s_client exit 0" || echo "s_client exit $?"
   local lines='^(SCTs present|SCT validation status|    Log       :|Verification|New, |OCSP response:|    Cert Status:)'
   grep -E -e "$lines" -e 'CT routines' "$work/client.log" \
-    | sed -e 's/^    //' -e 's/^[0-9A-F]*:error:/error:/' | uniq || true
+    | sed -e 's/^    //' -e 's/^[0-9A-F]*:error:/error:/' -e 's/ *$//' | uniq || true
   wait "$server" 2>/dev/null || true
   server=
 }
