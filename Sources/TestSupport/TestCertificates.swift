@@ -34,6 +34,38 @@ package enum TestCertificates {
         chain([leaf, "intermediate-2", "intermediate-1"])
     }
 
+    /// The Certificate Transparency fixtures in `TestCerts/ct/` (made by `TestCerts/ct/generate.py`; see
+    /// `TestCerts/README.md`): the test logs, leaves with embedded SCTs, serverinfo files and a stapled OCSP response.
+    package static let ctDirectory: URL = directory.appendingPathComponent("ct", isDirectory: true)
+
+    /// The CT fixture folder as ``DemoCertificates``.
+    package static let ctStore = DemoCertificates(directory: ctDirectory)
+
+    /// The file `TestCerts/ct/NAME` (the name with its extension), e.g. the path in `OpenSSLSServer`'s arguments
+    /// `["-serverinfo", TestCertificates.ctFile("leaf-localhost-ecdsa.scts.serverinfo").path]`.
+    package static func ctFile(_ name: String) -> URL { ctDirectory.appendingPathComponent(name) }
+
+    /// The bytes of `TestCerts/ct/NAME`, e.g. `ctData("test-log-list.json")`.
+    package static func ctData(_ name: String) -> Data {
+        guard let data = FileManager.default.contents(atPath: ctFile(name).path) else {
+            fatalError("test fixture: cannot read \(ctFile(name).path); run TestCerts/ct/generate.py")
+        }
+        return data
+    }
+
+    /// The PEM text of `TestCerts/ct/NAME.pem`, e.g. `ctCertificate("leaf-ct-compliant")`.
+    package static func ctCertificate(_ name: String) -> String { required { try ctStore.certificate(name) } }
+
+    /// The standard chain for a CT leaf: `TestCerts/ct/LEAF.pem`, intermediate-2, intermediate-1.
+    package static func ctStandardChain(leaf: String) -> String {
+        ctCertificate(leaf) + chain(["intermediate-2", "intermediate-1"])
+    }
+
+    /// `TestCerts/ct/NAME.pem` and `NAME.key` as `OpenSSLSServer.start(leafFiles:)` takes them.
+    package static func ctLeafFiles(_ name: String) -> (certificate: String, key: String) {
+        (ctFile("\(name).pem").path, ctFile("\(name).key").path)
+    }
+
     private static func required<T>(_ body: () throws -> T) -> T {
         do { return try body() } catch { fatalError("test fixture: \(error)") }
     }
