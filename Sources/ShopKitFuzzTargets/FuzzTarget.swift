@@ -32,12 +32,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case http2Connection = "http2-connection"
     /// A signed pin-set document (compact JWS), or a document's JSON signed by the target before verification.
     case pinSetDocument = "pin-set-document"
+    /// An SCT list in its TLS encoding (a certificate's embedded SCTs, the TLS extension's body).
+    case sctList = "sct-list"
 
     /// The largest input worth trying (`-max_len`): bigger inputs only make each run slower.
     package var maxLength: Int {
         switch self {
         case .spkiPin, .hostPattern, .retryAfter: return 512
-        case .pinsFile, .keyringItem, .pinSetDocument: return 4_096
+        case .pinsFile, .keyringItem, .pinSetDocument, .sctList: return 4_096
         case .pem, .der, .httpResponse, .http1ResponseDecoder, .http1Connection, .http2Connection: return 16_384
         case .tokenFile: return 1_024
         }
@@ -59,6 +61,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .http1Connection: HTTPConnectionTarget.run(bytes)
         case .http2Connection: HTTP2ConnectionTarget.run(bytes)
         case .pinSetDocument: PinSetDocumentTarget.run(bytes)
+        case .sctList: SCTListTarget.run(bytes)
         }
     }
 }

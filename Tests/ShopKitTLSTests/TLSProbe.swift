@@ -118,6 +118,10 @@ final class ProbeHandler: ChannelInboundHandler {
 final class CollectingReporter: PinFailureReporter, Sendable {
     private let stored = NIOLockedValueBox<[PinFailureReport]>([])
 
+    private let storedCT = NIOLockedValueBox<[CTComplianceReport]>([])
+
     func report(_ report: PinFailureReport) { stored.withLockedValue { $0.append(report) } }
     var reports: [PinFailureReport] { stored.withLockedValue { $0 } }
+    func report(_ report: CTComplianceReport) { storedCT.withLockedValue { $0.append(report) } }
+    var ctReports: [CTComplianceReport] { storedCT.withLockedValue { $0 } }
 }

@@ -33,6 +33,11 @@ public struct CompositePinFailureReporter: PinFailureReporter {
         for reporter in reporters { reporter.report(report) }
     }
 
+    /// Hands the Certificate Transparency `report` to every reporter, in order.
+    public func report(_ report: CTComplianceReport) {
+        for reporter in reporters { reporter.report(report) }
+    }
+
     /// Shuts down every ``HTTPPinFailureReporter`` among the reporters (including those in a nested composite), at
     /// the same time, each waiting at most `timeout`; other reporters are left as they are.
     ///

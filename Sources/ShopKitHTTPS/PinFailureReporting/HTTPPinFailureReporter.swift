@@ -8,7 +8,8 @@ import ShopKitPinning
 /// Sends pin failure reports as TrustKit JSON (`TrustKitReport`) to one or more report URIs, in the background.
 ///
 /// Set it as `TLSClientConfiguration.pinFailureReporter`. Every mismatch is reported: enforced ones (the
-/// connection was refused), report-only and expired sets.
+/// connection was refused), report-only and expired sets. So is every chain that is not Certificate Transparency
+/// compliant (report-only or enforced), as an RFC 9163 report (``CTComplianceReport``) to the same URIs.
 ///
 /// - ``report(_:)`` never waits: it checks for a duplicate and enqueues, so the connection that failed is
 ///   neither delayed nor changed by reporting.
@@ -77,7 +78,7 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     private struct State {
         var statistics = Statistics()
         /// When each recent report (by ``TrustKitReport/deduplicationKey``) was accepted.
-        var recent: [TrustKitReport: Date] = [:]
+        var recent: [QueuedReport: Date] = [:]
         /// Reports accepted and not yet finished.
         var pending = 0
         /// Who waits for `pending` to reach 0, by id (a cancelled wait removes its own).
@@ -91,7 +92,7 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     private let configuration: Configuration
     private let now: @Sendable () -> Date
     private let state = NIOLockedValueBox(State())
-    private let queue: AsyncStream<TrustKitReport>.Continuation
+    private let queue: AsyncStream<QueuedReport>.Continuation
     private let worker: Task<Void, Never>
 
     /// A reporter sending through `transport`.
@@ -119,14 +120,14 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
         self.configuration = configuration
         self.now = now
         let (stream, queue) = AsyncStream.makeStream(
-            of: TrustKitReport.self, bufferingPolicy: .bufferingOldest(configuration.queueCapacity))
+            of: QueuedReport.self, bufferingPolicy: .bufferingOldest(configuration.queueCapacity))
         self.queue = queue
         let state = self.state
         let uris = configuration.reportURIs
         worker = Task {
             for await report in stream {
-                let body = (try? report.json()) ?? Data()
-                for uri in uris where !Self.isOwnEndpoint(uri, report) {
+                let body = report.body
+                for uri in uris where !Self.isOwnEndpoint(uri, host: report.hostname, port: report.port) {
                     let delivered = await Self.post(body, to: uri, transport: transport)
                     state.withLockedValue { delivered ? ($0.statistics.delivered += 1) : ($0.statistics.failed += 1) }
                 }
@@ -152,8 +153,17 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
 
     /// Queues `report` unless it is a recent duplicate or the queue is full; returns at once.
     public func report(_ report: PinFailureReport) {
-        let trustKit = TrustKitReport(report, app: configuration.app)
-        let key = trustKit.deduplicationKey
+        enqueue(.pin(TrustKitReport(report, app: configuration.app)))
+    }
+
+    /// Queues a Certificate Transparency report (RFC 9163's format) as the pin-report `report(_:)` does:
+    /// deduplicated in every field but the date, dropped and counted when the queue is full; returns at once.
+    public func report(_ report: CTComplianceReport) {
+        enqueue(.certificateTransparency(report))
+    }
+
+    private func enqueue(_ queued: QueuedReport) {
+        let key = queued.deduplicationKey
         let now = now()
         let interval = TimeInterval(configuration.deduplicationInterval.components.seconds)
         let isNew = state.withLockedValue { state -> Bool in
@@ -167,7 +177,7 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
             return true
         }
         guard isNew else { return }
-        if case .enqueued = queue.yield(trustKit) { return }
+        if case .enqueued = queue.yield(queued) { return }
         // Full (or shut down): dropped and counted, never waited for.
         let waiters = state.withLockedValue { state in
             state.statistics.accepted -= 1
@@ -244,7 +254,7 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
         return unsent
     }
 
-    private static func remember(_ key: TrustKitReport, at now: Date, interval: TimeInterval, in state: inout State) {
+    private static func remember(_ key: QueuedReport, at now: Date, interval: TimeInterval, in state: inout State) {
         if state.recent.count >= recentCapacity {
             state.recent = state.recent.filter { now.timeIntervalSince($0.value) < interval }
             if state.recent.count >= recentCapacity, let oldest = state.recent.min(by: { $0.value < $1.value }) {
@@ -268,8 +278,13 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     /// Whether `uri` is the endpoint the report is about: the same port, and the same host once both are in their
     /// canonical ``ServerName`` form (`COLLECTOR.example.net.` is `collector.example.net`, `[::1]` is `::1`).
     static func isOwnEndpoint(_ uri: URL, _ report: TrustKitReport) -> Bool {
-        guard let host = uri.host, (uri.port ?? 443) == report.port else { return false }
-        return canonical(host) == canonical(report.hostname)
+        isOwnEndpoint(uri, host: report.hostname, port: report.port)
+    }
+
+    /// Whether `uri` is `host`:`port` itself (a report about it is not sent to it).
+    static func isOwnEndpoint(_ uri: URL, host reportHost: String, port: Int) -> Bool {
+        guard let host = uri.host, (uri.port ?? 443) == port else { return false }
+        return canonical(host) == canonical(reportHost)
     }
 
     private static func canonical(_ host: String) -> String { (try? ServerName(host))?.text ?? host.lowercased() }
@@ -306,6 +321,45 @@ public enum HTTPPinFailureReporterError: Error, Sendable, Equatable, CustomStrin
         switch self {
         case .noReportURI: return "give at least one report URI (https://…) to send pin failure reports to"
         case .invalidReportURI(let uri): return "report URI \(uri) is not https://HOST/…: reports are sent over HTTPS only"
+        }
+    }
+}
+
+/// A report waiting to be sent: a pin failure (TrustKit's format) or a CT compliance failure (RFC 9163's).
+enum QueuedReport: Sendable, Hashable {
+    case pin(TrustKitReport)
+    case certificateTransparency(CTComplianceReport)
+
+    /// The report with its date cleared: two reports equal in every other field are duplicates.
+    var deduplicationKey: QueuedReport {
+        switch self {
+        case .pin(let report): return .pin(report.deduplicationKey)
+        case .certificateTransparency(var report):
+            report.dateTime = Date(timeIntervalSince1970: 0)
+            return .certificateTransparency(report)
+        }
+    }
+
+    /// The host the report is about, and its port.
+    var hostname: String {
+        switch self {
+        case .pin(let report): return report.hostname
+        case .certificateTransparency(let report): return report.hostname
+        }
+    }
+
+    var port: Int {
+        switch self {
+        case .pin(let report): return report.port
+        case .certificateTransparency(let report): return report.port
+        }
+    }
+
+    /// The JSON body POSTed.
+    var body: Data {
+        switch self {
+        case .pin(let report): return (try? report.json()) ?? Data()
+        case .certificateTransparency(let report): return report.jsonData()
         }
     }
 }
