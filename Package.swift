@@ -53,9 +53,11 @@ let package = Package(
         .target(name: "CLIHardening", dependencies: ["CProcessControl"]),
 
         // Pure Swift pins and policy: no OpenSSL, no NIO.
+        // Resources/ct-log-list.json: the bundled CT log list (dated, no logs; scripts/update-ct-log-list).
         .target(
             name: "ShopKitPinning",
-            dependencies: [.product(name: "Logging", package: "swift-log")]),
+            dependencies: [.product(name: "Logging", package: "swift-log")],
+            resources: [.copy("Resources/ct-log-list.json")]),
         // The only Swift module that imports COpenSSL.
         .target(
             name: "ShopKitOpenSSL",

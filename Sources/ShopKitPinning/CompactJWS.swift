@@ -12,6 +12,25 @@ package struct CompactJWS: Sendable, Equatable {
     /// The header `typ` of a pin-set document (RFC 7515 §4.1.9; `application/` may be left out, case does not
     /// matter): explicit typing, so that no other JWS signed with the same key (a JWT, say) reads as pins.
     package static let type = "shopkit-pins+jws"
+    /// The header `typ` of a CT log-list document (``CTLogListDocument``): a pin-set document is never read as a log
+    /// list, nor the reverse, though both are signed with the same keys.
+    package static let logListType = "shopkit-ct-log-list+jws"
+
+    /// What a JWS is expected to carry, told by its `typ`.
+    package enum Kind: Sendable {
+        /// A pin-set document (`shopkit-pins+jws`).
+        case pinSet
+        /// A CT log-list document (`shopkit-ct-log-list+jws`).
+        case ctLogList
+
+        /// The `typ` of this kind.
+        package var type: String { self == .pinSet ? CompactJWS.type : CompactJWS.logListType }
+
+        /// The error for a JWS whose `typ` (nil: none) is not this kind's.
+        func wrongType(_ typ: String?) -> PinSetDocumentError {
+            self == .pinSet ? .wrongType(typ) : .wrongLogListType(typ)
+        }
+    }
 
     /// The `kid` header: which of the app's keys signed it.
     package let keyID: String
@@ -25,7 +44,7 @@ package struct CompactJWS: Sendable, Equatable {
     /// Parses `text` (surrounding whitespace, such as a final newline, is ignored).
     ///
     /// - Throws: ``PinSetDocumentError`` for a malformed JWS or header, a refused `alg`, `crit` or missing `kid`.
-    package init(parsing text: String) throws(PinSetDocumentError) {
+    package init(parsing text: String, kind: Kind = .pinSet) throws(PinSetDocumentError) {
         let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
         guard trimmed.utf8.count <= Self.maximumLength else {
             throw .malformedJWS("larger than \(Self.maximumLength) bytes")
@@ -68,9 +87,9 @@ package struct CompactJWS: Sendable, Equatable {
         let typ = header["typ"] as? String
         // ASCII only, compared by bytes: a non-ASCII letter can lowercase to an ASCII one (the Kelvin sign to `k`).
         guard let typ, typ.utf8.allSatisfy({ $0 < 0x80 }),
-            [Self.type, "application/" + Self.type].contains(where: { Array($0.utf8) == Array(typ.lowercased().utf8) })
+            [kind.type, "application/" + kind.type].contains(where: { Array($0.utf8) == Array(typ.lowercased().utf8) })
         else {
-            throw .wrongType(typ ?? header["typ"].map { "\($0)" })
+            throw kind.wrongType(typ ?? header["typ"].map { "\($0)" })
         }
         guard !signature.isEmpty else { throw .badSignature(keyID: kid) }
         self.keyID = kid
@@ -79,11 +98,12 @@ package struct CompactJWS: Sendable, Equatable {
         self.signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
     }
 
-    /// The compact form of `payload` signed by `sign` under `keyID` (header `{"alg":"EdDSA","kid":…}`).
+    /// The compact form of `payload` signed by `sign` under `keyID` (header `{"alg":"EdDSA","kid":…,"typ":…}`, the
+    /// `typ` of `kind`).
     package static func serialize(
-        payload: [UInt8], keyID: String, sign: ([UInt8]) throws -> [UInt8]
+        payload: [UInt8], keyID: String, kind: Kind = .pinSet, sign: ([UInt8]) throws -> [UInt8]
     ) rethrows -> String {
-        let header = ["alg": "EdDSA", "kid": keyID, "typ": type]
+        let header = ["alg": "EdDSA", "kid": keyID, "typ": kind.type]
         let headerJSON = (try? JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])) ?? Data()
         let input = Base64URL.encode(Array(headerJSON)) + "." + Base64URL.encode(payload)
         return input + "." + Base64URL.encode(try sign(Array(input.utf8)))

@@ -85,4 +85,15 @@ public struct PinFailureReport: Sendable, Equatable, CustomStringConvertible {
 public protocol PinFailureReporter: Sendable {
     /// Called once per connection whose chain matched no pin of the host's pin set.
     func report(_ report: PinFailureReport)
+
+    /// Called once per connection whose publicly trusted chain did not follow the Certificate Transparency policy,
+    /// in `reportOnly` and `enforced` mode (``CTEvaluation/needsReport``). The default implementation drops the
+    /// report; ShopKitHTTPS's `HTTPPinFailureReporter` sends it (RFC 9163's JSON, ``CTComplianceReport/jsonData()``).
+    func report(_ report: CTComplianceReport)
+}
+
+extension PinFailureReporter {
+    /// Drops the report: a reporter written before CT existed receives pin failures only. Implement it to receive
+    /// CT reports.
+    public func report(_ report: CTComplianceReport) {}
 }

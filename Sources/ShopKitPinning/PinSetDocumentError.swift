@@ -52,6 +52,11 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// The JWS header's `typ` is not ShopKit's `shopkit-pins+jws` (nil: no `typ`), so the token was made for
     /// something else (a JWT, another JOSE format) and is never read as pins.
     case wrongType(String?)
+    /// The JWS header's `typ` is not `shopkit-ct-log-list+jws` (nil: no `typ`): a pin-set document or another
+    /// token given where a CT log-list document (``CTLogListDocument``) was expected, never read as a log list.
+    case wrongLogListType(String?)
+    /// The signed payload is not a valid CT log-list document (``CTLogListDocument``); the message names the field.
+    case malformedLogListDocument(String)
     /// The document's `audience` (nil: none) is not the app's: a document for another app, or for none.
     case wrongAudience(document: String?, app: String)
     /// The document is valid for longer (`expiresAt` − `issuedAt`, in whole days, rounded up) than the app's
@@ -126,9 +131,18 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
                 + "the app allow it in code (PinningPolicy.documentsMayAllowUnpinnedHosts)"
         case .signingKeys(let problem):
             return "the app's pin-set signing keys are unusable (app configuration): \(problem)"
+        case .wrongType(let typ) where typ?.lowercased().hasSuffix(CompactJWS.logListType) == true:
+            return "the pin-set document's header has typ \(String(reflecting: typ!)) (publisher): it is a CT log-list "
+                + "document, never read as pins; verify it with PinSetVerifier.verifyLogList"
         case .wrongType(let typ):
             return "the pin-set document's header has typ \(typ.map { String(reflecting: $0) } ?? "missing") (publisher): "
                 + "a pin-set document has typ \"shopkit-pins+jws\"; sign it with pin-check sign-pins"
+        case .wrongLogListType(let typ):
+            return "the CT log-list document's header has typ \(typ.map { String(reflecting: $0) } ?? "missing") "
+                + "(publisher): a CT log-list document has typ \"\(CompactJWS.logListType)\""
+                + (typ?.lowercased().hasSuffix(CompactJWS.type) == true ? "; this is a pin-set document, never read as a log list" : "")
+        case .malformedLogListDocument(let problem):
+            return "the CT log-list document is invalid (publisher): \(problem)"
         case .wrongAudience(let document, let app):
             return "the pin-set document is for \(document.map { "audience \(String(reflecting: $0))" } ?? "no audience"), "
                 + "not this app's \(String(reflecting: app)) (publisher): publish a document with \"audience\": "

@@ -108,17 +108,52 @@ public struct PinSetVerifier: Sendable {
     /// The document in `jws` when its signature verifies under one of the keys and names the app's audience (no
     /// version, time or baseline rule applied: what `pin-check verify-pins` and a stored document's reload start from).
     package func signedDocument(_ jws: String) throws(PinSetDocumentError) -> PinSetDocument {
-        let parsed = try CompactJWS(parsing: jws)
+        let document = try PinSetDocument(json: verifiedPayload(jws, kind: .pinSet))
+        try checkAudience(document.audience)
+        return document
+    }
+
+    /// The CT log-list document in `jws` if it may replace the log list in force.
+    ///
+    /// The same keys and rules as ``verify(_:baseline:currentVersion:now:)``, for a ``CTLogListDocument``: refuses a
+    /// malformed JWS, an `alg` other than `EdDSA`, a `crit` header, an unknown `kid`, a `typ` other than
+    /// `shopkit-ct-log-list+jws` (a pin-set document among them: ``PinSetDocumentError/wrongLogListType(_:)``), a
+    /// duplicate member name, a signature that does not verify, a payload that is not a valid log-list document
+    /// (``PinSetDocumentError/malformedLogListDocument(_:)``), another app's `audience`, a version not above
+    /// `currentVersion` (the rollback floor of log-list documents) or more than `maximumVersionStep` above it, and a
+    /// document valid for longer than `maximumValidity`, expired, or issued in the future at `now`.
+    public func verifyLogList(
+        _ jws: String, currentVersion: Int, now: Date
+    ) throws(PinSetDocumentError) -> CTLogListDocument {
+        let document = try signedLogListDocument(jws)
+        try document.check(currentVersion: currentVersion, now: now, limits: limits)
+        return document
+    }
+
+    /// The log-list document in `jws` when its signature verifies under one of the keys and names the app's
+    /// audience (no version or time rule applied: what a stored document's reload starts from).
+    package func signedLogListDocument(_ jws: String) throws(PinSetDocumentError) -> CTLogListDocument {
+        let document = try CTLogListDocument(json: verifiedPayload(jws, kind: .ctLogList))
+        try checkAudience(document.audience)
+        return document
+    }
+
+    /// The payload of `jws`, a JWS of `kind` whose signature verifies under the key its `kid` names.
+    private func verifiedPayload(_ jws: String, kind: CompactJWS.Kind) throws(PinSetDocumentError) -> [UInt8] {
+        let parsed = try CompactJWS(parsing: jws, kind: kind)
         guard let key = keys[parsed.keyID] else { throw .unknownKey(parsed.keyID) }
         guard key.verifiesEd25519(signature: parsed.signature, of: parsed.signingInput) else {
             throw .badSignature(keyID: parsed.keyID)
         }
-        let document = try PinSetDocument(json: parsed.payload)
+        return parsed.payload
+    }
+
+    /// Refuses a document whose `audience` is not the app's (when the verifier checks audiences).
+    private func checkAudience(_ documentAudience: String?) throws(PinSetDocumentError) {
         // Byte for byte: Swift's `==` on strings is canonical equivalence (a decomposed `é`, or the Kelvin sign for
         // `K`, would equal another app's identifier).
-        if let audience, !(document.audience.map { Array($0.utf8) == Array(audience.utf8) } ?? false) {
-            throw .wrongAudience(document: document.audience, app: audience)
+        if let audience, !(documentAudience.map { Array($0.utf8) == Array(audience.utf8) } ?? false) {
+            throw .wrongAudience(document: documentAudience, app: audience)
         }
-        return document
     }
 }

@@ -1,0 +1,152 @@
+import Foundation
+
+/// A CT log-list document: the log list an app judges SCTs against, published signed so it can be replaced at run
+/// time without a release, with the machinery of pin-set documents (the same Ed25519 keys, audience, rollback floor
+/// and expiry; ShopKitTLS's `PinSetVerifier.verifyLogList(_:currentVersion:now:)` checks it).
+///
+/// A compact JWS (`alg: EdDSA`) whose header has `typ: shopkit-ct-log-list+jws`, and whose payload is:
+///
+///     {
+///       "version": 7,
+///       "issuedAt": "2026-11-28T09:00:00Z",
+///       "expiresAt": "2027-02-26T09:00:00Z",
+///       "audience": "com.example.shop",
+///       "logList": { "log_list_timestamp": "2026-11-27T12:00:00Z", "operators": [ … ] }
+///     }
+///
+/// `logList` is a log list in Chrome's v3 schema, read as strictly as ``CTLogList/init(json:)``. The `typ` keeps the
+/// two kinds apart: a pin-set document (`shopkit-pins+jws`) is never read as a log list, nor a log-list document as
+/// pins, although the same keys sign both; and each payload refuses the other's fields. `version` is the rollback
+/// floor of log-list documents, counted apart from pin-set documents' versions.
+public struct CTLogListDocument: Sendable {
+    /// The document's version: a document is applied only above the version in force.
+    public let version: Int
+    /// When the document was issued.
+    public let issuedAt: Date
+    /// When the document stops being applied.
+    public let expiresAt: Date
+    /// The app the document is for; `PinSetVerifier` accepts only its own.
+    public let audience: String?
+    /// The log list.
+    public let logList: CTLogList
+    /// The JSON the document was read from (what its signature covers).
+    package let json: [UInt8]
+
+    /// Parses a document's JSON.
+    ///
+    /// - Throws: ``PinSetDocumentError/malformedLogListDocument(_:)`` naming the field at fault, or
+    ///   ``PinSetDocumentError/nestedTooDeeply(maximumDepth:)``.
+    package init(json: [UInt8]) throws(PinSetDocumentError) {
+        switch JSONDuplicateCheck.scan(json, integersOnly: true, maximumDepth: CTLogList.maximumDepth) {
+        case .unique: break
+        case .tooDeep(let limit): throw .nestedTooDeeply(maximumDepth: limit)
+        case .duplicate(let name, let path):
+            throw .malformedLogListDocument(
+                "member \(String(reflecting: name)) appears twice in \(path.isEmpty ? "the document" : path); readers "
+                    + "disagree on which one counts (RFC 7493), so keep one")
+        case .malformed(let problem): throw .malformedLogListDocument("not JSON (\(problem))")
+        }
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: Data(json))
+        } catch let error as CTLogListError {
+            throw .malformedLogListDocument(Self.text(error))
+        } catch let error as DecodingError {
+            throw .malformedLogListDocument(Self.text(CTLogListError(error)))
+        } catch {
+            throw .malformedLogListDocument("not JSON")
+        }
+        guard (1...PinSetDocument.maximumVersion).contains(wire.version) else {
+            throw .malformedLogListDocument("version must be an integer from 1 to \(PinSetDocument.maximumVersion)")
+        }
+        if let audience = wire.audience, audience.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw .malformedLogListDocument("audience is empty; give the app's identifier")
+        }
+        let issuedAt = try Self.date(wire.issuedAt, field: "issuedAt")
+        let expiresAt = try Self.date(wire.expiresAt, field: "expiresAt")
+        guard issuedAt < expiresAt else { throw .malformedLogListDocument("expiresAt must be after issuedAt") }
+        let logList: CTLogList
+        do { logList = try wire.logList.logList() } catch {
+            throw .malformedLogListDocument(Self.text(CTLogListError(error.message, path: "logList." + (error.path ?? ""))))
+        }
+        version = wire.version
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+        audience = wire.audience
+        self.logList = logList
+        self.json = json
+    }
+
+    /// Checks that the document may replace the log list in force (`currentVersion`, the rollback floor) at `now`:
+    /// its version is above (by at most `limits.maximumVersionStep`), it is valid for at most
+    /// `limits.maximumValidity`, not expired, and not issued in the future (beyond ``PinSetDocument/clockSkew``).
+    package func check(currentVersion: Int, now: Date, limits: PinSetDocument.Limits = .standard) throws(PinSetDocumentError) {
+        let validity = expiresAt.timeIntervalSince(issuedAt)
+        guard validity <= limits.maximumValidity else {
+            throw .validityTooLong(
+                days: Int((validity / 86_400).rounded(.up)), maximumDays: Int((limits.maximumValidity / 86_400).rounded(.down)))
+        }
+        let step = version.subtractingReportingOverflow(currentVersion)
+        guard version <= currentVersion || (!step.overflow && step.partialValue <= limits.maximumVersionStep) else {
+            throw .versionTooFar(version: version, current: currentVersion, maximumStep: limits.maximumVersionStep)
+        }
+        guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
+        guard !isExpired(at: now) else { throw .expired(expiresAt: expiresAt) }
+        guard issuedAt <= now.addingTimeInterval(PinSetDocument.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
+    }
+
+    /// Whether the document has expired at `now` (from the instant `expiresAt` names on).
+    package func isExpired(at now: Date) -> Bool { now >= expiresAt }
+
+    /// The JSON of a document (sorted keys) around `logList`, the v3 list's JSON as given: what a publisher signs.
+    package static func json(
+        version: Int, issuedAt: Date, expiresAt: Date, audience: String?, logList: Data
+    ) throws -> String {
+        var object: [String: Any] = [
+            "version": version, "issuedAt": PinSetDocument.timestamp(issuedAt),
+            "expiresAt": PinSetDocument.timestamp(expiresAt),
+            "logList": try JSONSerialization.jsonObject(with: logList),
+        ]
+        if let audience { object["audience"] = audience }
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func text(_ error: CTLogListError) -> String {
+        (error.path.map { "\($0): " } ?? "") + error.message
+    }
+
+    private static func date(_ text: String, field: String) throws(PinSetDocumentError) -> Date {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        guard let date = formatter.date(from: text), Array(PinSetDocument.timestamp(date).utf8) == Array(text.utf8) else {
+            throw .malformedLogListDocument(
+                "\(field) \(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ, such as 2027-01-01T00:00:00Z")
+        }
+        return date
+    }
+
+    /// The payload as JSON has it: unknown fields refused (a pin-set payload's `pinSets` among them).
+    private struct Wire: Decodable {
+        let version: Int
+        let issuedAt: String
+        let expiresAt: String
+        let audience: String?
+        let logList: CTLogListWire
+
+        static let fields: Set<String> = ["version", "issuedAt", "expiresAt", "audience", "logList"]
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CTKey.self)
+            if let unknown = container.allKeys.map(\.stringValue).sorted().first(where: { !Self.fields.contains($0) }) {
+                throw CTLogListError(
+                    "unknown field \(String(reflecting: unknown)); known fields: \(Self.fields.sorted().joined(separator: ", "))")
+            }
+            version = try container.decode(Int.self, forKey: "version")
+            issuedAt = try container.decode(String.self, forKey: "issuedAt")
+            expiresAt = try container.decode(String.self, forKey: "expiresAt")
+            audience = try container.decodeOptional(String.self, forKey: "audience")
+            logList = try container.decode(CTLogListWire.self, forKey: "logList")
+        }
+    }
+}
