@@ -57,6 +57,15 @@ extension OpenSSLConnection {
         let timestamps = validatedSCTs(policyContext, stack, check: check)
         let passed = check.judge(timestamps)
         ctJudgement = (passed, timestamps)
+        // PEM only for the failure report (the verify result is no longer OK once the SCTs are refused).
+        if !passed {
+            refusedChainPEM = withSSL { ssl in
+                guard let chain = SSL_get0_verified_chain(ssl) else { return [] }
+                return (0..<shopkit_sk_X509_num(chain)).compactMap { index in
+                    shopkit_sk_X509_value(chain, index).map { OpenSSLCertificate(borrowing: $0).pem }
+                }
+            }
+        }
         return passed
     }
 
@@ -122,7 +131,7 @@ extension SignedCertificateTimestamp {
         }
         self.init(
             version: Int(SCT_get_version(sct).rawValue), logID: logID,
-            timestamp: Date(timeIntervalSince1970: Double(SCT_get_timestamp(sct)) / 1000), extensions: extensions,
+            timestamp: Self.date(milliseconds: SCT_get_timestamp(sct)), extensions: extensions,
             source: source, status: status, serialized: serialized)
     }
 }

@@ -52,9 +52,8 @@ extension TLSHandler {
     {
         if evaluation.needsReport {
             let report = CTComplianceReport(
-                evaluation: evaluation, host: host, port: port, date: client.now(),
-                servedChainPEM: connection?.peerChainPEM() ?? [],
-                validatedChainPEM: chainPEM ?? connection?.verifiedChainPEM() ?? [])
+                evaluation: evaluation, host: host, port: port, servedChainPEM: connection?.peerChainPEM() ?? [],
+                validatedChainPEM: chainPEM ?? connection?.verifiedChainPEM() ?? [], date: client.now())
             client.configuration.pinFailureReporter?.report(report)
             if evaluation.allowsConnection {
                 logger.warning(

@@ -212,7 +212,7 @@ extension TLSHandler {
                 return refusalError(refusal, client: client, host: host, port: port)
             }
             if let evaluation = ctEvaluationDuringHandshake, !evaluation.allowsConnection {
-                _ = apply(evaluation, client: client, host: host, port: port, chainPEM: nil)
+                _ = apply(evaluation, client: client, host: host, port: port, chainPEM: connection.refusedChainPEM)
                 return .certificateTransparency(host: host, evaluation: evaluation)
             }
             let result = connection.verifyResult

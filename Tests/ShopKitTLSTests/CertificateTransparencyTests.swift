@@ -118,7 +118,10 @@ import Testing
         defer { server.stop() }
         let result = await Self.connect(try Self.context(reporter: reporter), to: server)
         let evaluation = try #require(Self.refusal(result, log: server.log))
-        guard case .notCompliant = evaluation.verdict else { return Issue.record("\(evaluation.verdict)") }
+        guard case .notCompliant = evaluation.verdict else {
+            Issue.record("\(evaluation.verdict)")
+            return
+        }
         #expect(evaluation.assessments.count == 1)
         let report = try #require(reporter.ctReports.first)
         #expect(reporter.ctReports.count == 1, "reported exactly once")
@@ -239,7 +242,10 @@ import Testing
         defer { server.stop() }
         let result = await Self.connect(try Self.context(mode: .reportOnly, reporter: reporter), to: server)
         let evaluation = try #require(Self.evaluation(result, log: server.log))
-        guard case .notCompliant = evaluation.verdict else { return Issue.record("\(evaluation.verdict)") }
+        guard case .notCompliant = evaluation.verdict else {
+            Issue.record("\(evaluation.verdict)")
+            return
+        }
         #expect(evaluation.allowsConnection)
         #expect(reporter.ctReports.count == 1)
     }
@@ -248,7 +254,10 @@ import Testing
         let server = try await Self.server(leaf: "leaf-ct-one-sct", ["-tls1_3"])
         defer { server.stop() }
         let result = await Self.connect(try Self.context(mode: .disabled), to: server)
-        guard case .success(let probe) = result else { return Issue.record("\(result)") }
+        guard case .success(let probe) = result else {
+            Issue.record("\(result)")
+            return
+        }
         #expect(probe.info.certificateTransparency == nil)
     }
 
@@ -259,7 +268,10 @@ import Testing
         // The default public roots (Debian's Mozilla roots) do not hold the tests' root.
         let context = try Self.context(publicRoots: .system, reporter: reporter)
         let evaluation = try #require(Self.evaluation(await Self.connect(context, to: server), log: server.log))
-        guard case .exempt = evaluation.verdict else { return Issue.record("\(evaluation.verdict)") }
+        guard case .exempt = evaluation.verdict else {
+            Issue.record("\(evaluation.verdict)")
+            return
+        }
         #expect(reporter.ctReports.isEmpty)
     }
 
@@ -288,7 +300,10 @@ import Testing
         let first = try #require(Self.evaluation(await Self.connect(context, to: server), log: server.log))
         #expect(first.verdict == .compliant)
         let second = await Self.connect(context, to: server)
-        guard case .success(let resumed) = second else { return Issue.record("\(second)") }
+        guard case .success(let resumed) = second else {
+            Issue.record("\(second)")
+            return
+        }
         #expect(resumed.info.resumed)
         #expect(resumed.info.certificateTransparency?.verdict == .compliant)
 
@@ -305,11 +320,14 @@ import Testing
             try JSONSerialization.jsonObject(with: TestCertificates.ctData("test-log-list.json")) as? [String: Any])
         var operators = try #require(json["operators"] as? [[String: Any]])
         var logs = try #require(operators[0]["logs"] as? [[String: Any]])
-        logs[0]["log_id"] = logs[1]["log_id"]
+        // Log A's key under an id that is no key's hash.
+        logs[0]["log_id"] = Data(repeating: 7, count: 32).base64EncodedString()
         operators[0]["logs"] = logs
         json["operators"] = operators
         let list = try CTLogList(json: JSONSerialization.data(withJSONObject: json))
         let context = try Self.context()
         #expect(throws: TLSContextError.self) { try context.replaceCertificateTransparencyLogList(list) }
+        // The list in force is kept.
+        #expect(context.certificateTransparency.logList == (try Self.logList()))
     }
 }
