@@ -43,9 +43,12 @@ public struct CertificateTransparencyPolicy: Sendable {
 
     /// The mode for the hosts a pattern matches.
     public struct Rule: Sendable, Hashable {
+        /// The hosts the rule covers.
         public var hostPattern: HostPattern
+        /// Their mode.
         public var mode: Mode
 
+        /// A rule giving the hosts `hostPattern` matches `mode`.
         public init(hostPattern: HostPattern, mode: Mode) {
             self.hostPattern = hostPattern
             self.mode = mode

@@ -115,11 +115,11 @@ public struct PinSetVerifier: Sendable {
 
     /// The CT log-list document in `jws` if it may replace the log list in force.
     ///
-    /// The same keys and rules as ``verify(_:baseline:currentVersion:now:)``, for a ``CTLogListDocument``: refuses a
+    /// The same keys and rules as ``verify(_:baseline:currentVersion:now:)``, for a `CTLogListDocument`: refuses a
     /// malformed JWS, an `alg` other than `EdDSA`, a `crit` header, an unknown `kid`, a `typ` other than
-    /// `shopkit-ct-log-list+jws` (a pin-set document among them: ``PinSetDocumentError/wrongLogListType(_:)``), a
+    /// `shopkit-ct-log-list+jws` (a pin-set document among them: `PinSetDocumentError.wrongLogListType`), a
     /// duplicate member name, a signature that does not verify, a payload that is not a valid log-list document
-    /// (``PinSetDocumentError/malformedLogListDocument(_:)``), another app's `audience`, a version not above
+    /// (`PinSetDocumentError.malformedLogListDocument`), another app's `audience`, a version not above
     /// `currentVersion` (the rollback floor of log-list documents) or more than `maximumVersionStep` above it, and a
     /// document valid for longer than `maximumValidity`, expired, or issued in the future at `now`.
     public func verifyLogList(

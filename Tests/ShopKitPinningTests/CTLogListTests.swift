@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+@testable import ShopKitPinning
+
+/// `CTLogList(json:)`: Chrome's v3 schema, read strictly.
+@Suite(.timeLimit(.minutes(3))) struct CTLogListTests {
+    static func id(_ byte: UInt8, count: Int = 32) -> String { Data(repeating: byte, count: count).base64EncodedString() }
+
+    /// A v3 list as Chrome publishes one, with the members ShopKit does not read.
+    static let chromeLike = """
+        {
+          "version": "35.12",
+          "log_list_timestamp": "2026-11-01T00:00:00Z",
+          "operators": [
+            {
+              "name": "ShopKit Test Operator One",
+              "email": ["ct@example.com"],
+              "logs": [
+                {
+                  "description": "ShopKit Test Log A",
+                  "log_id": "\(id(1))",
+                  "key": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE",
+                  "url": "https://ct.example.com/a/",
+                  "mmd": 86400,
+                  "state": {"usable": {"timestamp": "2025-01-01T00:00:00Z"}},
+                  "temporal_interval": {"start_inclusive": "2026-01-01T00:00:00Z", "end_exclusive": "2037-01-01T00:00:00Z"},
+                  "log_type": "prod"
+                },
+                {
+                  "description": "ShopKit Test Log B",
+                  "log_id": "\(id(2))",
+                  "key": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE",
+                  "url": "https://ct.example.com/b/",
+                  "mmd": 86400,
+                  "state": {"readonly": {"timestamp": "2026-06-01T00:00:00.5Z",
+                    "final_tree_head": {"sha256_root_hash": "AAAA", "tree_size": 12}}},
+                  "previous_operators": []
+                }
+              ],
+              "tiled_logs": [
+                {
+                  "description": "ShopKit Test Tiled Log",
+                  "log_id": "\(id(3))",
+                  "key": "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE",
+                  "submission_url": "https://tiles.example.com/submit/",
+                  "monitoring_url": "https://tiles.example.com/",
+                  "mmd": 60,
+                  "state": {"retired": {"timestamp": "2026-10-01T00:00:00Z"}}
+                }
+              ]
+            },
+            {"name": "ShopKit Test Operator Two", "email": [], "logs": []}
+          ]
+        }
+        """
+
+    static func date(_ text: String) -> Date { try! CTLogListWire.date(text, path: "") }
+
+    static func refuse(_ json: String, _ path: String?, _ message: String, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(sourceLocation: sourceLocation) { try CTLogList(json: Data(json.utf8)) } throws: { error in
+            guard let error = error as? CTLogListError else { return false }
+            return error.path == path && error.message.contains(message)
+        }
+    }
+
+    /// `chromeLike` with `old` replaced by `new` (which must occur).
+    static func changed(_ old: String, _ new: String) -> String {
+        precondition(chromeLike.contains(old))
+        return chromeLike.replacingOccurrences(of: old, with: new)
+    }
+
+    @Test func aChromeLikeListIsRead() throws {
+        let list = try CTLogList(json: Data(Self.chromeLike.utf8))
+        #expect(list.version == "35.12")
+        #expect(list.timestamp == Self.date("2026-11-01T00:00:00Z"))
+        #expect(list.operators.map(\.name) == ["ShopKit Test Operator One", "ShopKit Test Operator Two"])
+        #expect(list.logs.map(\.description) == ["ShopKit Test Log A", "ShopKit Test Log B", "ShopKit Test Tiled Log"])
+        let a = try #require(list.log(id: [UInt8](repeating: 1, count: 32)))
+        #expect(a.operatorName == "ShopKit Test Operator One")
+        #expect(a.url == "https://ct.example.com/a/")
+        #expect(a.mmd == 86_400)
+        #expect(a.state == .usable(Self.date("2025-01-01T00:00:00Z")))
+        #expect(a.temporalInterval == .init(start: Self.date("2026-01-01T00:00:00Z"), end: Self.date("2037-01-01T00:00:00Z")))
+        #expect(a.key.count == 27)
+        #expect(list.log(id: [UInt8](repeating: 2, count: 32))?.state == .readOnly(Date(timeIntervalSince1970: 1_780_272_000.5)))
+        #expect(list.log(id: [UInt8](repeating: 9, count: 32)) == nil)
+    }
+
+    @Test func tiledLogsAreReadAsLogsOfTheirOperator() throws {
+        let list = try CTLogList(json: Data(Self.chromeLike.utf8))
+        let tiled = try #require(list.log(id: [UInt8](repeating: 3, count: 32)))
+        #expect(tiled.description == "ShopKit Test Tiled Log")
+        #expect(tiled.operatorName == "ShopKit Test Operator One")
+        #expect(tiled.url == "https://tiles.example.com/submit/")
+        #expect(tiled.state == .retired(Self.date("2026-10-01T00:00:00Z")))
+        #expect(list.operators[0].logs.count == 3)
+    }
+
+    @Test func aDuplicateMemberIsRefused() {
+        Self.refuse(Self.changed(#""mmd": 60,"#, #""mmd": 60, "mmd": 61,"#), "operators[0].tiled_logs[0]", "\"mmd\" appears twice")
+        Self.refuse(Self.changed(#""version": "35.12","#, #""version": "35.12", "version": "36.0","#), nil, "appears twice")
+    }
+
+    @Test func badBase64IsRefused() {
+        // The first key is log A's.
+        let range = Self.chromeLike.range(of: "MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE")!
+        Self.refuse(Self.chromeLike.replacingCharacters(in: range, with: "MFkw EwYH"), "operators[0].logs[0].key", "not base64")
+        Self.refuse(Self.changed(Self.id(2), "!!notbase64!!"), "operators[0].logs[1].log_id", "not base64")
+        // Not canonical: the unpadded form of the same bytes.
+        Self.refuse(Self.changed(Self.id(2), String(Self.id(2).dropLast())), "operators[0].logs[1].log_id", "not base64")
+    }
+
+    @Test func aLogIDThatIsNot32BytesIsRefused() {
+        for count in [31, 33, 0] {
+            Self.refuse(Self.changed(Self.id(2), Self.id(2, count: count)), "operators[0].logs[1].log_id", "\(count) bytes")
+        }
+    }
+
+    @Test func anUnknownStateIsRefused() {
+        Self.refuse(
+            Self.changed(#"{"usable": {"timestamp""#, #"{"frozen": {"timestamp""#), "operators[0].logs[0].state",
+            "unknown state \"frozen\"")
+        Self.refuse(
+            Self.changed(#"{"usable": {"timestamp": "2025-01-01T00:00:00Z"}}"#, #"{}"#), "operators[0].logs[0].state",
+            "exactly one member")
+    }
+
+    @Test func otherMistakesNameTheirField() {
+        Self.refuse(Self.changed(#""log_list_timestamp": "2026-11-01T00:00:00Z""#, #""log_list_timestamp": "yesterday""#),
+            "log_list_timestamp", "not a UTC time")
+        Self.refuse(Self.changed(#""log_list_timestamp": "2026-11-01T00:00:00Z","#, ""), nil, "missing field \"log_list_timestamp\"")
+        Self.refuse(Self.changed(#""mmd": 60"#, #""mmd": "60""#), "operators[0].tiled_logs[0].mmd", "must be an integer")
+        Self.refuse(Self.changed(#""mmd": 60"#, #""mmd": null"#), "operators[0].tiled_logs[0].mmd", "is null")
+        Self.refuse(Self.changed(Self.id(2), Self.id(1)), "operators[0].logs[1].log_id", "a second log with this log_id")
+        Self.refuse(Self.changed("ShopKit Test Operator Two", "ShopKit Test Operator One"), "operators[1].name", "a second operator")
+        Self.refuse(
+            Self.changed(#""end_exclusive": "2037-01-01T00:00:00Z""#, #""end_exclusive": "2025-01-01T00:00:00Z""#),
+            "operators[0].logs[0].temporal_interval", "after start_inclusive")
+        Self.refuse("[]", nil, "must be a JSON object")
+        Self.refuse("{", nil, "not JSON")
+        #expect(CTLogListError("not base64", path: "operators[0].logs[1].key").description
+            == "the CT log list is invalid (publisher): operators[0].logs[1].key: not base64")
+    }
+
+    @Test func theBundledListIsDatedAndHasNoLogs() throws {
+        let bundled = CTLogList.bundled
+        #expect(bundled.timestamp == Self.date("2026-11-28T00:00:00Z"))
+        #expect(bundled.operators.isEmpty)
+        #expect(bundled.logs.isEmpty)
+        // The same file as the package resource, found through the bundle SwiftPM generates.
+        let url = try #require(Bundle.module.url(forResource: "ct-log-list", withExtension: "json"))
+        #expect(try CTLogList(json: Data(contentsOf: url)) == bundled)
+    }
+}
