@@ -150,18 +150,19 @@ let openSSLCTCallback: @convention(c) (OpaquePointer?, OpaquePointer?, UnsafeMut
 /// An SCT list in its TLS encoding (`SignedCertificateTimestampList`, as in the certificate extension and the TLS
 /// extension), read by OpenSSL (`o2i_SCT_LIST`): for diagnostics and the fuzz target.
 package enum SCTListParser {
-    /// The SCTs of `bytes` (source embedded, not validated), and the list encoded again by OpenSSL
-    /// (`i2o_SCT_LIST`); nil when OpenSSL refuses the bytes.
-    package static func parse(_ bytes: [UInt8]) -> (timestamps: [SignedCertificateTimestamp], reencoded: [UInt8])? {
+    /// The SCTs of `bytes` (not validated), and the list encoded again by OpenSSL (`i2o_SCT_LIST`; nil when it
+    /// cannot encode what it read: an SCT with an empty signature parses but does not encode); nil when OpenSSL
+    /// refuses the bytes.
+    package static func parse(_ bytes: [UInt8]) -> (timestamps: [SignedCertificateTimestamp], reencoded: [UInt8]?)? {
         OpenSSLError.clearQueue()
         defer { OpenSSLError.clearQueue() }
-        return bytes.withUnsafeBufferPointer { buffer -> ([SignedCertificateTimestamp], [UInt8])? in
+        return bytes.withUnsafeBufferPointer { buffer -> ([SignedCertificateTimestamp], [UInt8]?)? in
             var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
             guard let list = o2i_SCT_LIST(nil, &cursor, buffer.count) else { return nil }
             defer { SCT_LIST_free(list) }
             var encoded: UnsafeMutablePointer<UInt8>?
             let length = i2o_SCT_LIST(list, &encoded)
-            var reencoded: [UInt8] = []
+            var reencoded: [UInt8]?
             if length > 0, let encoded {
                 reencoded = Array(UnsafeBufferPointer(start: encoded, count: Int(length)))
                 shopkit_OPENSSL_free(encoded)
