@@ -12,22 +12,9 @@ extension PinUpdates {
 
     /// Stores `text` atomically (0600), under the store's lock; the error, if it failed.
     func store(_ text: String, version: Int) async -> CredentialError? {
-        let path = storePath
         let verifier = self.verifier
-        let result = await onIO { () throws(CredentialError) in
-            try TokenFileIO.ensureDirectory((path as NSString).deletingLastPathComponent)
-            try TokenFileIO.withExclusiveLock(path + ".lock") { () throws(CredentialError) in
-                // A concurrent update may have stored a newer document first: never replace it with an older one.
-                if let stored = try TokenFileIO.read(path),
-                    let document = try? verifier.signedDocument(String(decoding: stored, as: UTF8.self)),
-                    document.version > version
-                {
-                    return
-                }
-                try TokenFileIO.atomicReplace(path, with: Array((text + "\n").utf8))
-            }
+        return await storeDocument(text, version: version, at: storePath) { stored in
+            (try? verifier.signedDocument(String(decoding: stored, as: UTF8.self)))?.version
         }
-        if case .failure(let error) = result { return error }
-        return nil
     }
 }

@@ -92,7 +92,7 @@ public final class PinUpdates: DocumentTracking {
     private let sleep: @Sendable (Duration) async throws -> Void
     let sleepUntil: @Sendable (Date) async throws -> Void
     private let random: @Sendable () -> Double
-    let state: NIOLockedValueBox<DocumentInForce>
+    let state: NIOLockedValueBox<DocumentInForce<PinSetDocument>>
     /// The store's file operations block: they run here, never on the cooperative pool.
     let io = DispatchQueue(label: "ShopKit.PinUpdates.store")
 
@@ -158,15 +158,9 @@ public final class PinUpdates: DocumentTracking {
     /// ``Event/expired(version:)``). The rollback floor (the highest version ever applied) is read from its own
     /// file, so it outlives a lost document.
     public func start() async {
-        let documentPath = storePath
-        let floorFile = rollbackFloor
-        let floorRead = await onIO { () throws(CredentialError) -> Int? in try floorFile.read() }
-        switch floorRead {
-        case .success(let floor): state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
+        let (floorError, read) = await readStored(storePath)
         // Reported; the stored document's version (below) is then the floor.
-        case .failure(let error): onEvent(.storedDocumentUnusable(error))
-        }
-        let read = await onIO { () throws(CredentialError) -> [UInt8]? in try TokenFileIO.read(documentPath) }
+        if let floorError { onEvent(.storedDocumentUnusable(floorError)) }
         let bytes: [UInt8]
         switch read {
         case .success(nil): return
@@ -225,7 +219,11 @@ public final class PinUpdates: DocumentTracking {
         await catchUpWithStoredFloor()
         fallBackIfExpired()
         let text: String
-        do { text = try await fetch() } catch {
+        do {
+            text = try await SignedDocumentFetch(
+                transport: transport, url: documentURL, mode: fetchMode, documentKind: "pin-set document",
+                operationID: "pin-updates", io: io)()
+        } catch {
             onEvent(.fetchFailed(error))
             throw error
         }
@@ -288,61 +286,5 @@ public final class PinUpdates: DocumentTracking {
     }
 
     /// `interval` ±10 %, but no later than the expiry of the document in force.
-    func nextDelay() -> Duration {
-        let intervalSeconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-        var seconds = intervalSeconds * (0.9 + 0.2 * random())
-        if let expiresAt = state.withLockedValue({ $0.document?.expiresAt }) {
-            seconds = min(seconds, max(0, expiresAt.timeIntervalSince(now())))
-        }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
-    }
-
-    /// GET `documentURL` through the transport; the body of a 200 response, at most a document's size.
-    private func fetch() async throws -> String {
-        guard var components = URLComponents(url: documentURL, resolvingAgainstBaseURL: false) else {
-            throw HTTPSTransportError.invalidURL(reason: "\(documentURL.absoluteString) is not a URL the pin-set document can be fetched from")
-        }
-        var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        if let query = components.percentEncodedQuery { path += "?" + query }
-        components.percentEncodedPath = ""
-        components.percentEncodedQuery = nil
-        guard let base = components.url else { throw HTTPSTransportError.invalidURL(reason: "\(documentURL.absoluteString) is not a URL the pin-set document can be fetched from") }
-        var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
-        request.headerFields[.accept] = "application/jose"
-        let ownClient = fetchMode == .unpinned
-        let client = ownClient ? try await unpinnedTransport() : transport
-        do {
-            let (response, body) = try await client.send(request, body: nil, baseURL: base, operationID: "pin-updates")
-            guard response.status == .ok else { throw UnexpectedStatus(status: response.status.code, url: documentURL) }
-            var bytes: [UInt8] = []
-            if let body { bytes = try await [UInt8](collecting: body, upTo: CompactJWS.maximumLength) }
-            if ownClient { await client.shutdown() }
-            return String(decoding: bytes, as: UTF8.self)
-        } catch {
-            if ownClient { await client.shutdown() }
-            throw error
-        }
-    }
-
-    /// A transport for one fetch: the app transport's configuration (trust roots, proxy, timeouts) without pins.
-    /// Built on ``io``: loading trust roots reads files.
-    private func unpinnedTransport() async throws -> HTTPSTransport {
-        var unpinned = transport.configuration
-        unpinned.tls.pinning = PinningPolicy()
-        let configuration = unpinned
-        let made: Result<HTTPSTransport, TLSContextError> = await withCheckedContinuation { continuation in
-            io.async {
-                continuation.resume(returning: Result { () throws(TLSContextError) in try HTTPSTransport(configuration: configuration) })
-            }
-        }
-        return try made.get()
-    }
-
-}
-
-/// The document URL answered with another status than 200 (the server's fault, or a wrong URL).
-struct UnexpectedStatus: Error, CustomStringConvertible {
-    let status: Int
-    let url: URL
-    var description: String { "\(url.absoluteString) answered HTTP \(status), not 200 with a pin-set document" }
+    func nextDelay() -> Duration { nextDelay(interval: interval, random: random()) }
 }
