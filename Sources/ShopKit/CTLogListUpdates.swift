@@ -81,7 +81,7 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
     private let storePath: String
     private let interval: Duration
     private let fetchMode: DocumentFetch
-    private let onEvent: @Sendable (Event) -> Void
+    let onEvent: @Sendable (Event) -> Void
     let now: @Sendable () -> Date
     private let sleep: @Sendable (Duration) async throws -> Void
     let sleepUntil: @Sendable (Date) async throws -> Void
@@ -153,19 +153,8 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
     /// leaves the baseline list in force and is reported (``Event/storedDocumentUnusable(_:)``,
     /// ``Event/expired(version:)``). The rollback floor is read from its own file, so it outlives a lost document.
     public func start() async {
-        let (floorError, read) = await readStored(storePath)
-        // Reported; the stored document's version (below) is then the floor.
-        if let floorError { onEvent(.storedDocumentUnusable(floorError)) }
-        let bytes: [UInt8]
-        switch read {
-        case .success(nil): return
-        case .success(let stored?): bytes = stored
-        case .failure(let error): return onEvent(.storedDocumentUnusable(error))
-        }
-        let document: CTLogListDocument
-        do { document = try verifier.signedLogListDocument(String(decoding: bytes, as: UTF8.self)) } catch {
-            return onEvent(.storedDocumentUnusable(error))
-        }
+        let verifier = self.verifier
+        guard let document = await readStoredDocument(storePath, parse: verifier.signedLogListDocument) else { return }
         let event = state.withLockedValue { state -> Event? in
             if state.document?.version == document.version { return nil }
             // The floor file holds the stored document's own version when that document set it: it may apply again.
@@ -198,63 +187,34 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
     public func update() async throws -> Int {
         await catchUpWithStoredFloor()
         fallBackIfExpired()
-        let text: String
-        do {
-            text = try await SignedDocumentFetch(
+        let text = try await fetched(
+            SignedDocumentFetch(
                 transport: transport, url: documentURL, mode: fetchMode, documentKind: "CT log-list document",
-                operationID: "ct-log-list-updates", io: io, withoutCertificateTransparency: true)()
-        } catch {
-            onEvent(.fetchFailed(error))
-            throw error
-        }
-        enum Outcome { case verified(CTLogListDocument), upToDate(Int), refused(PinSetDocumentError) }
-        let outcome = state.withLockedValue { state -> Outcome in
-            do throws(PinSetDocumentError) {
-                return .verified(try verifier.verifyLogList(text, currentVersion: state.floor, now: now()))
-            } catch .notNewer(let version, _)
-                where state.document.map({ inForce in
-                    inForce.version == version && (try? verifier.signedLogListDocument(text))?.json == inForce.json
-                }) == true
-            {
-                return .upToDate(version)
-            } catch {
-                return .refused(error)
-            }
-        }
-        let document: CTLogListDocument
-        switch outcome {
-        case .refused(let error):
-            onEvent(.refused(error))
-            throw error
-        case .upToDate(let version):
-            onEvent(.upToDate(version: version))
-            return version
-        case .verified(let verified):
-            document = verified
-        }
-        if let error = await storeFloor(document.version) {
-            onEvent(.floorNotStored(version: document.version, error))
-            throw error
-        }
-        let applied = state.withLockedValue { state -> Result<Void, PinSetDocumentError> in
-            // Another update may have applied a newer document while the floor was written.
-            guard document.version > state.floor else {
-                return .failure(.notNewer(version: document.version, current: state.floor))
-            }
-            return Result { () throws(PinSetDocumentError) in try apply(document, &state) }
-        }
-        if case .failure(let error) = applied {
-            onEvent(.refused(error))
-            throw error
-        }
-        onEvent(.applied(version: document.version))
-        let reader = verifier
-        if let error = await storeDocument(text, version: document.version, at: storePath, storedVersion: { stored in
-            (try? reader.signedLogListDocument(String(decoding: stored, as: UTF8.self)))?.version
-        }) {
-            onEvent(.storeFailed(error))
-        }
-        return document.version
+                operationID: "ct-log-list-updates", io: io, withoutCertificateTransparency: true))
+        let verifier = self.verifier
+        return try await commit(
+            text, at: storePath,
+            verify: { state in
+                Result { () throws(PinSetDocumentError) in
+                    try verifier.verifyLogList(text, currentVersion: state.floor, now: now())
+                }
+            },
+            upToDate: { error, state in
+                guard case .notNewer(let version, _) = error, let inForce = state.document, inForce.version == version,
+                    (try? verifier.signedLogListDocument(text))?.json == inForce.json
+                else { return nil }
+                return version
+            },
+            apply: { document, state throws(PinSetDocumentError) in
+                // Another update may have applied a newer document while the floor was written.
+                guard document.version > state.floor else {
+                    throw .notNewer(version: document.version, current: state.floor)
+                }
+                try apply(document, &state)
+            },
+            storedVersion: { stored in
+                (try? verifier.signedLogListDocument(String(decoding: stored, as: UTF8.self)))?.version
+            })
     }
 
     /// Fetches every `interval` (±10 % jitter, no later than the expiry of the document in force) until the task is
@@ -291,3 +251,5 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         if let expired { onEvent(.expired(version: expired)) }
     }
 }
+
+extension CTLogListUpdates.Event: SignedDocumentEvent {}

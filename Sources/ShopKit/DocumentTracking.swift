@@ -58,17 +58,34 @@ struct RollbackFloor: Sendable {
     }
 }
 
+/// The events of a signed-document updater (``PinUpdates/Event``, ``CTLogListUpdates/Event``): each enum's cases
+/// witness these, so the flows both updaters share report in the updater's own words.
+protocol SignedDocumentEvent: Sendable {
+    static func applied(version: Int) -> Self
+    static func refused(_ error: PinSetDocumentError) -> Self
+    static func fetchFailed(_ error: any Error) -> Self
+    static func storedDocumentUnusable(_ error: any Error) -> Self
+    static func expired(version: Int) -> Self
+    static func storeFailed(_ error: any Error) -> Self
+    static func upToDate(version: Int) -> Self
+    static func floorNotStored(version: Int, _ error: any Error) -> Self
+}
+
+extension PinUpdates.Event: SignedDocumentEvent {}
+
 /// What every keeper of a signed document shares (`PinUpdates`, `PinsFileWatcher`, `CTLogListUpdates`): the
 /// rollback floor in its file, the document in force ended at its expiry by a timer of its own, and the store's
 /// blocking file work off the cooperative pool.
 protocol SignedDocumentKeeping: AnyObject, Sendable {
     associatedtype Document: SignedUpdateDocument
+    associatedtype Event: SignedDocumentEvent
     var state: NIOLockedValueBox<DocumentInForce<Document>> { get }
     var now: @Sendable () -> Date { get }
     var sleepUntil: @Sendable (Date) async throws -> Void { get }
     var rollbackFloor: RollbackFloor { get }
     /// The queue blocking file work runs on, never the cooperative pool.
     var io: DispatchQueue { get }
+    var onEvent: @Sendable (Event) -> Void { get }
     /// Applies the baseline again if the document in force has expired.
     func fallBackIfExpired()
 }
@@ -105,16 +122,85 @@ extension SignedDocumentKeeping {
         return nil
     }
 
-    /// What ``start()`` of an updater reads: the stored floor (raised into the state; its error, if it cannot be
-    /// read) and the stored document's bytes at `path` (nil when there is none).
-    func readStored(_ path: String) async -> (floorError: CredentialError?, document: Result<[UInt8]?, CredentialError>) {
+    /// What ``start()`` of an updater reads: raises the floor to the stored one, and returns the document stored at
+    /// `path` as `parse` reads it; nil when there is none or it cannot be used (reported, as an unreadable floor is).
+    func readStoredDocument(
+        _ path: String, parse: (String) throws(PinSetDocumentError) -> Document
+    ) async -> Document? {
         let floorFile = rollbackFloor
-        var floorError: CredentialError?
         switch await onIO({ () throws(CredentialError) -> Int? in try floorFile.read() }) {
         case .success(let floor): state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
-        case .failure(let error): floorError = error
+        // Reported; the stored document's version is then the floor.
+        case .failure(let error): onEvent(.storedDocumentUnusable(error))
         }
-        return (floorError, await onIO { () throws(CredentialError) -> [UInt8]? in try TokenFileIO.read(path) })
+        let bytes: [UInt8]
+        switch await onIO({ () throws(CredentialError) -> [UInt8]? in try TokenFileIO.read(path) }) {
+        case .success(nil): return nil
+        case .success(let stored?): bytes = stored
+        case .failure(let error):
+            onEvent(.storedDocumentUnusable(error))
+            return nil
+        }
+        do throws(PinSetDocumentError) { return try parse(String(decoding: bytes, as: UTF8.self)) } catch {
+            onEvent(.storedDocumentUnusable(error))
+            return nil
+        }
+    }
+
+    /// The text `fetch` returns; its error reported (``SignedDocumentEvent/fetchFailed(_:)``) and thrown.
+    func fetched(_ fetch: SignedDocumentFetch) async throws -> String {
+        do { return try await fetch() } catch {
+            onEvent(.fetchFailed(error))
+            throw error
+        }
+    }
+
+    /// What ``update()`` of an updater does with a fetched document `verify` judged (under the state lock): a
+    /// refusal or the document in force served again is reported and ends there; an accepted document has its
+    /// version recorded as the floor first (one that cannot be is not applied), then is applied by `apply` (under
+    /// the state lock, refused if another update applied a newer one meanwhile), reported, and stored at `path`
+    /// (`storedVersion` reads a stored document's version). Returns the version in force.
+    func commit(
+        _ text: String, at path: String,
+        verify: (inout DocumentInForce<Document>) -> Result<Document, PinSetDocumentError>,
+        upToDate: (PinSetDocumentError, DocumentInForce<Document>) -> Int?,
+        apply: (Document, inout DocumentInForce<Document>) throws(PinSetDocumentError) -> Void,
+        storedVersion: @escaping @Sendable ([UInt8]) -> Int?
+    ) async throws -> Int {
+        let (outcome, inForce) = state.withLockedValue { state -> (Result<Document, PinSetDocumentError>, Int?) in
+            let outcome = verify(&state)
+            guard case .failure(let error) = outcome else { return (outcome, nil) }
+            return (outcome, upToDate(error, state))
+        }
+        let document: Document
+        switch outcome {
+        case .success(let verified): document = verified
+        case .failure(let error):
+            if let version = inForce {
+                // The very document in force (same payload), served again: nothing to do, nothing refused.
+                onEvent(.upToDate(version: version))
+                return version
+            }
+            onEvent(.refused(error))
+            throw error
+        }
+        // Recorded before it applies: no restart can go below a version that was in force.
+        if let error = await storeFloor(document.version) {
+            onEvent(.floorNotStored(version: document.version, error))
+            throw error
+        }
+        let applied = state.withLockedValue { state in
+            Result { () throws(PinSetDocumentError) in try apply(document, &state) }
+        }
+        if case .failure(let error) = applied {
+            onEvent(.refused(error))
+            throw error
+        }
+        onEvent(.applied(version: document.version))
+        if let error = await storeDocument(text, version: document.version, at: path, storedVersion: storedVersion) {
+            onEvent(.storeFailed(error))
+        }
+        return document.version
     }
 
     /// Stores `text` atomically at `path` (0600, its directory created 0700), under the store's lock, unless the
@@ -168,9 +254,8 @@ extension SignedDocumentKeeping {
 /// What `PinUpdates` (documents fetched) and `PinsFileWatcher` (a local file) share, so both keep the same rules:
 /// the document in force ends at its expiry by a timer of its own, an expiring document never undoes a newer one,
 /// and the rollback floor is recorded in its file before a document applies.
-protocol DocumentTracking: SignedDocumentKeeping where Document == PinSetDocument {
+protocol DocumentTracking: SignedDocumentKeeping where Document == PinSetDocument, Event == PinUpdates.Event {
     var transport: HTTPSTransport { get }
-    var onEvent: @Sendable (PinUpdates.Event) -> Void { get }
 }
 
 extension DocumentTracking {

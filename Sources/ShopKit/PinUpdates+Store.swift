@@ -9,12 +9,4 @@ extension PinUpdates {
 
     /// The rollback floor's file, under the store's lock.
     var rollbackFloor: RollbackFloor { RollbackFloor(path: floorPath, lockPath: storePath + ".lock") }
-
-    /// Stores `text` atomically (0600), under the store's lock; the error, if it failed.
-    func store(_ text: String, version: Int) async -> CredentialError? {
-        let verifier = self.verifier
-        return await storeDocument(text, version: version, at: storePath) { stored in
-            (try? verifier.signedDocument(String(decoding: stored, as: UTF8.self)))?.version
-        }
-    }
 }

@@ -158,19 +158,8 @@ public final class PinUpdates: DocumentTracking {
     /// ``Event/expired(version:)``). The rollback floor (the highest version ever applied) is read from its own
     /// file, so it outlives a lost document.
     public func start() async {
-        let (floorError, read) = await readStored(storePath)
-        // Reported; the stored document's version (below) is then the floor.
-        if let floorError { onEvent(.storedDocumentUnusable(floorError)) }
-        let bytes: [UInt8]
-        switch read {
-        case .success(nil): return
-        case .success(let stored?): bytes = stored
-        case .failure(let error): return onEvent(.storedDocumentUnusable(error))
-        }
-        let document: PinSetDocument
-        do { document = try verifier.signedDocument(String(decoding: bytes, as: UTF8.self)) } catch {
-            return onEvent(.storedDocumentUnusable(error))
-        }
+        let verifier = self.verifier
+        guard let document = await readStoredDocument(storePath, parse: verifier.signedDocument) else { return }
         let event = state.withLockedValue { state -> Event? in
             // The floor file holds the stored document's own version when that document set it: it may apply again.
             let floor = state.floor == document.version ? document.version - 1 : state.floor
@@ -218,60 +207,32 @@ public final class PinUpdates: DocumentTracking {
         // calls `update()` without `start()` nor a second updater of the same store goes below what was applied.
         await catchUpWithStoredFloor()
         fallBackIfExpired()
-        let text: String
-        do {
-            text = try await SignedDocumentFetch(
+        let text = try await fetched(
+            SignedDocumentFetch(
                 transport: transport, url: documentURL, mode: fetchMode, documentKind: "pin-set document",
-                operationID: "pin-updates", io: io)()
-        } catch {
-            onEvent(.fetchFailed(error))
-            throw error
-        }
-        enum Outcome { case verified(PinSetDocument), upToDate(Int), refused(PinSetDocumentError) }
-        let outcome = state.withLockedValue { state -> Outcome in
-            let current = max(state.floor, transport.pinning.version)
-            do throws(PinSetDocumentError) {
-                return .verified(try verifier.verify(text, baseline: baseline, currentVersion: current, now: now()))
-            } catch .notNewer(let version, _)
-                where version == transport.pinning.version && state.document.map({ inForce in
-                    (try? verifier.signedDocument(text))?.json == inForce.json
-                }) == true
-            {
-                // The very document in force (same payload), served again: nothing to do, nothing refused.
-                return .upToDate(version)
-            } catch {
-                return .refused(error)
-            }
-        }
-        let document: PinSetDocument
-        switch outcome {
-        case .refused(let error):
-            onEvent(.refused(error))
-            throw error
-        case .upToDate(let version):
-            onEvent(.upToDate(version: version))
-            return version
-        case .verified(let verified):
-            document = verified
-        }
-        if let error = await storeFloor(document.version) {
-            onEvent(.floorNotStored(version: document.version, error))
-            throw error
-        }
-        let applied = state.withLockedValue { state -> Result<Void, PinSetDocumentError> in
-            // Another update may have applied a newer document while the floor was written.
-            let current = max(state.floor, transport.pinning.version)
-            guard document.version > current else { return .failure(.notNewer(version: document.version, current: current)) }
-            apply(document, &state)
-            return .success(())
-        }
-        if case .failure(let error) = applied {
-            onEvent(.refused(error))
-            throw error
-        }
-        onEvent(.applied(version: document.version))
-        if let error = await store(text, version: document.version) { onEvent(.storeFailed(error)) }
-        return document.version
+                operationID: "pin-updates", io: io))
+        let verifier = self.verifier
+        return try await commit(
+            text, at: storePath,
+            verify: { state in
+                let current = max(state.floor, transport.pinning.version)
+                return Result { () throws(PinSetDocumentError) in
+                    try verifier.verify(text, baseline: baseline, currentVersion: current, now: now())
+                }
+            },
+            upToDate: { error, state in
+                guard case .notNewer(let version, _) = error, version == transport.pinning.version,
+                    let inForce = state.document, (try? verifier.signedDocument(text))?.json == inForce.json
+                else { return nil }
+                return version
+            },
+            apply: { document, state throws(PinSetDocumentError) in
+                // Another update may have applied a newer document while the floor was written.
+                let current = max(state.floor, transport.pinning.version)
+                guard document.version > current else { throw .notNewer(version: document.version, current: current) }
+                apply(document, &state)
+            },
+            storedVersion: { stored in (try? verifier.signedDocument(String(decoding: stored, as: UTF8.self)))?.version })
     }
 
     /// Fetches every `interval` (±10 % jitter) until the task is cancelled. Failures are reported through
