@@ -57,10 +57,10 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         public var description: String {
             switch self {
             case .applied(let version): return "CT log-list document version \(version) applied"
-            case .refused(let error): return "CT log-list document refused, log list unchanged: \(error)"
+            case .refused(let error): return "CT log-list document refused, log list unchanged: \(Self.text(error))"
             case .fetchFailed(let error): return "CT log-list document fetch failed, log list unchanged: \(error)"
             case .storedDocumentUnusable(let error):
-                return "stored CT log-list document ignored, the baseline log list applies: \(error)"
+                return "stored CT log-list document ignored, the baseline log list applies: \(Self.text(error))"
             case .expired(let version):
                 return "CT log-list document version \(version) expired with no newer one: the baseline log list applies again"
             case .storeFailed(let error): return "CT log-list document applied but not stored: \(error)"
@@ -69,6 +69,11 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
                 return "CT log-list document version \(version) not applied: its version cannot be recorded as the "
                     + "rollback floor, log list unchanged: \(error)"
             }
+        }
+
+        /// An error's text, a document error's naming the log-list document.
+        private static func text(_ error: any Error) -> String {
+            (error as? PinSetDocumentError)?.description(document: "CT log-list document") ?? "\(error)"
         }
     }
 

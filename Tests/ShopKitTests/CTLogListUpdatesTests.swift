@@ -48,18 +48,7 @@ import Testing
     }
 
     func startServer() async throws -> LoopbackHTTPServer {
-        let served = self.served
-        let tls = try TLSServerContext(
-            certificateChainPEM: TestCertificates.standardChain(), privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
-        return try await LoopbackHTTPServer.start(
-            extraHandlers: { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.addHandler(tls.makeHandler(), position: .first)
-                }
-            },
-            script: { request in
-                request.uri == "/ct.jws" ? .ok(Array(served.withLockedValue { $0 }.utf8)) : .ok()
-            })
+        try await PinUpdatesTests.documentServer(serving: served, at: "/ct.jws")
     }
 
     func transport() throws -> HTTPSTransport {
@@ -131,6 +120,8 @@ import Testing
         let refusals = reported.filter { $0.hasPrefix("CT log-list document refused, log list unchanged") }
         #expect(refusals.count == 3)
         #expect(refusals.last?.contains("this is a pin-set document, never read as a log list") == true)
+        #expect(refusals.first?.contains("the CT log-list document has version 2, not above the version in force (3)") == true)
+        #expect(refusals.dropFirst().first?.contains("the CT log-list document expired at") == true)
         await transport.shutdown()
         await server.stop()
     }
