@@ -179,8 +179,8 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         if let event { onEvent(event) }
     }
 
-    /// Fetches the document now and applies it if the verifier accepts it; returns the version in force (0 for the
-    /// baseline list). The document in force served again is ``Event/upToDate(version:)``, not a refusal.
+    /// Fetches the document now and applies it if the verifier accepts it; returns its version. The document in
+    /// force served again is ``Event/upToDate(version:)``, not a refusal.
     ///
     /// The document's version is recorded as the rollback floor *before* it is applied: one whose version cannot be
     /// recorded is not applied (``Event/floorNotStored(version:_:)``). A document whose log list does not load is
