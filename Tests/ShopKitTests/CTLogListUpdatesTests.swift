@@ -37,11 +37,11 @@ import Testing
     }
 
     /// A log-list document of `version`, issued an hour ago, signed under the log-list `typ`.
-    func document(_ version: Int, expiresIn: TimeInterval = 86_400) throws -> String {
+    func document(_ version: Int, expiresIn: TimeInterval = 86_400, logList: Data? = nil) throws -> String {
         let now = clock.withLockedValue { $0 }
         let json = try CTLogListDocument.json(
             version: version, issuedAt: now - 3600, expiresAt: now + expiresIn, audience: DocumentSigner.audience,
-            logList: Self.publishedList())
+            logList: logList ?? Self.publishedList())
         return try CompactJWS.serialize(payload: Array(json.utf8), keyID: "current", kind: .ctLogList) {
             try signer.current.signEd25519($0)
         }
@@ -122,6 +122,25 @@ import Testing
         #expect(refusals.last?.contains("this is a pin-set document, never read as a log list") == true)
         #expect(refusals.first?.contains("the CT log-list document has version 2, not above the version in force (3)") == true)
         #expect(refusals.dropFirst().first?.contains("the CT log-list document expired at") == true)
+        await transport.shutdown()
+        await server.stop()
+    }
+
+    @Test func aListWhoseLogKeysDoNotLoadIsRefusedAndTheListInForceKept() async throws {
+        let server = try await startServer()
+        let transport = try transport()
+        let updates = updates(transport, port: server.port)
+        // Well-formed, signed, but its log's key is no key (and its id not the key's SHA-256): OpenSSL cannot load it.
+        let unusable = #"{"log_list_timestamp":"2027-01-10T00:00:00Z","operators":[{"name":"One","logs":[{"description":"Log X","log_id":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=","key":"MFkw","state":{"usable":{"timestamp":"2025-01-01T00:00:00Z"}}}]}]}"#
+        served.withLockedValue { $0 = try! document(3, logList: Data(unusable.utf8)) }
+        await #expect { try await updates.update() } throws: { error in
+            guard case .malformedLogListDocument(let problem) = error as? PinSetDocumentError else { return false }
+            return problem.contains("does not load")
+        }
+        #expect(transport.certificateTransparencyLogList == Self.baseline)
+        #expect(updates.documentInForce == nil)
+        #expect(!FileManager.default.fileExists(atPath: storePath))
+        #expect(reported.count == 1 && reported[0].hasPrefix("CT log-list document refused, log list unchanged"))
         await transport.shutdown()
         await server.stop()
     }
