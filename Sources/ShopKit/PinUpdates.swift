@@ -92,7 +92,7 @@ public final class PinUpdates: DocumentTracking {
     private let sleep: @Sendable (Duration) async throws -> Void
     let sleepUntil: @Sendable (Date) async throws -> Void
     private let random: @Sendable () -> Double
-    let state: NIOLockedValueBox<DocumentInForce>
+    let state: NIOLockedValueBox<DocumentInForce<PinSetDocument>>
     /// The store's file operations block: they run here, never on the cooperative pool.
     let io = DispatchQueue(label: "ShopKit.PinUpdates.store")
 
@@ -158,25 +158,8 @@ public final class PinUpdates: DocumentTracking {
     /// ``Event/expired(version:)``). The rollback floor (the highest version ever applied) is read from its own
     /// file, so it outlives a lost document.
     public func start() async {
-        let documentPath = storePath
-        let floorFile = rollbackFloor
-        let floorRead = await onIO { () throws(CredentialError) -> Int? in try floorFile.read() }
-        switch floorRead {
-        case .success(let floor): state.withLockedValue { $0.floor = max($0.floor, floor ?? 0) }
-        // Reported; the stored document's version (below) is then the floor.
-        case .failure(let error): onEvent(.storedDocumentUnusable(error))
-        }
-        let read = await onIO { () throws(CredentialError) -> [UInt8]? in try TokenFileIO.read(documentPath) }
-        let bytes: [UInt8]
-        switch read {
-        case .success(nil): return
-        case .success(let stored?): bytes = stored
-        case .failure(let error): return onEvent(.storedDocumentUnusable(error))
-        }
-        let document: PinSetDocument
-        do { document = try verifier.signedDocument(String(decoding: bytes, as: UTF8.self)) } catch {
-            return onEvent(.storedDocumentUnusable(error))
-        }
+        let verifier = self.verifier
+        guard let document = await readStoredDocument(storePath, parse: verifier.signedDocument) else { return }
         let event = state.withLockedValue { state -> Event? in
             // The floor file holds the stored document's own version when that document set it: it may apply again.
             let floor = state.floor == document.version ? document.version - 1 : state.floor
@@ -224,56 +207,32 @@ public final class PinUpdates: DocumentTracking {
         // calls `update()` without `start()` nor a second updater of the same store goes below what was applied.
         await catchUpWithStoredFloor()
         fallBackIfExpired()
-        let text: String
-        do { text = try await fetch() } catch {
-            onEvent(.fetchFailed(error))
-            throw error
-        }
-        enum Outcome { case verified(PinSetDocument), upToDate(Int), refused(PinSetDocumentError) }
-        let outcome = state.withLockedValue { state -> Outcome in
-            let current = max(state.floor, transport.pinning.version)
-            do throws(PinSetDocumentError) {
-                return .verified(try verifier.verify(text, baseline: baseline, currentVersion: current, now: now()))
-            } catch .notNewer(let version, _)
-                where version == transport.pinning.version && state.document.map({ inForce in
-                    (try? verifier.signedDocument(text))?.json == inForce.json
-                }) == true
-            {
-                // The very document in force (same payload), served again: nothing to do, nothing refused.
-                return .upToDate(version)
-            } catch {
-                return .refused(error)
-            }
-        }
-        let document: PinSetDocument
-        switch outcome {
-        case .refused(let error):
-            onEvent(.refused(error))
-            throw error
-        case .upToDate(let version):
-            onEvent(.upToDate(version: version))
-            return version
-        case .verified(let verified):
-            document = verified
-        }
-        if let error = await storeFloor(document.version) {
-            onEvent(.floorNotStored(version: document.version, error))
-            throw error
-        }
-        let applied = state.withLockedValue { state -> Result<Void, PinSetDocumentError> in
-            // Another update may have applied a newer document while the floor was written.
-            let current = max(state.floor, transport.pinning.version)
-            guard document.version > current else { return .failure(.notNewer(version: document.version, current: current)) }
-            apply(document, &state)
-            return .success(())
-        }
-        if case .failure(let error) = applied {
-            onEvent(.refused(error))
-            throw error
-        }
-        onEvent(.applied(version: document.version))
-        if let error = await store(text, version: document.version) { onEvent(.storeFailed(error)) }
-        return document.version
+        let text = try await fetched(
+            SignedDocumentFetch(
+                transport: transport, url: documentURL, mode: fetchMode, documentKind: "pin-set document",
+                operationID: "pin-updates", io: io))
+        let verifier = self.verifier
+        return try await commit(
+            text, at: storePath,
+            verify: { state in
+                let current = max(state.floor, transport.pinning.version)
+                return Result { () throws(PinSetDocumentError) in
+                    try verifier.verify(text, baseline: baseline, currentVersion: current, now: now())
+                }
+            },
+            upToDate: { error, state in
+                guard case .notNewer(let version, _) = error, version == transport.pinning.version,
+                    let inForce = state.document, (try? verifier.signedDocument(text))?.json == inForce.json
+                else { return nil }
+                return version
+            },
+            apply: { document, state throws(PinSetDocumentError) in
+                // Another update may have applied a newer document while the floor was written.
+                let current = max(state.floor, transport.pinning.version)
+                guard document.version > current else { throw .notNewer(version: document.version, current: current) }
+                apply(document, &state)
+            },
+            storedVersion: { stored in (try? verifier.signedDocument(String(decoding: stored, as: UTF8.self)))?.version })
     }
 
     /// Fetches every `interval` (±10 % jitter) until the task is cancelled. Failures are reported through
@@ -288,61 +247,5 @@ public final class PinUpdates: DocumentTracking {
     }
 
     /// `interval` ±10 %, but no later than the expiry of the document in force.
-    func nextDelay() -> Duration {
-        let intervalSeconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
-        var seconds = intervalSeconds * (0.9 + 0.2 * random())
-        if let expiresAt = state.withLockedValue({ $0.document?.expiresAt }) {
-            seconds = min(seconds, max(0, expiresAt.timeIntervalSince(now())))
-        }
-        return .milliseconds(Int64((seconds * 1000).rounded()))
-    }
-
-    /// GET `documentURL` through the transport; the body of a 200 response, at most a document's size.
-    private func fetch() async throws -> String {
-        guard var components = URLComponents(url: documentURL, resolvingAgainstBaseURL: false) else {
-            throw HTTPSTransportError.invalidURL(reason: "\(documentURL.absoluteString) is not a URL the pin-set document can be fetched from")
-        }
-        var path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        if let query = components.percentEncodedQuery { path += "?" + query }
-        components.percentEncodedPath = ""
-        components.percentEncodedQuery = nil
-        guard let base = components.url else { throw HTTPSTransportError.invalidURL(reason: "\(documentURL.absoluteString) is not a URL the pin-set document can be fetched from") }
-        var request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
-        request.headerFields[.accept] = "application/jose"
-        let ownClient = fetchMode == .unpinned
-        let client = ownClient ? try await unpinnedTransport() : transport
-        do {
-            let (response, body) = try await client.send(request, body: nil, baseURL: base, operationID: "pin-updates")
-            guard response.status == .ok else { throw UnexpectedStatus(status: response.status.code, url: documentURL) }
-            var bytes: [UInt8] = []
-            if let body { bytes = try await [UInt8](collecting: body, upTo: CompactJWS.maximumLength) }
-            if ownClient { await client.shutdown() }
-            return String(decoding: bytes, as: UTF8.self)
-        } catch {
-            if ownClient { await client.shutdown() }
-            throw error
-        }
-    }
-
-    /// A transport for one fetch: the app transport's configuration (trust roots, proxy, timeouts) without pins.
-    /// Built on ``io``: loading trust roots reads files.
-    private func unpinnedTransport() async throws -> HTTPSTransport {
-        var unpinned = transport.configuration
-        unpinned.tls.pinning = PinningPolicy()
-        let configuration = unpinned
-        let made: Result<HTTPSTransport, TLSContextError> = await withCheckedContinuation { continuation in
-            io.async {
-                continuation.resume(returning: Result { () throws(TLSContextError) in try HTTPSTransport(configuration: configuration) })
-            }
-        }
-        return try made.get()
-    }
-
-}
-
-/// The document URL answered with another status than 200 (the server's fault, or a wrong URL).
-struct UnexpectedStatus: Error, CustomStringConvertible {
-    let status: Int
-    let url: URL
-    var description: String { "\(url.absoluteString) answered HTTP \(status), not 200 with a pin-set document" }
+    func nextDelay() -> Duration { nextDelay(interval: interval, random: random()) }
 }

@@ -38,7 +38,7 @@ public final class PinsFileWatcher: DocumentTracking {
     /// Runs after each read (tests swap the file there).
     private let afterRead: @Sendable () -> Void
     private let watch = NIOLockedValueBox(Watch())
-    let state: NIOLockedValueBox<DocumentInForce>
+    let state: NIOLockedValueBox<DocumentInForce<PinSetDocument>>
     let io = DispatchQueue(label: "ShopKit.PinsFileWatcher")
     /// The rollback floor's file, beside the watched file.
     var rollbackFloor: RollbackFloor { RollbackFloor(path: path + ".floor", lockPath: path + ".lock") }

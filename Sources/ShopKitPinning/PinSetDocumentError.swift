@@ -69,9 +69,13 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// One line of printable text: a document's own strings (a host, a pin, a field) can carry control characters,
     /// which a terminal would act on (an escape sequence) or a log would split (a newline); they are written as
     /// `\u{1B}` escapes.
-    public var description: String {
+    public var description: String { description(document: "pin-set document") }
+
+    /// The same, naming the kind of document (`"CT log-list document"`) in the messages both kinds share (the JWS,
+    /// the signature, the version, the time and the audience): a log-list updater's reports name what was refused.
+    package func description(document kind: String) -> String {
         var printable = ""
-        for scalar in text.unicodeScalars {
+        for scalar in text(kind).unicodeScalars {
             if scalar.properties.generalCategory == .control {
                 printable += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             } else {
@@ -81,39 +85,41 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
         return printable
     }
 
-    private var text: String {
+    private func text(_ kind: String) -> String {
         switch self {
         case .malformedJWS(let problem):
-            return "the pin-set document is not a compact JWS (publisher): \(problem)"
+            return "the \(kind) is not a compact JWS (publisher): \(problem)"
         case .malformedHeader(let problem):
-            return "the pin-set document's JWS header is invalid (publisher): \(problem)"
+            return "the \(kind)'s JWS header is invalid (publisher): \(problem)"
         case .algorithmNotAllowed(let alg):
-            return "the pin-set document is signed with alg \(String(reflecting: alg)) (publisher): only EdDSA "
+            return "the \(kind) is signed with alg \(String(reflecting: alg)) (publisher): only EdDSA "
                 + "(Ed25519) is accepted; sign it with pin-check sign-pins"
         case .unsupportedCritical(let names):
-            return "the pin-set document's header marks \(names) critical (publisher): no JWS extension is supported"
+            return "the \(kind)'s header marks \(names) critical (publisher): no JWS extension is supported"
         case .missingKeyID:
-            return "the pin-set document's header has no kid (publisher): name the signing key that signed it"
+            return "the \(kind)'s header has no kid (publisher): name the signing key that signed it"
         case .unknownKey(let kid):
-            return "the pin-set document is signed with key \(String(reflecting: kid)), which the app does not know "
+            return "the \(kind) is signed with key \(String(reflecting: kid)), which the app does not know "
                 + "(publisher, or an app without that key): sign with one of the app's signing keys"
         case .badSignature(let kid):
-            return "the pin-set document's signature does not verify under key \(String(reflecting: kid)) "
+            return "the \(kind)'s signature does not verify under key \(String(reflecting: kid)) "
                 + "(publisher, or a document altered in transit)"
         case .malformedDocument(let problem):
             return "the pin-set document is invalid (publisher): \(problem)"
         case .nestedTooDeeply(let depth):
-            return "the pin-set document's JSON nests objects and arrays more than \(depth) levels deep (publisher): "
-                + "a pin-set document needs four (document, pinSets, a set, its pins); write it as docs/pin-set-document.md shows"
+            return "the \(kind)'s JSON nests objects and arrays more than \(depth) levels deep (publisher): "
+                + (kind == "pin-set document"
+                    ? "a pin-set document needs four (document, pinSets, a set, its pins); write it as docs/pin-set-document.md shows"
+                    : "no document needs that many")
         case .badPin(let host, let index, let problem):
             return "the pin-set document's set for \(host) has a bad pin at pins[\(index)] (publisher): \(problem)"
         case .notNewer(let version, let current):
-            return "the pin-set document has version \(version), not above the version in force (\(current)): "
+            return "the \(kind) has version \(version), not above the version in force (\(current)): "
                 + "a replayed or rolled-back document; publish a higher version"
         case .expired(let expiresAt):
-            return "the pin-set document expired at \(PinSetDocument.timestamp(expiresAt)) (publisher): publish a fresh one"
+            return "the \(kind) expired at \(PinSetDocument.timestamp(expiresAt)) (publisher): publish a fresh one"
         case .notYetValid(let issuedAt):
-            return "the pin-set document is issued at \(PinSetDocument.timestamp(issuedAt)), in the future "
+            return "the \(kind) is issued at \(PinSetDocument.timestamp(issuedAt)), in the future "
                 + "(publisher's or this machine's clock is wrong)"
         case .dropsBaselineHost(let pattern):
             return "the pin-set document has no pin set for \(pattern), which the app's baseline pins (publisher): "
@@ -144,14 +150,14 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
         case .malformedLogListDocument(let problem):
             return "the CT log-list document is invalid (publisher): \(problem)"
         case .wrongAudience(let document, let app):
-            return "the pin-set document is for \(document.map { "audience \(String(reflecting: $0))" } ?? "no audience"), "
+            return "the \(kind) is for \(document.map { "audience \(String(reflecting: $0))" } ?? "no audience"), "
                 + "not this app's \(String(reflecting: app)) (publisher): publish a document with \"audience\": "
                 + "\(String(reflecting: app))"
         case .validityTooLong(let days, let maximum):
-            return "the pin-set document is valid for \(days) days, more than the app's maximum of \(maximum) "
+            return "the \(kind) is valid for \(days) days, more than the app's maximum of \(maximum) "
                 + "(publisher): publish one with an earlier expiresAt (pin-check pins-document --valid-days)"
         case .versionTooFar(let version, let current, let step):
-            return "the pin-set document has version \(version), more than \(step) above the version in force "
+            return "the \(kind) has version \(version), more than \(step) above the version in force "
                 + "(\(current)) (publisher): versions count up by small steps; publish \(current + 1)"
         }
     }

@@ -42,8 +42,11 @@ import Testing
             kid: kid)
     }
 
-    func startServer() async throws -> LoopbackHTTPServer {
-        let served = self.served
+    func startServer() async throws -> LoopbackHTTPServer { try await Self.documentServer(serving: served, at: "/pins.jws") }
+
+    /// A loopback TLS server (the standard chain, leaf-localhost-ecdsa) answering `path` with what `served` holds
+    /// (and 200 with no body elsewhere): the document host of `PinUpdates` and `CTLogListUpdates` tests.
+    static func documentServer(serving served: NIOLockedValueBox<String>, at path: String) async throws -> LoopbackHTTPServer {
         let tls = try TLSServerContext(
             certificateChainPEM: TestCertificates.standardChain(), privateKeyPEM: TestCertificates.privateKey("leaf-localhost-ecdsa"))
         return try await LoopbackHTTPServer.start(
@@ -53,7 +56,7 @@ import Testing
                 }
             },
             script: { request in
-                request.uri == "/pins.jws" ? .ok(Array(served.withLockedValue { $0 }.utf8)) : .ok()
+                request.uri == path ? .ok(Array(served.withLockedValue { $0 }.utf8)) : .ok()
             })
     }
 
