@@ -83,7 +83,10 @@ extension ServerReport {
                     : "  the chain leads to a trusted root, but \(servername) is not in the certificate's SANs: "
                         + names.joined(separator: ", "))
         case .ctNotCompliant:
-            if let reason { lines.append("  " + reason.replacingOccurrences(of: "\n", with: "\n  ")) }
+            // The CT section above has the verdict in full (and JSON's `reason` too).
+            lines.append(
+                "  Certificate Transparency is enforced and the chain is not compliant (see above): the handshake "
+                    + "was ended, as apps with CT enforced end it")
             if !configuredPins.isEmpty { lines.append("  the pins were not judged: the handshake ended before they could be") }
         case .untrusted, .connectFailed:
             if let reason = plainReason ?? reason { lines.append("  " + reason.replacingOccurrences(of: "\n", with: "\n  ")) }

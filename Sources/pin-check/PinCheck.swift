@@ -26,6 +26,14 @@ struct PinCheck: ParsableCommand {
             be read or parsed is reported there (file and line) and the previous pins stay. Without --pins-file,
             SIGHUP ends pin-check as it ends other programs.
 
+            Certificate Transparency: every check shows the SCTs the server delivered (embedded, TLS extension, OCSP):
+            each one's log, operator, log ID, timestamp, source and validity, and the policy's verdict, judged as apps
+            judge them. --ct MODE picks the mode (report-only by default, as in apps; enforced; disabled asks for no
+            SCTs). --ct-log-list FILE gives a log list in Chrome's v3 schema: ShopKit's bundled list has no logs, so
+            without it the verdict is "no log list". Only chains ending at a public root are judged (the system's
+            Mozilla roots, or the roots of --ct-public-root PEMFILE); others are exempt. A list older than 70 days is
+            stale: enforced then acts as report-only, as in apps. With --hosts-file the table has a CT column.
+
             New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
             Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
 
@@ -40,6 +48,9 @@ struct PinCheck: ParsableCommand {
               4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS, a client
                   certificate required or refused, or the proxy refused the tunnel, asked for credentials, or
                   could not be reached)
+              5   --ct enforced (and a log list that is not stale): the chain is trusted and the name matches, but its
+                  SCTs do not follow the CT policy, so the handshake was ended (apps with CT enforced refuse it); the
+                  report shows the SCTs and why
               64  usage error (malformed HOST:PORT or pin, a HOST or --servername that is no host name, such as
                   127.1, 0x7f000001, ex_ample.com or a non-ASCII name; unreadable file, options that do not go
                   together)
