@@ -29,6 +29,10 @@ package struct FleetInspector: Sendable {
     package var concurrency: Int
     /// The clock for days left and pin-set dates.
     package var now: @Sendable () -> Date
+    /// The Certificate Transparency policy every check applies (report-only, bundled list, by default).
+    package var certificateTransparency = CertificateTransparencyPolicy()
+    /// Where ``certificateTransparency``'s log list came from: `bundled` or a file's path.
+    package var certificateTransparencyLogListSource = "bundled"
 
     /// A fleet check with the given inputs; `concurrency` is at least 1.
     package init(
@@ -45,8 +49,11 @@ package struct FleetInspector: Sendable {
 
     /// The inspector for the host at `index`: it reads the host's pins from ``pins`` when its check starts.
     package func inspector(at index: Int) -> ServerInspector {
-        ServerInspector(
+        var inspector = ServerInspector(
             address: addresses[index], trustAnchorsPEM: trustAnchorsPEM, timeout: timeout, now: now, replaceablePins: pins)
+        inspector.certificateTransparency = certificateTransparency
+        inspector.certificateTransparencyLogListSource = certificateTransparencyLogListSource
+        return inspector
     }
 
     /// Checks every host, calling `onReport` with the host's index and report as each check ends (in completion
@@ -59,10 +66,11 @@ package struct FleetInspector: Sendable {
         onReport: (Int, ServerReport) -> Void
     ) async throws(TLSContextError) {
         for index in addresses.indices { _ = try inspector(at: index).resolvingPins().pinningPolicy() }
-        let configuration = TLSClientConfiguration(
+        var configuration = TLSClientConfiguration(
             trustRoots: trustAnchorsPEM.map { .pem($0, addingToSystem: false) } ?? .system,
             logger: Logger(label: "ShopKitTLS.fleet", factory: { _ in SwiftLogNoOpLogHandler() }),
             sessionResumption: false)
+        configuration.certificateTransparency = certificateTransparency
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let count = addresses.count
         let width = concurrency

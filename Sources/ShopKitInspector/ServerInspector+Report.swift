@@ -8,8 +8,37 @@ extension ServerInspector {
     package static let expiryWarningDays = 30
 
     /// Turns the handshake outcome into a report: the pin verdict comes from `PinningPolicy` on the verified
-    /// chain; a failed handshake shows the presented chain with no pin marked as matching.
+    /// chain; a failed handshake shows the presented chain with no pin marked as matching. The CT evaluation is the
+    /// connection's, or, when enforced CT refused the chain, the one the error carries.
     func report(for outcome: Outcome, policy: PinningPolicy) -> ServerReport {
+        var report = pinReport(for: outcome, policy: policy)
+        let source = certificateTransparencyLogListSource
+        if certificateTransparency.mode(for: checkedName) == .disabled {
+            if report.tlsVersion != nil {
+                report.certificateTransparency = .init(disabledUnder: certificateTransparency, source: source, now: now())
+            }
+            return report
+        }
+        let evaluation: CTEvaluation?
+        switch outcome {
+        case .established(let info): evaluation = info.certificateTransparency
+        case .failed(let failure, _): evaluation = failure.tlsError?.certificateTransparency
+        }
+        guard let evaluation else { return report }
+        let section = ServerReport.CertificateTransparency(evaluation, policy: certificateTransparency, source: source)
+        report.certificateTransparency = section
+        if section.isNotCompliant, evaluation.allowsConnection {
+            let why = evaluation.logListStale
+                ? "CT is enforced, but the log list is stale (since \(section.logList.staleAfter.ISO8601Format())), so "
+                    + "apps act as report-only: they connect and report"
+                : "CT is \(section.effectiveMode): apps connect and report it"
+            report.warnings.append("the chain is not Certificate Transparency compliant; \(why)")
+        }
+        return report
+    }
+
+    /// ``report(for:policy:)`` without the CT section.
+    private func pinReport(for outcome: Outcome, policy: PinningPolicy) -> ServerReport {
         let now = now()
         let configured = pins.map(\.description)
         switch outcome {
@@ -95,6 +124,8 @@ extension ServerInspector {
             // Enforced pins (with a client identity) refuse above, with the verified chain; this is a refusal
             // without one, which the handshake does not make.
             case .pinMismatch: verdict = .pinMismatch
+            // Enforced CT refused the verified chain (after the chain and the name passed).
+            case .certificateTransparency: verdict = .ctNotCompliant
             default: verdict = .connectFailed
             }
             var reason = error.description

@@ -41,6 +41,12 @@ package struct ServerInspector: Sendable {
     /// holds the pins of the set applied to the checked name, for the report.
     package var documentPolicy: PinningPolicy? = nil
 
+    /// The Certificate Transparency policy the handshake applies (`pin-check --ct`, `--ct-log-list`,
+    /// `--ct-public-root`): report-only with the bundled list and the system's public roots by default, as in apps.
+    package var certificateTransparency = CertificateTransparencyPolicy()
+    /// Where ``certificateTransparency``'s log list came from, for the report: `bundled` or a file's path.
+    package var certificateTransparencyLogListSource = "bundled"
+
     /// The HTTP proxy to tunnel through (`CONNECT`), unless its `noProxy` rules match the host; nil: direct.
     package var proxy: ProxyConfiguration?
 
@@ -131,6 +137,7 @@ package struct ServerInspector: Sendable {
             applicationProtocols: ["h2", "http/1.1"],
             clientIdentity: clientIdentity)
         configuration.allowsStaticRSAKeyExchange = allowsStaticRSAKeyExchange
+        configuration.certificateTransparency = certificateTransparency
         let context = try TLSClientContext(configuration: configuration, sessionCache: TLSSessionCache(), now: now)
         let outcome = await handshake(context: context, group: group)
         var report = report(for: outcome, policy: configuration.pinning)

@@ -29,6 +29,8 @@ extension ServerReport {
             switch verdict {
             case .hostnameMismatch: state = "it leads to a trusted root, but the name check failed"
             case .untrusted: state = "NOT trusted"
+            case .ctNotCompliant:
+                state = "it leads to a trusted root and the name matched, but Certificate Transparency refused it"
             // The handshake failed for another reason (key exchange, protocol, client certificate): the chain is
             // not what was refused, and it was not fully checked either.
             default: state = "not the cause of the failure below"
@@ -59,6 +61,7 @@ extension ServerReport {
                 "Pins document: version \(pinsDocument.documentVersion), strictHosts \(pinsDocument.strictHosts); set "
                     + "[\(pinsDocument.hostPattern)] \(pinsDocument.enforcement.rawValue) (\(meaning)), \(expiration)")
         }
+        if let certificateTransparency { lines += certificateTransparency.textLines() }
         if !configuredPins.isEmpty {
             lines.append("Pins given: " + configuredPins.joined(separator: ", "))
         }
@@ -79,6 +82,12 @@ extension ServerReport {
                     ? "  the chain leads to a trusted root, but the certificate has no SANs (its CN is never used)"
                     : "  the chain leads to a trusted root, but \(servername) is not in the certificate's SANs: "
                         + names.joined(separator: ", "))
+        case .ctNotCompliant:
+            // The CT section above has the verdict in full (and JSON's `reason` too).
+            lines.append(
+                "  Certificate Transparency is enforced and the chain is not compliant (see above): the handshake "
+                    + "was ended, as apps with CT enforced end it")
+            if !configuredPins.isEmpty { lines.append("  the pins were not judged: the handshake ended before they could be") }
         case .untrusted, .connectFailed:
             if let reason = plainReason ?? reason { lines.append("  " + reason.replacingOccurrences(of: "\n", with: "\n  ")) }
             if verbose, let openSSLText { lines.append("  OpenSSL: \(openSSLText)") }

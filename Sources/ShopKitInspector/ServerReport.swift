@@ -18,8 +18,11 @@ package struct ServerReport: Sendable, Codable, Equatable {
         case hostnameMismatch = "hostname-mismatch"
         /// No TLS session: refused, timed out, protocol too old, not TLS, or another handshake failure.
         case connectFailed = "connect-failed"
+        /// Trusted and hostname ok, but Certificate Transparency, enforced (`--ct enforced`, a fresh log list),
+        /// refused the chain: its SCTs do not follow the policy. The handshake ended; the SCTs are in the report.
+        case ctNotCompliant = "ct-not-compliant"
 
-        /// `pin-check`'s exit status for this verdict: 0, 1, 2, 3, 4.
+        /// `pin-check`'s exit status for this verdict: 0, 1, 2, 3, 4, 5.
         package var exitCode: Int32 {
             switch self {
             case .ok: return 0
@@ -27,6 +30,7 @@ package struct ServerReport: Sendable, Codable, Equatable {
             case .untrusted: return 2
             case .hostnameMismatch: return 3
             case .connectFailed: return 4
+            case .ctNotCompliant: return 5
             }
         }
     }
@@ -93,7 +97,7 @@ package struct ServerReport: Sendable, Codable, Equatable {
     /// The given pin that matched, if any.
     package let matchedPin: String?
     /// Warnings: the leaf expires soon, the pin set has no backup pin.
-    package let warnings: [String]
+    package internal(set) var warnings: [String]
     /// The server's request for a client certificate and the answer; nil when it asked for none, or when no
     /// client certificate was configured and the handshake ended before a request could be read.
     package var clientCertificate: ClientCertificate? = nil
@@ -175,6 +179,10 @@ package struct ServerReport: Sendable, Codable, Equatable {
         }
     }
 
+    /// The Certificate Transparency evaluation (`pin-check --ct`); nil when none was made: the handshake failed
+    /// before it (untrusted chain, hostname mismatch, connect failure) or the pins refused the chain first.
+    package var certificateTransparency: CertificateTransparency? = nil
+
     /// The proxy tunnelled through (`http://host:port`, never its credentials), or nil for a direct connection.
     package var proxy: String? = nil
     /// ``reason`` without OpenSSL's error-queue text (`SSL_do_handshake failed: error:0A000410:…`), which text
@@ -185,7 +193,7 @@ package struct ServerReport: Sendable, Codable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case host, port, servername, verdict, reason, tlsVersion, cipher, alpn, verifiedChain, presentedChain
-        case configuredPins, matchedPin, warnings, clientCertificate, proxy, pinsDocument
+        case configuredPins, matchedPin, warnings, clientCertificate, proxy, pinsDocument, certificateTransparency
     }
 
     /// Encodes every key, absent values as `null`, so JSON consumers see one stable shape.
@@ -207,5 +215,6 @@ package struct ServerReport: Sendable, Codable, Equatable {
         try container.encode(clientCertificate, forKey: .clientCertificate)
         try container.encode(proxy, forKey: .proxy)
         try container.encode(pinsDocument, forKey: .pinsDocument)
+        try container.encode(certificateTransparency, forKey: .certificateTransparency)
     }
 }

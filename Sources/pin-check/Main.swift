@@ -102,7 +102,7 @@ enum Main {
     }
 }
 
-/// `pin-check`'s exit statuses besides the verdicts' 0–4 (`ServerReport.Verdict.exitCode`), as sysexits.h has them.
+/// `pin-check`'s exit statuses besides the verdicts' 0–5 (`ServerReport.Verdict.exitCode`), as sysexits.h has them.
 enum ExitStatus: Int32 {
     /// A usage error: malformed HOST:PORT or pin, an unreadable or malformed file, options that do not go together.
     case usage = 64

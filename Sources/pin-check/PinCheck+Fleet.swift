@@ -51,10 +51,11 @@ extension PinCheck {
         // default action and ends the run).
         let reloader = pinsFile.map { PinsReloader(path: $0, into: pins) }
         defer { reloader?.stop() }
-        let fleet = FleetInspector(
+        var fleet = FleetInspector(
             addresses: addresses, pins: pins,
             trustAnchorsPEM: try caFile.map { path throws(Failure) in try readFile(path, option: "--ca-file") },
             timeout: .seconds(timeout ?? 10), concurrency: concurrency ?? 16)
+        (fleet.certificateTransparency, fleet.certificateTransparencyLogListSource) = try certificateTransparencyPolicy()
         var rows: [FleetRow?] = Array(repeating: nil, count: addresses.count)
         var worst: Int32 = 0
         let json = self.json
@@ -83,11 +84,14 @@ extension PinCheck {
 struct FleetRow {
     let server: String
     let verdict: ServerReport.Verdict
+    /// The CT verdict (`compliant`, `not-compliant`, `exempt`, `no-log-list`, `not-checked`), `-` when none was made.
+    let ct: String
     let detail: String
 
     init(_ report: ServerReport) {
         server = ServerAddress(host: report.host, port: report.port).description
         verdict = report.verdict
+        ct = report.certificateTransparency?.verdict ?? "-"
         switch report.verdict {
         case .ok:
             detail = report.matchedPin.map { "pin \($0) matched" }
@@ -103,8 +107,12 @@ struct FleetRow {
         let width = max("SERVER".count, rows.map(\.server.count).max() ?? 0)
         let verdictWidth = ServerReport.Verdict.allCases.map(\.rawValue.count).max() ?? 0
         func pad(_ text: String, _ count: Int) -> String { text + String(repeating: " ", count: max(0, count - text.count)) }
-        var lines = [pad("SERVER", width) + "  " + pad("VERDICT", verdictWidth) + "  DETAIL"]
-        lines += rows.map { pad($0.server, width) + "  " + pad($0.verdict.rawValue, verdictWidth) + "  " + $0.detail }
+        let ctWidth = "not-compliant".count
+        var lines = [pad("SERVER", width) + "  " + pad("VERDICT", verdictWidth) + "  " + pad("CT", ctWidth) + "  DETAIL"]
+        lines += rows.map {
+            pad($0.server, width) + "  " + pad($0.verdict.rawValue, verdictWidth) + "  " + pad($0.ct, ctWidth) + "  "
+                + $0.detail
+        }
         let counts = ServerReport.Verdict.allCases.compactMap { verdict -> String? in
             let count = rows.filter { $0.verdict == verdict }.count
             return count == 0 ? nil : "\(count) \(verdict.rawValue)"

@@ -26,6 +26,14 @@ struct PinCheck: ParsableCommand {
             be read or parsed is reported there (file and line) and the previous pins stay. Without --pins-file,
             SIGHUP ends pin-check as it ends other programs.
 
+            Certificate Transparency: every check shows the SCTs the server delivered (embedded, TLS extension, OCSP):
+            each one's log, operator, log ID, timestamp, source and validity, and the policy's verdict, judged as apps
+            judge them. --ct MODE picks the mode (report-only by default, as in apps; enforced; disabled asks for no
+            SCTs). --ct-log-list FILE gives a log list in Chrome's v3 schema: ShopKit's bundled list has no logs, so
+            without it the verdict is "no log list". Only chains ending at a public root are judged (the system's
+            Mozilla roots, or the roots of --ct-public-root PEMFILE); others are exempt. A list older than 70 days is
+            stale: enforced then acts as report-only, as in apps. With --hosts-file the table has a CT column.
+
             New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
             Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
 
@@ -40,6 +48,9 @@ struct PinCheck: ParsableCommand {
               4   connection or TLS handshake failure (refused, timeout, protocol too old, not TLS, a client
                   certificate required or refused, or the proxy refused the tunnel, asked for credentials, or
                   could not be reached)
+              5   --ct enforced (and a log list that is not stale): the chain is trusted and the name matches, but its
+                  SCTs do not follow the CT policy, so the handshake was ended (apps with CT enforced refuse it); the
+                  report shows the SCTs and why
               64  usage error (malformed HOST:PORT or pin, a HOST or --servername that is no host name, such as
                   127.1, 0x7f000001, ex_ample.com or a non-ASCII name; unreadable file, options that do not go
                   together)
@@ -118,6 +129,19 @@ struct PinCheck: ParsableCommand {
     @Flag(help: "Start a local TLS server from the source tree's TestCerts/ and check it (no network).")
     var demo = false
 
+    @Option(
+        name: .customLong("ct"),
+        help: "Certificate Transparency mode to evaluate: disabled, report-only (default, as in apps) or enforced (a non-compliant chain is refused: exit 5).")
+    var ctMode: CTModeOption?
+
+    @Option(name: .customLong("ct-log-list"), help: "A CT log list in Chrome's v3 schema, instead of ShopKit's bundled list (which has no logs).")
+    var ctLogList: String?
+
+    @Option(
+        name: .customLong("ct-public-root"),
+        help: "A PEM file of roots that count as public for CT, instead of the system's Mozilla roots (chains ending elsewhere are exempt). Repeatable.")
+    var ctPublicRoots: [String] = []
+
     @Option(name: .customLong("hosts-file"), help: "Check every HOST[:PORT] line of FILE concurrently ('#' comments).")
     var hostsFile: String?
 
@@ -134,7 +158,15 @@ struct PinCheck: ParsableCommand {
             (printConfig != nil, "--print-config"), (concurrency != nil, "--concurrency"), (certFile != nil, "--cert"),
             (keyFile != nil, "--key"), (proxyURL != nil, "--proxy"), (proxyFromEnvironment, "--proxy-from-env"),
             (verbose, "--verbose"),
-        ].filter(\.0).map(\.1)
+        ].filter(\.0).map(\.1) + certificateTransparencyOptionsGiven
+    }
+
+    /// The CT options given, by their flag names.
+    private var certificateTransparencyOptionsGiven: [String] {
+        let given: [(Bool, String)] = [
+            (ctMode != nil, "--ct"), (ctLogList != nil, "--ct-log-list"), (!ctPublicRoots.isEmpty, "--ct-public-root"),
+        ]
+        return given.filter(\.0).map(\.1)
     }
 
     func validate() throws {
@@ -249,6 +281,8 @@ struct PinCheck: ParsableCommand {
             timeout: .seconds(timeout ?? 10),
             proxy: (try? proxy()) ?? nil)
         inspector.allowsStaticRSAKeyExchange = allowStaticRSA
+        (inspector.certificateTransparency, inspector.certificateTransparencyLogListSource) =
+            try certificateTransparencyPolicy()
         inspector.documentPolicy = documentPolicy
         if let certFile, let keyFile {
             do { inspector.clientIdentity = try ClientIdentity.pemFiles(certificateChain: certFile, privateKey: keyFile) } catch {
@@ -286,3 +320,53 @@ struct PinCheck: ParsableCommand {
 }
 
 extension PinConfigFormat: ExpressibleByArgument {}
+
+/// `--ct`'s values, spelled as pin-check spells modes elsewhere (`report-only`).
+enum CTModeOption: String, ExpressibleByArgument, CaseIterable {
+    case disabled
+    case reportOnly = "report-only"
+    case enforced
+
+    var mode: CertificateTransparencyPolicy.Mode {
+        switch self {
+        case .disabled: return .disabled
+        case .reportOnly: return .reportOnly
+        case .enforced: return .enforced
+        }
+    }
+}
+
+extension PinCheck {
+    /// The CT policy of `--ct`, `--ct-log-list` and `--ct-public-root`, and where its list came from (`bundled` or
+    /// the file's path).
+    ///
+    /// - Throws: `Failure` (64) for a list file that cannot be read or is not a v3 log list, and for a root file
+    ///   without a certificate.
+    func certificateTransparencyPolicy() throws(Failure) -> (CertificateTransparencyPolicy, String) {
+        var logList = CTLogList.bundled
+        var source = "bundled"
+        if let ctLogList {
+            guard let data = FileManager.default.contents(atPath: ctLogList) else {
+                throw Failure(.usage, "--ct-log-list \(ctLogList): cannot read the file (check the path and permissions)")
+            }
+            do { logList = try CTLogList(json: data) } catch {
+                throw Failure(.usage, "--ct-log-list \(ctLogList): not a log list in Chrome's v3 schema: \(error)")
+            }
+            source = ctLogList
+        }
+        var publicRoots = CertificateTransparencyPolicy.PublicRoots.system
+        if !ctPublicRoots.isEmpty {
+            var pins: Set<SPKIPin> = []
+            for path in ctPublicRoots {
+                let text = try readFile(path, option: "--ct-public-root")
+                do { pins.formUnion(try PEMPin.read(pem: text).map(\.pin)) } catch {
+                    throw Failure(.usage, "--ct-public-root \(path): \(error)")
+                }
+            }
+            publicRoots = .spkiPins(pins)
+        }
+        let policy = CertificateTransparencyPolicy(
+            defaultMode: ctMode?.mode ?? .reportOnly, logList: logList, publicRoots: publicRoots)
+        return (policy, source)
+    }
+}

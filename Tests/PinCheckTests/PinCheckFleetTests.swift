@@ -110,7 +110,7 @@ struct PinCheckFleetTests {
             Set(first.keys) == [
                 "host", "port", "servername", "verdict", "reason", "tlsVersion", "cipher", "alpn", "verifiedChain",
                 "presentedChain", "configuredPins", "matchedPin", "warnings", "clientCertificate", "proxy",
-                "pinsDocument",
+                "pinsDocument", "certificateTransparency",
             ])
     }
 

@@ -78,9 +78,11 @@ struct PinCheckVectorTests {
         }
     }
 
+    /// Every verdict but `ct-not-compliant`, which needs `--ct enforced`, a log list and a CT leaf that a vector
+    /// does not carry: `PinCheckCertificateTransparencyTests` covers it against s_server.
     @Test("vectors cover every verdict")
     func coverage() {
         let verdicts = Set(PinCheckVector.all.map(\.verdict))
-        #expect(verdicts == Set(ServerReport.Verdict.allCases.map(\.rawValue)))
+        #expect(verdicts == Set(ServerReport.Verdict.allCases.map(\.rawValue)).subtracting(["ct-not-compliant"]))
     }
 }
