@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import NIOConcurrencyHelpers
 import ShopKitPinning
 
 /// OpenSSL's `CTLOG_STORE` holding the public keys of a ``CTLogList``'s logs: what `SCT_validate` checks an SCT's
@@ -61,8 +62,19 @@ package enum PublicRootStore {
     /// administrator added (`/usr/local/share/ca-certificates`, which `/etc/ssl/certs` also holds).
     package static let systemDirectory = "/usr/share/ca-certificates/mozilla"
 
-    /// The SPKI pins of the system's public roots, read once per process (empty if the folder is missing).
-    package static let system: Set<SPKIPin> = pins(ofCertificatesIn: systemDirectory)
+    /// The last successful read of the system directory (a failed or empty read is not kept: it is tried again).
+    private static let systemCache = NIOLockedValueBox<Set<SPKIPin>?>(nil)
+
+    /// The SPKI pins of the system's public roots (``systemDirectory``'s certificates), or nil when there are none
+    /// to read: the folder is missing (a distribution other than Debian's family), empty or unreadable. Read once
+    /// per process when it succeeds.
+    package static func system(directory: String = systemDirectory) -> Set<SPKIPin>? {
+        if directory == systemDirectory, let cached = systemCache.withLockedValue({ $0 }) { return cached }
+        let pins = pins(ofCertificatesIn: directory)
+        guard !pins.isEmpty else { return nil }
+        if directory == systemDirectory { systemCache.withLockedValue { $0 = pins } }
+        return pins
+    }
 
     /// The SPKI pins of every certificate in the PEM files (`.crt`, `.pem`) of `directory`; files that do not
     /// parse are skipped.
@@ -70,18 +82,24 @@ package enum PublicRootStore {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         var pins: Set<SPKIPin> = []
         for name in names where name.hasSuffix(".crt") || name.hasSuffix(".pem") {
-            guard let data = FileManager.default.contents(atPath: directory + "/" + name),
-                let certificates = try? OpenSSLCertificate.parsePEM(String(decoding: data, as: UTF8.self))
-            else { continue }
-            for certificate in certificates {
-                guard let pin = try? certificate.withX509({ x509 throws(OpenSSLError) -> SPKIPin in
-                    guard let key = X509_get0_pubkey(x509) else { throw OpenSSLError.drain("X509_get0_pubkey") }
-                    return try CertificateInfoCache.spkiPin(of: key)
-                }) else { continue }
-                pins.insert(pin)
-            }
+            guard let data = FileManager.default.contents(atPath: directory + "/" + name) else { continue }
+            pins.formUnion(self.pins(ofPEM: String(decoding: data, as: UTF8.self)))
         }
-        OpenSSLError.clearQueue()
+        return pins
+    }
+
+    /// The SPKI pins of the certificates of a PEM text (none if it does not parse).
+    package static func pins(ofPEM pem: String) -> Set<SPKIPin> {
+        defer { OpenSSLError.clearQueue() }
+        guard let certificates = try? OpenSSLCertificate.parsePEM(pem) else { return [] }
+        var pins: Set<SPKIPin> = []
+        for certificate in certificates {
+            guard let pin = try? certificate.withX509({ x509 throws(OpenSSLError) -> SPKIPin in
+                guard let key = X509_get0_pubkey(x509) else { throw OpenSSLError.drain("X509_get0_pubkey") }
+                return try CertificateInfoCache.spkiPin(of: key)
+            }) else { continue }
+            pins.insert(pin)
+        }
         return pins
     }
 }

@@ -8,29 +8,63 @@ import ShopKitPinning
 struct CertificateTransparencyState: Sendable {
     var policy: CertificateTransparencyPolicy
     var logs: OpenSSLCTLogStore
-    /// The SPKI pins of the roots CT applies to.
-    var publicRoots: Set<SPKIPin>
+    /// Names this log list (a new one for every list a context applies): sessions are resumed only under the list
+    /// that checked their SCTs (`TLSSessionCache.Key`).
+    var listID = UUID()
+    /// The SPKI pins of the roots CT applies to; nil when the system's public roots cannot be read (see
+    /// ``isPublic(_:)``).
+    var publicRoots: Set<SPKIPin>?
+    /// The SPKI pins of the app's own PEM trust anchors: never public when ``publicRoots`` is nil.
+    var appRoots: Set<SPKIPin>
 
-    init(_ policy: CertificateTransparencyPolicy) throws(TLSContextError) {
+    /// The state for `policy`, with `trustRoots` (the context's) telling the app's own anchors apart;
+    /// `systemDirectory` is where the system's public roots are read for ``CertificateTransparencyPolicy/PublicRoots/system``.
+    init(
+        _ policy: CertificateTransparencyPolicy, trustRoots: TLSClientConfiguration.TrustRoots,
+        systemDirectory: String = PublicRootStore.systemDirectory
+    ) throws(TLSContextError) {
         self.policy = policy
         do { logs = try OpenSSLCTLogStore(policy.logList) } catch {
             throw TLSContextError(message: "the Certificate Transparency log list cannot be used: \(error)")
         }
         switch policy.publicRoots {
-        case .system: publicRoots = PublicRootStore.system
+        case .system: publicRoots = PublicRootStore.system(directory: systemDirectory)
         case .spkiPins(let pins): publicRoots = pins
+        }
+        switch trustRoots {
+        case .system: appRoots = []
+        case .pem(let pem, _): appRoots = PublicRootStore.pins(ofPEM: pem)
         }
     }
 
     /// Whether `chain` ends at a public root (its last certificate, the trust anchor OpenSSL verified it to).
+    ///
+    /// When the system's public roots cannot be read (no `/usr/share/ca-certificates/mozilla`: another
+    /// distribution, a container), every anchor but the app's own PEM anchors counts as public: CT is then applied
+    /// too widely (a root an administrator added is judged), never silently not at all.
     func isPublic(_ chain: VerifiedChain) -> Bool {
         guard let anchor = chain.certificates.last else { return false }
+        guard let publicRoots else { return !appRoots.contains(anchor.spkiPin) }
         return publicRoots.contains(anchor.spkiPin)
     }
 
     /// The CT evaluation of a verified chain and the SCTs that came with it.
     func evaluate(host: String, chain: VerifiedChain, scts: [SignedCertificateTimestamp], now: Date) -> CTEvaluation {
         policy.evaluate(host: host, chain: chain, scts: scts, rootIsPublic: isPublic(chain), now: now)
+    }
+
+    /// The CT evaluation of a verified chain of one certificate (a leaf trusted as its own root), for which OpenSSL
+    /// checks no SCT (it needs an issuer): judged with none, so under `enforced` it is refused inside verification,
+    /// before the client's certificate is sent.
+    func evaluateWithoutIssuer(host: String, chain: VerifiedChain, now: Date) -> CTEvaluation {
+        let evaluation = evaluate(host: host, chain: chain, scts: [], now: now)
+        guard case .notCompliant = evaluation.verdict else { return evaluation }
+        return CTEvaluation(
+            mode: evaluation.mode, effectiveMode: evaluation.effectiveMode,
+            verdict: .notCompliant(
+                reason: "the verified chain is a single certificate (trusted as its own root): OpenSSL checks no "
+                    + "SCT without an issuer, so none can count"),
+            logListStale: evaluation.logListStale, logListExpiry: evaluation.logListExpiry, assessments: [])
     }
 }
 
@@ -50,7 +84,7 @@ extension TLSClientContext {
     package func replaceCertificateTransparencyLogList(_ logList: CTLogList) throws(TLSContextError) {
         var policy = certificateTransparency
         policy.logList = logList
-        let state = try CertificateTransparencyState(policy)
+        let state = try CertificateTransparencyState(policy, trustRoots: configuration.trustRoots)
         ctState.withLockedValue { $0 = state }
     }
 }

@@ -55,7 +55,15 @@ public final class TLSClientContext: Sendable {
         self.sessionCache = sessionCache
         self.now = now
         self.livePinning = NIOLockedValueBox(PinningSnapshot(policy: configuration.pinning, generation: 0))
-        self.ctState = NIOLockedValueBox(try CertificateTransparencyState(configuration.certificateTransparency))
+        let ct = try CertificateTransparencyState(configuration.certificateTransparency, trustRoots: configuration.trustRoots)
+        if case .system = configuration.certificateTransparency.publicRoots, ct.publicRoots == nil {
+            configuration.logger.notice(
+                """
+                Certificate Transparency: the system's public roots cannot be read \
+                (\(PublicRootStore.systemDirectory)); every root but the app's own trust anchors counts as public
+                """)
+        }
+        self.ctState = NIOLockedValueBox(ct)
         let trust: OpenSSLContext.Trust
         switch configuration.trustRoots {
         case .system: trust = .system
@@ -144,12 +152,12 @@ public final class TLSClientContext: Sendable {
         return current.policy.evaluate(host: host, chain: chain, now: now).allowsConnection
     }
 
-    func sessionKey(host: String, port: Int, pinning: PinningPolicy) -> TLSSessionCache.Key {
+    func sessionKey(host: String, port: Int, pinning: PinningPolicy, ctList: UUID) -> TLSSessionCache.Key {
         TLSSessionCache.Key(
             host: host.lowercased(), port: port, trust: configuration.trustRoots,
             minimumVersion: configuration.minimumVersion, pinSet: pinning.pinSet(for: host, at: now()),
             clientIdentity: configuration.clientIdentity?.fingerprint,
-            allowsStaticRSA: configuration.allowsStaticRSAKeyExchange)
+            allowsStaticRSA: configuration.allowsStaticRSAKeyExchange, certificateTransparencyList: ctList)
     }
 }
 

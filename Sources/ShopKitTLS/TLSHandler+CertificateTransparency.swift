@@ -7,10 +7,7 @@ import ShopKitPinning
 extension TLSHandler {
     /// Asks the server for SCTs and has them judged inside the handshake, unless CT is disabled for the host.
     func requestCertificateTransparency(_ connection: OpenSSLConnection, client: TLSClientContext) throws {
-        guard case .client(_, _, let host, _, _) = role else { return }
-        let state = client.ctSnapshot
-        guard state.policy.mode(for: host) != .disabled else { return }
-        certificateTransparency = state
+        guard let state = certificateTransparency else { return }
         try connection.requestCertificateTransparency(
             CertificateTransparencyCheck(
                 logs: state.logs, now: client.now(),
@@ -28,9 +25,18 @@ extension TLSHandler {
         return evaluation.allowsConnection
     }
 
+    /// A verified chain of one certificate gets no SCT callback from OpenSSL: judged here, inside verification
+    /// (after the pins passed), so an enforced refusal still comes before the client's certificate. True to go on.
+    func judgeSingleCertificateChain(_ chain: VerifiedChain, client: TLSClientContext, host: String) -> Bool {
+        guard chain.certificates.count == 1, let state = certificateTransparency else { return true }
+        let evaluation = state.evaluateWithoutIssuer(host: host, chain: chain, now: client.now())
+        ctEvaluationDuringHandshake = evaluation
+        return evaluation.allowsConnection
+    }
+
     /// The CT evaluation of an established connection: the one made inside the handshake; on a resumed session,
-    /// the cached SCTs judged again under the policy and log list in force; when OpenSSL made none (a chain of one
-    /// certificate), the SCTs it read, unchecked. Nil when CT is disabled for the host.
+    /// the cached SCTs (checked against the same log list: sessions are resumed only under it) judged again under
+    /// the policy at this instant. Nil when CT is disabled for the host.
     func certificateTransparencyEvaluation(
         client: TLSClientContext, host: String, chain: VerifiedChain, resumed: Bool
     ) -> (evaluation: CTEvaluation, timestamps: [SignedCertificateTimestamp])? {

@@ -93,7 +93,7 @@ extension TLSHandler {
             return false
         }
         let verdict = policy.evaluate(host: host, chain: chain, now: client.now())
-        guard case .mismatch = verdict else { return true }
+        guard case .mismatch = verdict else { return judgeSingleCertificateChain(chain, client: client, host: host) }
         refusedDuringVerification = .mismatch(verdict, chain)
         return false
     }

@@ -78,9 +78,12 @@ package final class TLSHandler: ChannelDuplexHandler {
         let canonical = (try? name.get())?.text ?? host
         let pinning = client.pinningSnapshot
         self.pinning = pinning
+        // The CT policy and log list of the whole handshake, and the session key naming that list.
+        let ct = client.ctSnapshot
+        if ct.policy.mode(for: canonical) != .disabled { certificateTransparency = ct }
         role = .client(
             client, name: name, host: canonical, port: port,
-            key: client.sessionKey(host: canonical, port: port, pinning: pinning.policy))
+            key: client.sessionKey(host: canonical, port: port, pinning: pinning.policy, ctList: ct.listID))
     }
 
     init(server: TLSServerContext) {

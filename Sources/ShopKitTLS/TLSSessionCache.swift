@@ -37,6 +37,10 @@ public final class TLSSessionCache: Sendable {
         var clientIdentity: String?
         /// Whether static RSA key exchange was allowed, so a session made with it is never offered where it is not.
         var allowsStaticRSA: Bool
+        /// The CT log list the session's SCTs were checked against (its context's, replaced with every new list):
+        /// a session is resumed only under the list that checked its SCTs, whose statuses it carries; a new list
+        /// means a full handshake, with every SCT checked again.
+        var certificateTransparencyList: UUID
 
         /// Hashes host and port only; equality still compares every field. Hashing the trust roots (whole PEM
         /// bundles) and the pin set cost ~15k instructions per new connection; keys that differ only there share

@@ -261,8 +261,9 @@ import Testing
         return try TLSClientContext(configuration: configuration, now: { T.now })
     }
 
-    /// OBSERVATION (fail-closed, left failing as a note): valid TLS-extension SCTs of a one-certificate public chain
-    /// are never checked (status `unverified`), so the chain is refused though compliant.
+    /// Fail-closed by design: OpenSSL checks no SCT of a one-certificate chain (it needs an issuer), so its SCTs,
+    /// even valid ones, never count; under enforced such a chain is refused inside verification, with a reason
+    /// that says so (README, Certificate Transparency).
     @Test(arguments: ["-tls1_2", "-tls1_3"])
     func aOneCertificateChainWithValidSCTs(version: String) async throws {
         let server = try await OpenSSLSServer.start(
@@ -270,18 +271,18 @@ import Testing
             [version, "-serverinfo", Self.adversarial("self-signed-a-c.serverinfo")])
         defer { server.stop() }
         let result = await T.connect(try Self.selfSignedContext(clientIdentity: false), to: server)
-        switch result {
-        case .success(let probe):
-            print("PROBE one-cert valid SCTs \(version): connected, \(String(describing: probe.info.certificateTransparency))")
-        case .failure(let error):
-            print("PROBE one-cert valid SCTs \(version): refused \(error)")
-            Issue.record("a one-certificate public chain with two valid SCTs of two operators was refused: \(error)")
+        let evaluation = try #require(T.refusal(result, log: server.log))
+        guard case .notCompliant(let reason) = evaluation.verdict else {
+            Issue.record("\(evaluation.verdict)")
+            return
         }
+        #expect(reason.contains("single certificate"), "\(reason)")
     }
 
-    /// BREAK (left failing): the promise "enforced: refused ... before any request byte or client certificate
-    /// leaves" does not hold for a one-certificate chain: OpenSSL skipped the CT callback, ShopKit judges after the
-    /// handshake, and s_server has already received and verified the client certificate (TLS 1.2 and 1.3).
+    /// Was a break (fixed): the promise "enforced: refused ... before any request byte or client certificate
+    /// leaves" did not hold for a one-certificate chain: OpenSSL skips the CT callback, ShopKit judged after the
+    /// handshake, and s_server had already received and verified the client certificate (TLS 1.2 and 1.3). Such
+    /// a chain is now judged inside verification.
     /// `-msg` shows whether application data (the buffered GET) reached the server too.
     @Test(arguments: ["-tls1_2", "-tls1_3"])
     func aOneCertificateChainWithoutSCTsUnderMutualTLS(version: String) async throws {
@@ -323,9 +324,10 @@ import Testing
 
     // MARK: The public-root scope
 
-    /// BREAK (fails only when run as below with PROBE_MOZILLA=empty): when /usr/share/ca-certificates/mozilla is
-    /// missing or empty (any non-Debian layout: Fedora/RHEL /etc/pki, Arch, a container without ca-certificates),
-    /// `PublicRootStore.system` is silently empty, every chain is `exempt`, and `enforced` refuses nothing.
+    /// Was a break (fixed): when /usr/share/ca-certificates/mozilla is missing or empty (any non-Debian layout:
+    /// Fedora/RHEL /etc/pki, Arch, a container without ca-certificates), `PublicRootStore.system` was silently
+    /// empty, every chain `exempt`, and `enforced` refused nothing. Now every root but the app's own PEM anchors
+    /// counts as public then (`CertificateTransparencyTests.withoutTheSystemsPublicRootsEveryRootButTheAppsOwnIsPublic`).
     /// Run under `unshare -m` with /usr/share/ca-certificates/mozilla bind-mounted over (see the report):
     /// PROBE_MOZILLA=public: the dir holds the tests' root → enforced refuses leaf-ct-one-sct;
     /// PROBE_MOZILLA=missing: the dir is absent/empty (any non-Debian distribution) → should still refuse.
@@ -346,11 +348,11 @@ import Testing
 
     // MARK: Resumption and list replacement
 
-    /// A session made while the list had no logs (noLogList), resumed once the real list is in force: the cached
-    /// SCTs were checked against an empty store. `leaf-ct-one-sct` must be refused (HELD). `leaf-ct-compliant`:
-    /// BREAK (fail-closed, availability; left failing): the resumed connection to a compliant server is refused
-    /// (and under reportOnly reported) because the cached SCTs keep the status OpenSSL gave them under the old
-    /// list (`unknownLog`) and are never validated again under the list in force.
+    /// A session made while the list had no logs (noLogList), then the real list: the cached SCTs were checked
+    /// against an empty store. `leaf-ct-one-sct` must be refused (HELD). `leaf-ct-compliant` was a break (fixed):
+    /// the resumed connection to a compliant server was refused (and under reportOnly reported), because the cached
+    /// SCTs kept the status OpenSSL gave them under the old list (`unknownLog`). Sessions are now resumed only under
+    /// the list that checked their SCTs: a new list means a full handshake, every SCT checked again.
     @Test(arguments: ["leaf-ct-one-sct", "leaf-ct-compliant"])
     func aSessionFromBeforeTheListArrivedIsResumed(leaf: String) async throws {
         let server = try await OpenSSLSServer.start(
@@ -363,8 +365,12 @@ import Testing
         let second = await T.connect(context, to: server)
         print("PROBE resumption \(leaf) second: \(second)")
         if leaf == "leaf-ct-compliant" {
-            if case .failure(let error) = second {
-                Issue.record("a compliant chain's resumed session was refused after the list arrived: \(error)")
+            switch second {
+            case .failure(let error):
+                Issue.record("a compliant chain was refused after the list arrived: \(error)")
+            case .success(let probe):
+                #expect(!probe.info.resumed, "a session checked under another list was resumed")
+                #expect(probe.info.certificateTransparency?.verdict == .compliant)
             }
             return
         }
