@@ -26,7 +26,7 @@ extension CertificateTransparencyPolicy {
         let stale = logListIsStale(at: now)
         let effectiveMode: Mode = mode == .enforced && stale ? .reportOnly : mode
         let leaf = chain.certificates.first
-        let judged = scts.map { judge($0, leaf: leaf, now: now) }
+        let judged = Self.countingEachLogOnce(scts.map { judge($0, leaf: leaf, now: now) })
         let verdict: CTEvaluation.Verdict
         if mode == .disabled {
             verdict = .notChecked
@@ -118,6 +118,29 @@ extension CertificateTransparencyPolicy {
         return judged(nil)
     }
 
+    /// `judged` with every SCT after the first counted one from the same log (in the same group: embedded, or
+    /// TLS extension and OCSP) marked as not counted: a log counts once, and the assessments say so.
+    static func countingEachLogOnce(_ judged: [Judged]) -> [Judged] {
+        var seen: Set<[UInt8]> = []
+        return judged.map { item in
+            guard item.counted, let log = item.log else { return item }
+            let group: UInt8 = item.assessment.sct.source == .embedded ? 0 : 1
+            guard seen.insert([group] + log.logID).inserted else {
+                let sct = item.assessment.sct
+                return Judged(
+                    assessment: SCTAssessment(
+                        sct: sct, logDescription: log.description, operatorName: log.operatorName, counted: false,
+                        reason: "another SCT from log \(String(reflecting: log.description)) already counted: each log "
+                            + "counts once"),
+                    log: log)
+            }
+            return item
+        }
+    }
+
+    /// The most uncounted SCTs a reason lists one by one (a server can send hundreds).
+    static let reasonsListed = 5
+
     /// Chrome's rules over the judged SCTs: the embedded set or the delivered (TLS extension, OCSP) set.
     static func verdict(_ judged: [Judged], leaf: CertificateInfo?) -> CTEvaluation.Verdict {
         guard let leaf else { return .notCompliant(reason: "the verified chain has no leaf certificate") }
@@ -159,7 +182,10 @@ extension CertificateTransparencyPolicy {
         }
         let uncounted = judged.filter { !$0.counted }
         if !uncounted.isEmpty {
-            let reasons = uncounted.map { "\($0.assessment.sct.source.rawValue) SCT: \($0.assessment.reason ?? "")" }
+            var reasons = uncounted.prefix(reasonsListed).map {
+                "\($0.assessment.sct.source.rawValue) SCT: \($0.assessment.reason ?? "")"
+            }
+            if uncounted.count > reasonsListed { reasons.append("and \(uncounted.count - reasonsListed) more") }
             problems.append("\(uncounted.count) SCT(s) did not count (\(reasons.joined(separator: "; ")))")
         }
         return .notCompliant(reason: problems.joined(separator: "; "))

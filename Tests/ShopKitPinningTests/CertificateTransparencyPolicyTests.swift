@@ -97,6 +97,26 @@ enum CTFixture {
         #expect(Self.assessment(evaluation, F.c)?.operatorName == "ShopKit Test Operator Two")
     }
 
+    /// The same log's SCT three times counts once, and the assessments say which copies did not count.
+    @Test func aLogCountsOnceAndItsOtherSCTsSaySo() throws {
+        let evaluation = F.evaluate([F.sct(F.a), F.sct(F.a), F.sct(F.a), F.sct(F.c)])
+        guard case .notCompliant = evaluation.verdict else {
+            Issue.record("\(evaluation.verdict)")
+            return
+        }
+        #expect(evaluation.assessments.map(\.counted) == [true, false, false, true])
+        #expect(evaluation.assessments[1].reason?.contains("each log counts once") == true)
+    }
+
+    /// Hundreds of SCTs that do not count make a reason of a few lines, not hundreds (it goes into reports).
+    @Test func aReasonListsAFewUncountedSCTsAndHowManyMore() throws {
+        let evaluation = F.evaluate((0..<500).map { _ in F.sct(9) } + [F.sct(F.a)])
+        let reason = try #require(Self.reason(evaluation))
+        #expect(reason.contains("500 SCT(s) did not count"))
+        #expect(reason.contains("and 495 more"))
+        #expect(reason.count < 2_000, "\(reason.count) characters")
+    }
+
     @Test func tooFewSCTsAreRefusedWhenEnforcedAndReportedWhenNot() throws {
         let enforced = F.evaluate([F.sct(F.a)])
         let reason = try #require(Self.reason(enforced))
