@@ -5,9 +5,11 @@ import ShopKitOpenSSL
 import ShopKitPinning
 
 extension TLSHandler {
-    /// Asks the server for SCTs and has them judged inside the handshake, unless CT is disabled for the host.
+    /// Asks the server for SCTs and has them judged inside the handshake, unless CT is disabled for the host or the
+    /// log list has no logs (the bundled default: no SCT could count, and sessions resume only under the list that
+    /// checked them, so nothing is asked for and nothing is checked; the verdict is `noLogList`).
     func requestCertificateTransparency(_ connection: OpenSSLConnection, client: TLSClientContext) throws {
-        guard let state = certificateTransparency else { return }
+        guard let state = certificateTransparency, !state.policy.logList.logs.isEmpty else { return }
         try connection.requestCertificateTransparency(
             CertificateTransparencyCheck(
                 logs: state.logs, now: client.now(),
