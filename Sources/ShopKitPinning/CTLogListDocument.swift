@@ -37,15 +37,7 @@ public struct CTLogListDocument: Sendable {
     /// - Throws: ``PinSetDocumentError/malformedLogListDocument(_:)`` naming the field at fault, or
     ///   ``PinSetDocumentError/nestedTooDeeply(maximumDepth:)``.
     package init(json: [UInt8]) throws(PinSetDocumentError) {
-        switch JSONDuplicateCheck.scan(json, integersOnly: true, maximumDepth: CTLogList.maximumDepth) {
-        case .unique: break
-        case .tooDeep(let limit): throw .nestedTooDeeply(maximumDepth: limit)
-        case .duplicate(let name, let path):
-            throw .malformedLogListDocument(
-                "member \(String(reflecting: name)) appears twice in \(path.isEmpty ? "the document" : path); readers "
-                    + "disagree on which one counts (RFC 7493), so keep one")
-        case .malformed(let problem): throw .malformedLogListDocument("not JSON (\(problem))")
-        }
+        try PinSetDocumentError.checkJSON(json, maximumDepth: CTLogList.maximumDepth, malformed: { .malformedLogListDocument($0) })
         let wire: Wire
         do {
             wire = try JSONDecoder().decode(Wire.self, from: Data(json))

@@ -61,15 +61,7 @@ public struct PinSetDocument: Sendable {
     package init(json: [UInt8]) throws(PinSetDocumentError) {
         // Every number in a document is an integer, written as one: `1.0` or `5.9999999999999999` would be read as
         // a version that another reader (or the reviewer) does not see.
-        switch JSONDuplicateCheck.scan(json, integersOnly: true, maximumDepth: Self.maximumDepth) {
-        case .unique: break
-        case .tooDeep(let limit): throw .nestedTooDeeply(maximumDepth: limit)
-        case .duplicate(let name, let path):
-            throw .malformedDocument(
-                "member \(String(reflecting: name)) appears twice in \(path.isEmpty ? "the document" : path); readers "
-                    + "disagree on which one counts (RFC 7493), so keep one")
-        case .malformed(let problem): throw .malformedDocument("not JSON (\(problem))")
-        }
+        try PinSetDocumentError.checkJSON(json, maximumDepth: Self.maximumDepth, malformed: { .malformedDocument($0) })
         let wire: Wire
         do {
             wire = try JSONDecoder().decode(Wire.self, from: Data(json))

@@ -162,3 +162,21 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
         }
     }
 }
+
+extension PinSetDocumentError {
+    /// Checks a signed document's JSON before it is decoded: unique member names (RFC 7493), integers written as
+    /// integers, at most `maximumDepth` levels; `malformed` makes the document kind's error from the problem.
+    static func checkJSON(
+        _ json: [UInt8], maximumDepth: Int, malformed: (String) -> PinSetDocumentError
+    ) throws(PinSetDocumentError) {
+        switch JSONDuplicateCheck.scan(json, integersOnly: true, maximumDepth: maximumDepth) {
+        case .unique: return
+        case .tooDeep(let limit): throw .nestedTooDeeply(maximumDepth: limit)
+        case .duplicate(let name, let path):
+            throw malformed(
+                "member \(String(reflecting: name)) appears twice in \(path.isEmpty ? "the document" : path); readers "
+                    + "disagree on which one counts (RFC 7493), so keep one")
+        case .malformed(let problem): throw malformed("not JSON (\(problem))")
+        }
+    }
+}
