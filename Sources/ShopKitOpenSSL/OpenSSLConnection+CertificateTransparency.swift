@@ -70,24 +70,48 @@ extension OpenSSLConnection {
     }
 
     /// The SCTs of `stack`, each checked again with `check`'s log store and instant: OpenSSL's own pass used the
-    /// context's store (empty), and a log list can change while the context lives.
+    /// context's store (empty), and a log list can change while the context lives. An SCT the store found valid
+    /// before, for the same certificate and issuer, is not checked again (``OpenSSLCTLogStore``).
     private func validatedSCTs(_ policyContext: OpaquePointer?, _ stack: OpaquePointer?, check: CertificateTransparencyCheck)
         -> [SignedCertificateTimestamp]
     {
         guard let stack else { return [] }
-        guard let policyContext, let ours = CT_POLICY_EVAL_CTX_new() else { return Self.timestamps(in: stack) }
-        defer { CT_POLICY_EVAL_CTX_free(ours) }
-        if let certificate = CT_POLICY_EVAL_CTX_get0_cert(policyContext) { _ = CT_POLICY_EVAL_CTX_set1_cert(ours, certificate) }
-        if let issuer = CT_POLICY_EVAL_CTX_get0_issuer(policyContext) { _ = CT_POLICY_EVAL_CTX_set1_issuer(ours, issuer) }
-        check.logs.withStore { CT_POLICY_EVAL_CTX_set_shared_CTLOG_STORE(ours, $0) }
-        CT_POLICY_EVAL_CTX_set_time(ours, UInt64(max(0, check.now.timeIntervalSince1970 * 1000)))
+        guard let policyContext, let certificate = CT_POLICY_EVAL_CTX_get0_cert(policyContext) else {
+            return Self.timestamps(in: stack)
+        }
+        let issuer = CT_POLICY_EVAL_CTX_get0_issuer(policyContext)
+        let certificateDigest = (try? sha256(OpenSSLCertificate(borrowing: certificate).derBytes)) ?? []
+        let issuerDigest = issuer.flatMap { try? sha256(OpenSSLCertificate(borrowing: $0).derBytes) } ?? []
+        var ours: OpaquePointer?
+        defer { if let ours { CT_POLICY_EVAL_CTX_free(ours) } }
+        var timestamps: [SignedCertificateTimestamp] = []
         for index in 0..<shopkit_sk_SCT_num(stack) {
             guard let sct = shopkit_sk_SCT_value(stack, index) else { continue }
+            let read = SignedCertificateTimestamp(reading: sct)
+            let key = OpenSSLCTLogStore.ValidatedSCT(
+                certificate: certificateDigest, issuer: issuerDigest, source: read.source, sct: read.serialized)
+            if !certificateDigest.isEmpty, !read.serialized.isEmpty, check.logs.wasValidated(key) {
+                timestamps.append(read.with(status: .valid))
+                continue
+            }
+            if ours == nil {
+                guard let context = CT_POLICY_EVAL_CTX_new() else { continue }
+                _ = CT_POLICY_EVAL_CTX_set1_cert(context, certificate)
+                if let issuer { _ = CT_POLICY_EVAL_CTX_set1_issuer(context, issuer) }
+                check.logs.withStore { CT_POLICY_EVAL_CTX_set_shared_CTLOG_STORE(context, $0) }
+                CT_POLICY_EVAL_CTX_set_time(context, UInt64(max(0, check.now.timeIntervalSince1970 * 1000)))
+                ours = context
+            }
             // 1 valid, 0 not (the status says why), < 0 an internal failure (the status stays unverified).
             _ = SCT_validate(sct, ours)
+            let validated = SignedCertificateTimestamp(reading: sct)
+            if validated.status == .valid, !certificateDigest.isEmpty, !validated.serialized.isEmpty {
+                check.logs.recordValid(key)
+            }
+            timestamps.append(validated)
         }
         OpenSSLError.clearQueue()
-        return Self.timestamps(in: stack)
+        return timestamps
     }
 
     /// Each SCT of `stack` with the status OpenSSL recorded.
@@ -99,6 +123,13 @@ extension OpenSSLConnection {
 }
 
 extension SignedCertificateTimestamp {
+    /// The same SCT with another status.
+    func with(status: Status) -> Self {
+        Self(
+            version: version, logID: logID, timestamp: timestamp, extensions: extensions, source: source, status: status,
+            serialized: serialized)
+    }
+
     /// What OpenSSL read of `sct` (borrowed) and the status its last validation left.
     init(reading sct: OpaquePointer) {
         var idPointer: UnsafeMutablePointer<UInt8>?
