@@ -9,8 +9,8 @@ import TestSupport
 /// bytes over ShopKit's TLS), so that the client can do what a real client does in the race RFC 9113 §6.8
 /// allows: open a stream and send its DATA before it has read the GOAWAY.
 @Suite(.timeLimit(.minutes(3))) struct LoopbackHTTP2ServerGoAwayTests {
-    /// Found by the model-based hostile test (`knownHTTP2Hang`: about 2% of its HTTP/2 rounds had streamed
-    /// uploads that ended at their 60 s request timeout, "never received"). swift-nio-http2 (1.46) ignores the
+    /// Found by the model-based hostile test (its known issue `knownHTTP2Hang`: in about 2% of HTTP/2 rounds,
+    /// streamed uploads ended at their 60 s request timeout, "never received"). swift-nio-http2 (1.46) ignores the
     /// HEADERS of a stream above the last stream id of a GOAWAY it sent, but then takes that stream's DATA and
     /// RST_STREAM as a connection error (`NoSuchStream`, PROTOCOL_ERROR): it stops decoding in the middle of what
     /// it read, tries a GOAWAY that its own state machine refuses (it would raise the last stream id), and leaves
