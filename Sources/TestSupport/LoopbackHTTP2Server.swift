@@ -183,6 +183,7 @@ package final class LoopbackHTTP2Server: Sendable {
                     }
                     let sync = connection.pipeline.syncOperations
                     try sync.addHandler(http2)
+                    try sync.addHandler(RefusedStreamFrames(state: state, connection: connection))
                     try sync.addHandler(PingCounter(state: state))
                     try sync.addHandler(multiplexer)
                 }
@@ -359,6 +360,50 @@ package final class LoopbackHTTP2Server: Sendable {
                 header = []
             }
             context.fireChannelRead(data)
+        }
+    }
+
+    /// Keeps the connection reading past the frames of a stream its GOAWAY refused. swift-nio-http2 (1.46) ignores
+    /// the HEADERS of a stream above the last stream id of a GOAWAY it sent, but takes that stream's later frames
+    /// (DATA, RST_STREAM: a client sends them before it reads the GOAWAY) as a connection error,
+    /// `NoSuchStream`: it stops decoding in the middle of a read, its GOAWAY for the error is refused by its own
+    /// state machine (it would raise the last stream id), and the connection stays open for its user to close.
+    /// What follows such a frame in the read then waits, undecoded, until the client sends more bytes: a stream
+    /// below the last stream id, whose request the client wrote whole, never reached the script, and its caller
+    /// waited for its request timeout (`LoopbackHTTP2ServerGoAwayTests`).
+    ///
+    /// RFC 9113 §6.8 has the server discard those frames, DATA still counting against the connection's window
+    /// (swift-nio-http2 counted it before the error, and the window is credited back as usual). So on that error
+    /// decoding resumes, on a new turn of the loop, with the bytes swift-nio-http2 still holds. Any other error
+    /// passes on.
+    private final class RefusedStreamFrames: ChannelInboundHandler {
+        typealias InboundIn = HTTP2Frame
+        typealias InboundOut = HTTP2Frame
+        private let state: WaitableState<State>
+        private let connection: any Channel
+
+        init(state: WaitableState<State>, connection: any Channel) {
+            self.state = state
+            self.connection = connection
+        }
+
+        func errorCaught(context: ChannelHandlerContext, error: any Error) {
+                    let key = ObjectIdentifier(connection)
+            guard let missing = error as? NIOHTTP2Errors.NoSuchStream,
+                let last = state.withLockedValue({ $0.goAwayLastStreamID[key] }), missing.streamID > last
+            else {
+                context.fireErrorCaught(error)
+                return
+            }
+            let connection = self.connection
+            context.eventLoop.assumeIsolated().execute {
+                // The handler in front of swift-nio-http2's: an empty read makes it decode what it holds.
+                guard connection.isActive,
+                    let front = try? connection.pipeline.syncOperations.context(handlerType: ResetCounter.self)
+                else { return }
+                front.fireChannelRead(NIOAny(connection.allocator.buffer(capacity: 0)))
+                front.fireChannelReadComplete()
+            }
         }
     }
 

@@ -22,6 +22,32 @@ package enum RawHTTP2Frame {
         frame(type: 0x0, flags: endStream ? 0x1 : 0, streamID, payload)
     }
 
+    /// A SETTINGS frame with no settings (the defaults), not an acknowledgement.
+    package static func settings() -> [UInt8] {
+        frame(type: 0x4, flags: 0, .rootStream, [])
+    }
+
+    /// A PING frame carrying `data` (not an acknowledgement).
+    package static func ping(_ data: UInt64) -> [UInt8] {
+        frame(type: 0x6, flags: 0, .rootStream, (0..<8).map { UInt8(data >> (56 - 8 * $0) & 0xFF) })
+    }
+
+    /// The frames in `bytes` (after the client preface, if any, was skipped by the caller): each frame's type,
+    /// flags, stream id and payload; a partial frame at the end is left out.
+    package static func parse(_ bytes: ArraySlice<UInt8>) -> [(type: UInt8, flags: UInt8, streamID: UInt32, payload: ArraySlice<UInt8>)] {
+        var frames: [(type: UInt8, flags: UInt8, streamID: UInt32, payload: ArraySlice<UInt8>)] = []
+        var rest = bytes
+        while rest.count >= 9 {
+            let header = Array(rest.prefix(9))
+            let length = Int(header[0]) << 16 | Int(header[1]) << 8 | Int(header[2])
+            guard rest.count >= 9 + length else { break }
+            let id = (UInt32(header[5]) & 0x7F) << 24 | UInt32(header[6]) << 16 | UInt32(header[7]) << 8 | UInt32(header[8])
+            frames.append((header[3], header[4], id, rest.dropFirst(9).prefix(length)))
+            rest = rest.dropFirst(9 + length)
+        }
+        return frames
+    }
+
     private static func frame(type: UInt8, flags: UInt8, _ streamID: HTTP2StreamID, _ payload: [UInt8]) -> [UInt8] {
         let length = payload.count
         let id = UInt32(Int32(streamID))

@@ -104,21 +104,9 @@ struct ModelReport: Sendable {
     /// Violations of invariant 4: requests that hung (cut short by a timer, or past their deadline).
     let hangs: [String]
 
-    /// The bug the long run found (README, the model-based hostile test): an HTTP/2 connection whose server sent GOAWAY or
-    /// closed it stops delivering anything, and its requests end only at their request timeout.
-    static let http2HangBug = "HTTP/2: after GOAWAY or a close, requests on the connection (and those queued for it) hang until their request timeout"
-
-    /// Records each violation as an issue, naming the seed that replays it. An HTTP/2 hang is the known bug
-    /// ``http2HangBug`` (intermittent: it depends on timing), recorded as a known issue so that it is still seen.
+    /// Records each violation (hangs included) as an issue, naming the seed that replays it.
     func recordViolations(sourceLocation: SourceLocation = #_sourceLocation) {
-        if round.http2, !hangs.isEmpty {
-            withKnownIssue(Comment(rawValue: Self.http2HangBug), isIntermittent: true) {
-                record(hangs, sourceLocation: sourceLocation)
-            }
-            record(violations, sourceLocation: sourceLocation)
-        } else {
-            record(violations + hangs, sourceLocation: sourceLocation)
-        }
+        record(violations + hangs, sourceLocation: sourceLocation)
     }
 
     private func record(_ violations: [String], sourceLocation: SourceLocation) {
