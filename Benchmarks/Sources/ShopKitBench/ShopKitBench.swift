@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import NIOPosix
 import ShopKitBenchCore
+import ShopKitPinning
 
 /// `shopkit-bench`: one client, one workload, one process, one JSON line. scripts/bench drives it.
 @main
@@ -29,6 +30,8 @@ enum ClientKind: String, CaseIterable, ExpressibleByArgument, Sendable {
 }
 
 extension Workload: ExpressibleByArgument {}
+
+extension CertificateTransparencyPolicy.Mode: @retroactive ExpressibleByArgument {}
 
 /// Runs one client on one workload and prints one JSON line.
 struct Run: AsyncParsableCommand {
@@ -66,6 +69,23 @@ struct Run: AsyncParsableCommand {
             """)
     var callerOnLoop = false
 
+    @Option(
+        help: """
+            ShopKit clients only: the Certificate Transparency mode for every host (disabled, reportOnly, \
+            enforced) instead of the library's default policy. Not disabled: one GET on a transport of its own \
+            first logs the CT verdict into the result's note, and the result's client gets the suffix -ct \
+            (-ct-reportonly for reportOnly).
+            """)
+    var ct: CertificateTransparencyPolicy.Mode?
+
+    @Option(name: .customLong("ct-log-list"), help: "With --ct: the log list (Chrome's v3 JSON schema) instead of the bundled one.")
+    var ctLogList: String?
+
+    @Option(
+        name: .customLong("ct-public-root"),
+        help: "With --ct: the SPKI pin sha256/BASE64 of a root that counts as public (repeat); default the system's.")
+    var ctPublicRoots: [String] = []
+
     func validate() throws {
         guard url.hasPrefix("https://"), URL(string: url) != nil else {
             throw ValidationError("--url must be https://HOST:PORT")
@@ -80,13 +100,38 @@ struct Run: AsyncParsableCommand {
         if callerOnLoop && client != .shopkitPinned && client != .shopkitUnpinned {
             throw ValidationError("--caller-on-loop is for the ShopKit clients only")
         }
+        if ct != nil && client != .shopkitPinned && client != .shopkitUnpinned {
+            throw ValidationError("--ct is for the ShopKit clients only")
+        }
+        if ct == nil && (ctLogList != nil || !ctPublicRoots.isEmpty) {
+            throw ValidationError("--ct-log-list and --ct-public-root need --ct")
+        }
+        if let ctLogList, !FileManager.default.isReadableFile(atPath: ctLogList) {
+            throw ValidationError("--ct-log-list \(ctLogList) is not a readable file")
+        }
+    }
+
+    /// The CT policy `--ct` asks for, or nil for the library's default.
+    private var ctSetting: BenchCTSetting? {
+        ct.map { BenchCTSetting(mode: $0, logListPath: ctLogList, publicRootPins: ctPublicRoots) }
+    }
+
+    /// The suffix of the result's client name for `--ct`.
+    private var ctSuffix: String {
+        switch ct {
+        case .enforced: return "-ct"
+        case .reportOnly: return "-ct-reportonly"
+        case .disabled, nil: return ""
+        }
     }
 
     func run() async throws {
         let count = requests ?? max(1, workload.defaultRequests / (quick ? 10 : 1))
         var result = BenchResult(
-            client: client.rawValue + (callerOnLoop ? "-on-loop" : ""), workload: workload.rawValue, round: round)
+            client: client.rawValue + ctSuffix + (callerOnLoop ? "-on-loop" : ""), workload: workload.rawValue,
+            round: round)
         do {
+            let ctNote = try await ctPreflight()
             guard let benchClient = try makeClient(count: count) else {
                 result.status = "not measurable"
                 result.note = "this client does not run this workload"
@@ -101,6 +146,7 @@ struct Run: AsyncParsableCommand {
             measured.client = result.client
             measured.round = round
             measured.note = callerOnLoop ? "the caller's tasks prefer transport.executor (its event loop)" : note
+            if let ctNote { measured.note = [measured.note, ctNote].compactMap { $0 }.joined(separator: "; ") }
             result = measured
             print(result.jsonLine())
         } catch {
@@ -119,6 +165,24 @@ struct Run: AsyncParsableCommand {
         case .shopkitPinned: return "pins: leaf + backup intermediate, checked on the verified chain"
         case .shopkitUnpinned: return "same transport, no pin set"
         }
+    }
+
+    /// With `--ct`: what the CT policy does on this server, for the result's note. Not disabled: one GET on a
+    /// transport of its own must log a CT verdict (a row that claims CT work must have done it), and under
+    /// `enforced` it must be compliant (else the measured handshakes would all be refused).
+    private func ctPreflight() async throws -> String? {
+        guard let ct, let setting = ctSetting else { return nil }
+        guard ct != .disabled else { return "CT disabled" }
+        guard let base = URL(string: url) else { throw ValidationError("bad --url") }
+        let rootPEM = try String(contentsOfFile: root, encoding: .utf8)
+        let verdict = try await shopKitCTPreflight(
+            baseURL: base, rootPEM: rootPEM, pins: client == .shopkitPinned ? pins : [], path: workload.path,
+            ct: setting)
+        guard let verdict else { throw BenchFailure("CT \(ct.rawValue): no CT verdict was logged on the preflight GET") }
+        if ct == .enforced && !verdict.hasPrefix("compliant") {
+            throw BenchFailure("CT enforced: the preflight GET's chain is not compliant: \(verdict)")
+        }
+        return "CT \(ct.rawValue) (\(ctLogList == nil ? "bundled log list" : "log list \(URL(fileURLWithPath: ctLogList!).lastPathComponent)")): \(verdict)"
     }
 
     private func makeClient(count: Int) throws -> (any BenchClient)? {
@@ -141,7 +205,7 @@ struct Run: AsyncParsableCommand {
             let rootPEM = try String(contentsOfFile: root, encoding: .utf8)
             let variant: ShopKitVariant = client == .shopkitPinned ? .pinned : .unpinned
             return try makeShopKitClient(
-                variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload)
+                variant: variant, baseURL: base, rootPEM: rootPEM, pins: pins, workload: workload, ct: ctSetting)
         }
     }
 

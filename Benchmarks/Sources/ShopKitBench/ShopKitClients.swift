@@ -7,6 +7,8 @@
 // handshake), and the composition root's APIClient (retry → auth → dedup → transport) for api-stack.
 import Foundation
 import HTTPTypes
+import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import OpenAPIRuntime
 import ShopKit
@@ -23,14 +25,35 @@ enum ShopKitVariant: String, Sendable {
     case unpinned = "shopkit-unpinned"
 }
 
+/// The Certificate Transparency policy of a ShopKit client (`shopkit-bench run --ct MODE`); nil keeps the
+/// library's default (report-only against the bundled list, which has no logs: no SCT is checked).
+struct BenchCTSetting: Sendable {
+    var mode: CertificateTransparencyPolicy.Mode
+    /// The log list file (`--ct-log-list`), or nil for the bundled list.
+    var logListPath: String?
+    /// Roots that count as public (`--ct-public-root`), or empty for the system's.
+    var publicRootPins: [String]
+
+    func policy() throws -> CertificateTransparencyPolicy {
+        let logList = try logListPath.map { try CTLogList(json: Data(contentsOf: URL(fileURLWithPath: $0))) } ?? .bundled
+        let roots: CertificateTransparencyPolicy.PublicRoots =
+            publicRootPins.isEmpty ? .system : .spkiPins(Set(try publicRootPins.map { try SPKIPin($0) }))
+        // A century instead of 70 days: the dated test list would otherwise turn `enforced` into `reportOnly`
+        // 70 days after its date, and the row would stop saying "enforced" (the work per handshake is the same).
+        return CertificateTransparencyPolicy(
+            defaultMode: mode, logList: logList, maximumLogListAge: 100 * 365 * 86_400, publicRoots: roots)
+    }
+}
+
 /// The transport configuration for one variant and workload.
 ///
 /// `httpVersion` nil keeps the transport's default (`.automatic`: h2 and http/1.1 offered in ALPN; the plain
-/// benchmark servers choose http/1.1). `counter` gets a debug logger that counts new connections.
+/// benchmark servers choose http/1.1). `counter` gets a debug logger that counts new connections. `ct` nil keeps
+/// the default CT policy. `logger` (the CT preflight's) replaces the counter's.
 func makeShopKitTransport(
     variant: ShopKitVariant, rootPEM: String, pins: [String], connections: Int, resumption: Bool,
     httpVersion: HTTPSTransport.HTTPVersionPolicy? = nil, counter: ConnectionCounter? = nil,
-    eventLoopGroup: (any EventLoopGroup)? = nil
+    eventLoopGroup: (any EventLoopGroup)? = nil, ct: BenchCTSetting? = nil, logger: Logger? = nil
 ) throws -> HTTPSTransport {
     var pinning = PinningPolicy()
     if variant == .pinned {
@@ -39,7 +62,9 @@ func makeShopKitTransport(
     }
     var tls = ShopKitTLS.TLSClientConfiguration(
         trustRoots: .pem(rootPEM, addingToSystem: false), pinning: pinning, sessionResumption: resumption)
+    if let ct { tls.certificateTransparency = try ct.policy() }
     if let counter { tls.logger = counter.shopKitLogger() }
+    if let logger { tls.logger = logger }
     var configuration = HTTPSTransport.Configuration(
         tls: tls, pool: HTTPSTransport.Pool(maxConnectionsPerHost: max(1, connections)))
     if let httpVersion { configuration.httpVersion = httpVersion }
@@ -91,7 +116,7 @@ final class ShopKitBenchClient: BenchClient {
 /// The ShopKit client for `variant` on `workload`.
 func makeShopKitClient(
     variant: ShopKitVariant, baseURL: URL, rootPEM: String, pins: [String], workload: Workload,
-    eventLoopGroup: (any EventLoopGroup)? = nil
+    eventLoopGroup: (any EventLoopGroup)? = nil, ct: BenchCTSetting? = nil
 ) throws -> (any BenchClient)? {
     let resumption = workload == .resumeECDSA || workload == .resumeRSA
     // Keep-alive workloads reuse connections, so resumption does not matter there; the new-connection ones
@@ -101,7 +126,8 @@ func makeShopKitClient(
     let transport = try makeShopKitTransport(
         variant: variant, rootPEM: rootPEM, pins: pins, connections: workload.connections,
         resumption: resumption || !workload.newConnectionPerRequest,
-        httpVersion: workload.usesHTTP2Server ? .automatic : nil, counter: counter, eventLoopGroup: eventLoopGroup)
+        httpVersion: workload.usesHTTP2Server ? .automatic : nil, counter: counter, eventLoopGroup: eventLoopGroup,
+        ct: ct)
     switch workload {
     case .apiStack:
         return ShopKitAPIBenchClient(transport: transport, baseURL: baseURL)
@@ -171,3 +197,45 @@ struct BenchJSON: Decodable, Sendable {
     static let servedBytes = #"{"id":42,"name":"ShopKit","tags":["tls","pinning"]}"#.utf8.count
 }
 
+
+/// The CT verdict of one GET on a transport of its own with `ct`'s policy (ShopKit's debug log line
+/// "Certificate Transparency", its `tls.ct` value), so a CT row states what every handshake of it did without
+/// logging in the measured ones. Nil when no verdict was logged (CT disabled for the host).
+func shopKitCTPreflight(
+    baseURL: URL, rootPEM: String, pins: [String], path: String, ct: BenchCTSetting
+) async throws -> String? {
+    let verdicts = NIOLockedValueBox<[String]>([])
+    var logger = Logger(label: "shopkit-bench.ct-preflight") { _ in CTVerdictLogHandler(verdicts: verdicts) }
+    logger.logLevel = .debug
+    let transport = try makeShopKitTransport(
+        variant: .pinned, rootPEM: rootPEM, pins: pins, connections: 1, resumption: false, ct: ct, logger: logger)
+    let client = ShopKitBenchClient(transport: transport, baseURL: baseURL)
+    do {
+        _ = try await client.get(path, closeConnection: true)
+    } catch {
+        try await client.shutdown()
+        throw error
+    }
+    try await client.shutdown()
+    return verdicts.withLockedValue { $0.first }
+}
+
+/// Keeps the `tls.ct` metadata of ShopKit's "Certificate Transparency" log lines.
+private struct CTVerdictLogHandler: LogHandler {
+    let verdicts: NIOLockedValueBox<[String]>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .debug
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
+        function: String, line: UInt
+    ) {
+        guard message.description.hasPrefix("Certificate Transparency"), let value = metadata?["tls.ct"] else { return }
+        verdicts.withLockedValue { $0.append("\(value)") }
+    }
+}

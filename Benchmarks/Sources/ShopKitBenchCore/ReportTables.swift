@@ -17,7 +17,7 @@ public struct ReportTables: Sendable {
 
     public static let workloadOrder: [String] = Workload.allCases.map(\.rawValue)
     public static let clientOrder = [
-        "shopkit-pinned", "shopkit-pinned-on-loop", "shopkit-unpinned", "ahc", "ahc-leafpin", "urlsession", "wrk", "h2load", "openssl-s_time",
+        "shopkit-pinned", "shopkit-pinned-ct", "shopkit-pinned-on-loop", "shopkit-unpinned", "ahc", "ahc-leafpin", "urlsession", "wrk", "h2load", "openssl-s_time",
     ]
 
     /// Median of the `ok` rows' values for one client and workload.

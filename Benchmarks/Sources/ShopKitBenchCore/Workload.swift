@@ -10,6 +10,10 @@ public enum Workload: String, CaseIterable, Sendable {
     case newconnECDSA = "newconn-ecdsa"
     /// One new TLS connection per GET, full handshake, against the RSA-2048 leaf.
     case newconnRSA = "newconn-rsa"
+    /// One new TLS connection per GET, full handshake, against a fourth server whose ECDSA P-256 leaf carries
+    /// three embedded SCTs (TestCerts/ct/leaf-ct-compliant): Certificate Transparency's cost (issue 41), ShopKit
+    /// with CT disabled beside ShopKit with CT enforced against the test log list.
+    case newconnCT = "newconn-ct"
     /// One new TLS connection per GET with session resumption (ShopKit, pin-checked), ECDSA leaf.
     case resumeECDSA = "resume-ecdsa"
     /// One new TLS connection per GET with session resumption (ShopKit, pin-checked), RSA leaf.
@@ -64,7 +68,7 @@ public enum Workload: String, CaseIterable, Sendable {
     /// Whether every request carries `Connection: close`.
     public var newConnectionPerRequest: Bool {
         switch self {
-        case .newconnECDSA, .newconnRSA, .resumeECDSA, .resumeRSA: return true
+        case .newconnECDSA, .newconnRSA, .newconnCT, .resumeECDSA, .resumeRSA: return true
         default: return false
         }
     }
@@ -74,7 +78,7 @@ public enum Workload: String, CaseIterable, Sendable {
         switch self {
         case .keepalive1: return 20_000
         case .keepalive32, .h2Keepalive32: return 40_000
-        case .newconnECDSA, .newconnRSA, .resumeECDSA, .resumeRSA: return 2_000
+        case .newconnECDSA, .newconnRSA, .newconnCT, .resumeECDSA, .resumeRSA: return 2_000
         case .body1MiB, .h2Body1MiB: return 2_000
         case .apiStack, .apiBare: return 20_000
         case .soak: return 100_000
