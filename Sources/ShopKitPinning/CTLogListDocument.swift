@@ -61,6 +61,13 @@ public struct CTLogListDocument: Sendable {
         do { logList = try wire.logList.logList() } catch {
             throw .malformedLogListDocument(Self.text(CTLogListError(error.message, path: "logList." + (error.path ?? ""))))
         }
+        // A list dated after the document that carries it would never go stale by its date: a signer's slip that
+        // would keep enforcement on under an old list for ever.
+        guard logList.timestamp <= issuedAt.addingTimeInterval(PinSetDocument.clockSkew) else {
+            throw .malformedLogListDocument(
+                "logList.log_list_timestamp (\(PinSetDocument.timestamp(logList.timestamp))) is after issuedAt "
+                    + "(\(PinSetDocument.timestamp(issuedAt))): a list cannot be newer than the document that signs it")
+        }
         version = wire.version
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt

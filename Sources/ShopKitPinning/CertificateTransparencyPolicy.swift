@@ -122,10 +122,16 @@ public struct CertificateTransparencyPolicy: Sendable {
         return best?.mode ?? defaultMode
     }
 
-    /// Whether the list is older than ``maximumLogListAge`` at `now`.
+    /// Whether the list is older than ``maximumLogListAge`` at `now`, or dated more than ``futureListTolerance`` after it.
     public func logListIsStale(at now: Date) -> Bool {
-        now.timeIntervalSince(logList.timestamp) > maximumLogListAge
+        let age = now.timeIntervalSince(logList.timestamp)
+        // A list dated more than a day ahead of this clock is not trusted to enforce either: its date cannot be
+        // told from a mistake, and taken as it is it would never go stale.
+        return age > maximumLogListAge || age < -Self.futureListTolerance
     }
+
+    /// How far ahead of the local clock a list's timestamp may be (clocks differ) before the list counts as stale.
+    public static let futureListTolerance: TimeInterval = 86_400
 }
 
 /// Why a CT policy was refused.

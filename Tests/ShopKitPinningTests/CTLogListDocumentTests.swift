@@ -38,6 +38,15 @@ import Testing
         }
     }
 
+    /// A signer's slip: a list dated after the document that signs it would never go stale by its date.
+    @Test func aListDatedAfterItsDocumentIsRefused() throws {
+        let list = try CTLogList(json: Data(CTLogListTests.chromeLike.utf8))
+        #expect { try CTLogListDocument(json: Self.json(issuedAt: list.timestamp - 86_400)) } throws: { error in
+            guard case .malformedLogListDocument(let problem) = error as? PinSetDocumentError else { return false }
+            return problem.contains("is after issuedAt")
+        }
+    }
+
     @Test func theLogListIsReadStrictlyWithItsPath() throws {
         let bad = CTLogListTests.changed(CTLogListTests.id(2), CTLogListTests.id(2, count: 31))
         #expect(throws: PinSetDocumentError.malformedLogListDocument(

@@ -117,6 +117,16 @@ enum CTFixture {
         #expect(reason.count < 2_000, "\(reason.count) characters")
     }
 
+    /// A list dated days ahead of the clock enforces nothing: taken as it is, it would never go stale.
+    @Test func aListDatedAheadOfTheClockIsStale() {
+        let ahead = F.policy(list: F.list(timestamp: F.now + 2 * 86_400))
+        #expect(ahead.logListIsStale(at: F.now))
+        let evaluation = F.evaluate([F.sct(F.a)], policy: ahead)
+        #expect(evaluation.logListStale && evaluation.effectiveMode == .reportOnly && evaluation.allowsConnection)
+        // A few hours ahead is only clocks differing.
+        #expect(!F.policy(list: F.list(timestamp: F.now + 3_600)).logListIsStale(at: F.now))
+    }
+
     @Test func tooFewSCTsAreRefusedWhenEnforcedAndReportedWhenNot() throws {
         let enforced = F.evaluate([F.sct(F.a)])
         let reason = try #require(Self.reason(enforced))
