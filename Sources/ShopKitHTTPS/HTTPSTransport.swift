@@ -214,7 +214,7 @@ public struct HTTPSTransport: ClientTransport {
     ///
     /// - Warning: Apply only a list from a trusted source: the app, or a signed document checked by
     ///   `PinSetVerifier` (`CTLogListUpdates` does both).
-    /// - Throws: ``TLSContextError`` (`.invalidInput`) when a log's key does not load or its `log_id` is not the
+    /// - Throws: `TLSContextError` (`.invalidInput`) when a log's key does not load or its `log_id` is not the
     ///   SHA-256 of its key; the list in force is kept.
     public func replaceCertificateTransparencyLogList(_ logList: CTLogList) throws(TLSContextError) {
         try tlsContext?.replaceCertificateTransparencyLogList(logList)

@@ -12,7 +12,7 @@ import ShopKitPinning
 /// await reporters.shutdown()
 /// ```
 ///
-/// ``report(_:)`` calls each reporter's `report(_:)` in turn on the caller's thread, so each must return at once,
+/// ``report(_:)-(PinFailureReport)`` calls each reporter's `report(_:)` in turn on the caller's thread, so each must return at once,
 /// as ``HTTPPinFailureReporter`` does (the TLS layer calls it on the connection's event loop).
 public struct CompositePinFailureReporter: PinFailureReporter {
     /// The reporters, in the order each report is handed to them.

@@ -9,9 +9,9 @@ import ShopKitPinning
 ///
 /// Set it as `TLSClientConfiguration.pinFailureReporter`. Every mismatch is reported: enforced ones (the
 /// connection was refused), report-only and expired sets. So is every chain that is not Certificate Transparency
-/// compliant (report-only or enforced), as an RFC 9163 report (``CTComplianceReport``) to the same URIs.
+/// compliant (report-only or enforced), as an RFC 9163 report (`CTComplianceReport`) to the same URIs.
 ///
-/// - ``report(_:)`` never waits: it checks for a duplicate and enqueues, so the connection that failed is
+/// - ``report(_:)-(PinFailureReport)`` never waits: it checks for a duplicate and enqueues, so the connection that failed is
 ///   neither delayed nor changed by reporting.
 /// - A report equal to one accepted within ``Configuration/deduplicationInterval`` (24 hours by default) in
 ///   every field but the date is dropped, as TrustKit does.
@@ -219,7 +219,7 @@ public final class HTTPPinFailureReporter: PinFailureReporter {
     /// Stops accepting reports and waits, at most `timeout`, for the queued ones to be sent (or to fail).
     ///
     /// Call it before the process exits: reports still queued then are lost. Past `timeout`, the sending is
-    /// cancelled and a warning is logged with the number not sent. Later ``report(_:)`` calls are dropped and
+    /// cancelled and a warning is logged with the number not sent. Later ``report(_:)-(PinFailureReport)`` calls are dropped and
     /// counted (``Statistics/dropped``). A cancelled caller ends the wait as a timeout does.
     ///
     /// - Parameter timeout: the longest wait (10 s by default). A collector that answers is not waited for longer
