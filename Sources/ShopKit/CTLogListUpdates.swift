@@ -195,7 +195,7 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         let text = try await fetched(
             SignedDocumentFetch(
                 transport: transport, url: documentURL, mode: fetchMode, documentKind: "CT log-list document",
-                operationID: "ct-log-list-updates", io: io, withoutCertificateTransparency: true))
+                operationID: "ct-log-list-updates", io: io))
         let verifier = self.verifier
         return try await commit(
             text, at: storePath,

@@ -72,8 +72,9 @@ public final class PinUpdates: DocumentTracking {
     /// How the document is fetched.
     public enum DocumentFetch: Sendable, Hashable {
         /// With the chain and the host name verified against the transport's trust roots, but without its pins
-        /// (the default, as wultra's SDKs do): the document's signature carries the trust, so pins that broke,
-        /// the case rotation exists for, can still be fixed by the next document. A server that can answer for
+        /// or Certificate Transparency (the default, as wultra's SDKs do): the document's signature carries the
+        /// trust, so pins (or a CT log list) that broke, the case rotation exists for, can still be fixed by the
+        /// next document. A server that can answer for
         /// the document host can only withhold a document or serve an old one, which the version floor refuses.
         case unpinned
         /// Through the transport, under the pins in force: a server whose chain fails them cannot serve the

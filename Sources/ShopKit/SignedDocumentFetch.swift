@@ -6,8 +6,9 @@ import ShopKitPinning
 import ShopKitTLS
 
 /// One GET of a signed document (compact JWS) through an app's transport, as `PinUpdates` and `CTLogListUpdates`
-/// fetch theirs: unpinned (a transport of the app's configuration without pins, the chain and host name verified)
-/// or pinned (through the app's transport itself).
+/// fetch theirs: unpinned (a transport of the app's configuration without pins and without Certificate
+/// Transparency, the chain and host name verified: the signature carries the trust, so a document can still fix
+/// pins or a log list that broke) or pinned (through the app's transport itself).
 struct SignedDocumentFetch: Sendable {
     /// The app's transport: its configuration (trust roots, proxy, timeouts), and itself for a pinned fetch.
     let transport: HTTPSTransport
@@ -20,9 +21,6 @@ struct SignedDocumentFetch: Sendable {
     let operationID: String
     /// Where the unpinned transport is built (loading trust roots reads files).
     let io: DispatchQueue
-    /// Whether an unpinned fetch also leaves Certificate Transparency unchecked (the log-list document's own
-    /// fetch: the signature carries the trust, so a log list that broke CT for the document host can be fixed).
-    var withoutCertificateTransparency = false
 
     /// GET `url`; the body of a 200 response, at most a document's size.
     func callAsFunction() async throws -> String {
@@ -53,15 +51,13 @@ struct SignedDocumentFetch: Sendable {
         }
     }
 
-    /// A transport for one fetch: the app transport's configuration (trust roots, proxy, timeouts) without pins.
-    /// Built on `io`: loading trust roots reads files.
+    /// A transport for one fetch: the app transport's configuration (trust roots, proxy, timeouts) without pins
+    /// and without CT. Built on `io`: loading trust roots reads files.
     private func unpinnedTransport() async throws -> HTTPSTransport {
         var unpinned = transport.configuration
         unpinned.tls.pinning = PinningPolicy()
-        if withoutCertificateTransparency {
-            unpinned.tls.certificateTransparency.defaultMode = .disabled
-            unpinned.tls.certificateTransparency.rules = []
-        }
+        unpinned.tls.certificateTransparency.defaultMode = .disabled
+        unpinned.tls.certificateTransparency.rules = []
         let configuration = unpinned
         let made: Result<HTTPSTransport, TLSContextError> = await withCheckedContinuation { continuation in
             io.async {

@@ -106,6 +106,32 @@ import Testing
         await restarted.shutdown()
     }
 
+    /// Certificate Transparency enforced for every host, the tests' root public, and a document host whose
+    /// certificate carries no SCT: a pinned fetch (through the app's transport) is refused by CT; the default,
+    /// unpinned fetch leaves CT unchecked as it leaves the pins, since the signature carries the trust.
+    @Test func anUnpinnedFetchLeavesCertificateTransparencyUncheckedAndAPinnedOneDoesNot() async throws {
+        let server = try await startServer()
+        served.withLockedValue { $0 = try! document(3) }
+        var tls = TLSClientConfiguration(
+            trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false), pinning: Self.baseline(Self.matching))
+        tls.certificateTransparency = CertificateTransparencyPolicy(
+            defaultMode: .enforced, logList: try CTLogList(json: TestCertificates.ctData("test-log-list.json")),
+            maximumLogListAge: 100 * 365 * 86_400,  // enforced whatever the day the test runs
+            publicRoots: .spkiPins([TestCertificates.pin("root")]))
+        let transport = try HTTPSTransport(configuration: .init(tls: tls, timeouts: .wide(), httpVersion: .http1Only))
+        await #expect {
+            try await updates(transport, port: server.port, fetch: .pinned).update()
+        } throws: { error in
+            (error as? TLSError)?.code == .certificateTransparency
+        }
+        #expect(transport.pinning.version == 0)
+        let version = try await updates(transport, port: server.port).update()
+        #expect(version == 3)
+        #expect(transport.pinning.version == 3)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func aFetchThroughAServerWhoseChainFailsThePinsIsRefused() async throws {
         let server = try await startServer()
         served.withLockedValue { $0 = try! document(3) }
