@@ -20,8 +20,9 @@ import ShopKitTLS
 /// - An accepted document is stored atomically in `storePath` (0600 in a 0700 directory), its version (the
 ///   rollback floor) in `storePath + ".floor"` first, and applied again by ``start()`` on the next run.
 /// - When the document in force expires with no newer one, the configuration's list (the baseline,
-///   `transport.configuration.tls.certificateTransparency.logList`) applies again, by a timer of this object's own
-///   (keep it for as long as the transport) and at every ``update()``. The policy's own staleness rule applies on
+///   `transport.configuration.tls.certificateTransparency.logList`) applies again: from its `expiresAt` on every
+///   handshake, whether or not this object is still alive; its timer (while it lives) and every ``update()`` then
+///   report ``Event/expired(version:)``. The policy's own staleness rule applies on
 ///   top, whichever list is in force: a list whose `log_list_timestamp` is older than `maximumLogListAge` makes
 ///   `enforced` act as `reportOnly`.
 ///
@@ -237,7 +238,7 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
     /// - Throws: `PinSetDocumentError.malformedLogListDocument` when a log of the list does not load (its key, or
     ///   an id that is not its key's SHA-256); the list in force is kept.
     private func apply(_ document: CTLogListDocument, _ state: inout DocumentInForce<CTLogListDocument>) throws(PinSetDocumentError) {
-        do { try transport.replaceCertificateTransparencyLogList(document.logList) } catch {
+        do { try transport.replaceCertificateTransparencyLogList(document.logList, until: document.expiresAt) } catch {
             throw .malformedLogListDocument("its log list does not load: \(error)")
         }
         track(document, &state)

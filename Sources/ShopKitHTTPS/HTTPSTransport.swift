@@ -220,6 +220,14 @@ public struct HTTPSTransport: ClientTransport {
         try tlsContext?.replaceCertificateTransparencyLogList(logList)
     }
 
+    /// Replaces the CT log list as ``replaceCertificateTransparencyLogList(_:)`` does until `expiry` (a signed
+    /// document's), from which every handshake uses the configuration's list again (`CTLogListUpdates`).
+    package func replaceCertificateTransparencyLogList(_ logList: CTLogList, until expiry: Date)
+        throws(TLSContextError)
+    {
+        try tlsContext?.replaceCertificateTransparencyLogList(logList, until: expiry)
+    }
+
     /// Builds the connection security for `configuration` once per transport: one OpenSSL client context
     /// (one `SSL_CTX`, one session cache) shared by every connection, offering in ALPN what `httpVersion`
     /// allows.

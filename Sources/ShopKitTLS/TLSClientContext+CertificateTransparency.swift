@@ -16,6 +16,26 @@ struct CertificateTransparencyState: Sendable {
     var publicRoots: Set<SPKIPin>?
     /// The SPKI pins of the app's own PEM trust anchors: never public when ``publicRoots`` is nil.
     var appRoots: Set<SPKIPin>
+    /// When this list stops applying, and what applies from then (the configuration's list): a list from a signed
+    /// document ends at the document's expiry on every handshake, whether or not its updater still runs.
+    var expiry: Expiry?
+
+    /// The end of a list and the state after it.
+    final class Expiry: Sendable {
+        let at: Date
+        let then: CertificateTransparencyState
+
+        init(at: Date, then: CertificateTransparencyState) {
+            self.at = at
+            self.then = then
+        }
+    }
+
+    /// The state in force at `now`: this one, or what follows it once it expired.
+    func inForce(at now: Date) -> CertificateTransparencyState {
+        guard let expiry, now >= expiry.at else { return self }
+        return expiry.then.inForce(at: now)
+    }
 
     /// The state for `policy`, with `trustRoots` (the context's) telling the app's own anchors apart;
     /// `systemDirectory` is where the system's public roots are read for ``CertificateTransparencyPolicy/PublicRoots/system``.
@@ -70,9 +90,10 @@ struct CertificateTransparencyState: Sendable {
 
 extension TLSClientContext {
     /// The Certificate Transparency policy new connections are checked against.
-    package var certificateTransparency: CertificateTransparencyPolicy { ctState.withLockedValue { $0.policy } }
+    package var certificateTransparency: CertificateTransparencyPolicy { ctSnapshot.policy }
 
-    var ctSnapshot: CertificateTransparencyState { ctState.withLockedValue { $0 } }
+    /// The CT state in force now: the list last applied, or the configuration's once that list expired.
+    var ctSnapshot: CertificateTransparencyState { ctState.withLockedValue { $0 }.inForce(at: now()) }
 
     /// Replaces the CT log list while connections run: every handshake that starts after this returns checks
     /// SCTs against `logList` (and judges resumed sessions by it). Established connections keep running.
@@ -81,10 +102,14 @@ extension TLSClientContext {
     ///   ``PinSetVerifier``.
     /// - Throws: ``TLSContextError`` (`.invalidInput`) when a log's key does not load or its id is not its key's
     ///   SHA-256; the list in force is kept.
-    package func replaceCertificateTransparencyLogList(_ logList: CTLogList) throws(TLSContextError) {
+    /// With `expiry`, the list applies until then and the configuration's list from then, on every handshake.
+    package func replaceCertificateTransparencyLogList(_ logList: CTLogList, until expiry: Date? = nil)
+        throws(TLSContextError)
+    {
         var policy = certificateTransparency
         policy.logList = logList
-        let state = try CertificateTransparencyState(policy, trustRoots: configuration.trustRoots)
+        var state = try CertificateTransparencyState(policy, trustRoots: configuration.trustRoots)
+        if let expiry { state.expiry = .init(at: expiry, then: baselineCT) }
         ctState.withLockedValue { $0 = state }
     }
 }

@@ -28,6 +28,8 @@ public final class TLSClientContext: Sendable {
     private let livePinning: NIOLockedValueBox<PinningSnapshot>
     /// The Certificate Transparency policy in force, with its log store.
     let ctState: NIOLockedValueBox<CertificateTransparencyState>
+    /// The configuration's CT state: what applies again when a replaced list expires.
+    let baselineCT: CertificateTransparencyState
 
     /// Builds the OpenSSL context for `configuration`.
     ///
@@ -64,6 +66,7 @@ public final class TLSClientContext: Sendable {
                 """)
         }
         self.ctState = NIOLockedValueBox(ct)
+        self.baselineCT = ct
         let trust: OpenSSLContext.Trust
         switch configuration.trustRoots {
         case .system: trust = .system

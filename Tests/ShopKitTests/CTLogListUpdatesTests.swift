@@ -188,6 +188,27 @@ import Testing
         await server.stop()
     }
 
+    /// From the document's expiry every handshake uses the baseline list, whether or not the updater (or its
+    /// timer) still runs: here its timer never fires, and the transport reads the same clock.
+    @Test func fromItsExpiryTheBaselineListAppliesWithoutTheUpdater() async throws {
+        let server = try await startServer()
+        served.withLockedValue { $0 = try! document(3, expiresIn: 1800) }
+        var tls = TLSClientConfiguration(trustRoots: .pem(TestCertificates.certificate("root"), addingToSystem: false))
+        tls.certificateTransparency = CertificateTransparencyPolicy(defaultMode: .reportOnly, logList: Self.baseline)
+        let clock = self.clock
+        let transport = try HTTPSTransport(
+            configuration: .init(tls: tls, timeouts: .wide(), httpVersion: .http1Only), now: { clock.withLockedValue { $0 } })
+        try await updates(transport, port: server.port, sleepUntil: { _ in try await Task.sleep(for: .seconds(3600)) })
+            .update()
+        #expect(transport.certificateTransparencyLogList != Self.baseline)
+        clock.withLockedValue { $0 += 1799 }
+        #expect(transport.certificateTransparencyLogList != Self.baseline, "still in force a second before its expiry")
+        clock.withLockedValue { $0 += 1 }
+        #expect(transport.certificateTransparencyLogList == Self.baseline)
+        await transport.shutdown()
+        await server.stop()
+    }
+
     @Test func expiryFallsBackToTheBaselineList() async throws {
         let server = try await startServer()
         served.withLockedValue { $0 = try! document(3, expiresIn: 1800) }
