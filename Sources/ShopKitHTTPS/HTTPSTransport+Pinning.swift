@@ -30,11 +30,20 @@ extension HTTPSTransport {
         pinning: PinnedHosts, unpinnedHosts: PinningPolicy.UnpinnedHosts = .allow,
         trustRoots: TLSClientConfiguration.TrustRoots = .system, logger: Logger? = nil
     ) throws(TLSContextError) {
+        try self.init(
+            pinning: pinning, unpinnedHosts: unpinnedHosts, trustRoots: trustRoots, logger: logger, timeouts: Timeouts())
+    }
+
+    /// The short form with its timeouts given (package access: the tests' wide timeouts on a loaded machine).
+    package init(
+        pinning: PinnedHosts, unpinnedHosts: PinningPolicy.UnpinnedHosts = .allow,
+        trustRoots: TLSClientConfiguration.TrustRoots = .system, logger: Logger? = nil, timeouts: Timeouts
+    ) throws(TLSContextError) {
         let pinSets: [PinSet]
         do { pinSets = try pinning.pinSets() } catch { throw TLSContextError(host: error.host, pinning: error.error) }
         let tls = TLSClientConfiguration(
             trustRoots: trustRoots, pinning: PinningPolicy(pinSets: pinSets, unpinnedHosts: unpinnedHosts),
             logger: logger)
-        try self.init(configuration: Configuration(tls: tls))
+        try self.init(configuration: Configuration(tls: tls, timeouts: timeouts))
     }
 }

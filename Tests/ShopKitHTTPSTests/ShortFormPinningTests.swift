@@ -22,7 +22,7 @@ import Testing
 
     @Test func matchingPinsConnect() async throws {
         let server = try await Self.startServer()
-        let transport = try HTTPSTransport(pinning: ["localhost": [Self.leaf, Self.backup]], trustRoots: Self.testRoot)
+        let transport = try HTTPSTransport(pinning: ["localhost": [Self.leaf, Self.backup]], trustRoots: Self.testRoot, timeouts: .wide())
         let (response, body) = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         #expect(response.status == .ok)
         #expect(body == Array("hello".utf8))
@@ -34,7 +34,7 @@ import Testing
     @Test func mismatchingPinsAreRefused() async throws {
         let server = try await Self.startServer()
         let others = ["other-root", "other-intermediate"].map { TestCertificates.pin($0).description }
-        let transport = try HTTPSTransport(pinning: ["localhost": others], trustRoots: Self.testRoot)
+        let transport = try HTTPSTransport(pinning: ["localhost": others], trustRoots: Self.testRoot, timeouts: .wide())
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
@@ -50,7 +50,7 @@ import Testing
     @Test func strictShortFormRefusesAnUnlistedHost() async throws {
         let server = try await Self.startServer()
         let transport = try HTTPSTransport(
-            pinning: ["api.example.com": [Self.leaf, Self.backup]], unpinnedHosts: .refuse, trustRoots: Self.testRoot)
+            pinning: ["api.example.com": [Self.leaf, Self.backup]], unpinnedHosts: .refuse, trustRoots: Self.testRoot, timeouts: .wide())
         await #expect {
             _ = try await transport.fetch(baseURL: URL(string: "https://localhost:\(server.port)")!)
         } throws: { error in
