@@ -48,15 +48,9 @@ public struct CTLogListDocument: Sendable {
         } catch {
             throw .malformedLogListDocument("not JSON")
         }
-        guard (1...PinSetDocument.maximumVersion).contains(wire.version) else {
-            throw .malformedLogListDocument("version must be an integer from 1 to \(PinSetDocument.maximumVersion)")
-        }
-        if let audience = wire.audience, audience.trimmingCharacters(in: .whitespaces).isEmpty {
-            throw .malformedLogListDocument("audience is empty; give the app's identifier")
-        }
-        let issuedAt = try Self.date(wire.issuedAt, field: "issuedAt")
-        let expiresAt = try Self.date(wire.expiresAt, field: "expiresAt")
-        guard issuedAt < expiresAt else { throw .malformedLogListDocument("expiresAt must be after issuedAt") }
+        let (issuedAt, expiresAt) = try PinSetDocumentError.checkEnvelope(
+            version: wire.version, audience: wire.audience, issuedAt: wire.issuedAt, expiresAt: wire.expiresAt,
+            malformed: { .malformedLogListDocument($0) })
         let logList: CTLogList
         do { logList = try wire.logList.logList() } catch {
             throw .malformedLogListDocument(Self.text(CTLogListError(error.message, path: "logList." + (error.path ?? ""))))
@@ -115,15 +109,6 @@ public struct CTLogListDocument: Sendable {
         (error.path.map { "\($0): " } ?? "") + error.message
     }
 
-    private static func date(_ text: String, field: String) throws(PinSetDocumentError) -> Date {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        guard let date = formatter.date(from: text), Array(PinSetDocument.timestamp(date).utf8) == Array(text.utf8) else {
-            throw .malformedLogListDocument(
-                "\(field) \(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ, such as 2027-01-01T00:00:00Z")
-        }
-        return date
-    }
 
     /// The payload as JSON has it: unknown fields refused (a pin-set payload's `pinSets` among them).
     private struct Wire: Decodable {

@@ -72,15 +72,9 @@ public struct PinSetDocument: Sendable {
         } catch {
             throw .malformedDocument("not JSON")
         }
-        guard (1...Self.maximumVersion).contains(wire.version) else {
-            throw .malformedDocument("version must be an integer from 1 to \(Self.maximumVersion)")
-        }
-        if let audience = wire.audience, audience.trimmingCharacters(in: .whitespaces).isEmpty {
-            throw .malformedDocument("audience is empty; give the app's identifier")
-        }
-        let issuedAt = try Self.date(wire.issuedAt, field: "issuedAt")
-        let expiresAt = try Self.date(wire.expiresAt, field: "expiresAt")
-        guard issuedAt < expiresAt else { throw .malformedDocument("expiresAt must be after issuedAt") }
+        let (issuedAt, expiresAt) = try PinSetDocumentError.checkEnvelope(
+            version: wire.version, audience: wire.audience, issuedAt: wire.issuedAt, expiresAt: wire.expiresAt,
+            malformed: { .malformedDocument($0) })
         var sets: [PinSet] = []
         for (index, set) in wire.pinSets.enumerated() {
             let expiration = try set.expiration.map { text throws(PinSetDocumentError) in
@@ -213,16 +207,7 @@ public struct PinSetDocument: Sendable {
     }
 
     private static func date(_ text: String, field: String) throws(PinSetDocumentError) -> Date {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        // Exactly as the document writes times (`YYYY-MM-DDTHH:MM:SSZ`, ASCII, UTC): the parser also takes offsets,
-        // other digits and out-of-range fields (`+14:00`, `２０２７`, February 30, 24:00) and reads them as another
-        // instant than a reviewer does; a time that does not print back as written is refused.
-        guard let date = formatter.date(from: text), Array(timestamp(date).utf8) == Array(text.utf8) else {
-            throw .malformedDocument(
-                "\(field) \(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ, such as 2027-01-01T00:00:00Z")
-        }
-        return date
+        try PinSetDocumentError.date(text, field: field, malformed: { .malformedDocument($0) })
     }
 
     /// What a Swift type the decoder expected is called in JSON: a user never sees Swift's type names.

@@ -180,3 +180,38 @@ extension PinSetDocumentError {
         }
     }
 }
+
+extension PinSetDocumentError {
+    /// The fields every signed document shares, checked alike for each kind: a version from 1 to
+    /// `PinSetDocument.maximumVersion`, a non-blank audience when there is one, and `issuedAt` before `expiresAt`,
+    /// each written exactly as `YYYY-MM-DDTHH:MM:SSZ`. Returns the two times; `malformed` makes the kind's error.
+    static func checkEnvelope(
+        version: Int, audience: String?, issuedAt: String, expiresAt: String, malformed: (String) -> PinSetDocumentError
+    ) throws(PinSetDocumentError) -> (issuedAt: Date, expiresAt: Date) {
+        guard (1...PinSetDocument.maximumVersion).contains(version) else {
+            throw malformed("version must be an integer from 1 to \(PinSetDocument.maximumVersion)")
+        }
+        if let audience, audience.trimmingCharacters(in: .whitespaces).isEmpty {
+            throw malformed("audience is empty; give the app's identifier")
+        }
+        let issued = try date(issuedAt, field: "issuedAt", malformed: malformed)
+        let expires = try date(expiresAt, field: "expiresAt", malformed: malformed)
+        guard issued < expires else { throw malformed("expiresAt must be after issuedAt") }
+        return (issued, expires)
+    }
+
+    /// A document time, exactly as documents write them (`YYYY-MM-DDTHH:MM:SSZ`, ASCII, UTC): the parser also
+    /// takes offsets, other digits and out-of-range fields (`+14:00`, `２０２７`, February 30, 24:00) and reads them as
+    /// another instant than a reviewer does; a time that does not print back as written is refused.
+    static func date(
+        _ text: String, field: String, malformed: (String) -> PinSetDocumentError
+    ) throws(PinSetDocumentError) -> Date {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        guard let date = formatter.date(from: text), Array(PinSetDocument.timestamp(date).utf8) == Array(text.utf8) else {
+            throw malformed(
+                "\(field) \(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ, such as 2027-01-01T00:00:00Z")
+        }
+        return date
+    }
+}
