@@ -74,18 +74,9 @@ public struct CTLogListDocument: Sendable {
     /// its version is above (by at most `limits.maximumVersionStep`), it is valid for at most
     /// `limits.maximumValidity`, not expired, and not issued in the future (beyond ``PinSetDocument/clockSkew``).
     package func check(currentVersion: Int, now: Date, limits: PinSetDocument.Limits = .standard) throws(PinSetDocumentError) {
-        let validity = expiresAt.timeIntervalSince(issuedAt)
-        guard validity <= limits.maximumValidity else {
-            throw .validityTooLong(
-                days: Int((validity / 86_400).rounded(.up)), maximumDays: Int((limits.maximumValidity / 86_400).rounded(.down)))
-        }
-        let step = version.subtractingReportingOverflow(currentVersion)
-        guard version <= currentVersion || (!step.overflow && step.partialValue <= limits.maximumVersionStep) else {
-            throw .versionTooFar(version: version, current: currentVersion, maximumStep: limits.maximumVersionStep)
-        }
-        guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
-        guard !isExpired(at: now) else { throw .expired(expiresAt: expiresAt) }
-        guard issuedAt <= now.addingTimeInterval(PinSetDocument.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
+        try PinSetDocumentError.checkAcceptance(
+            version: version, currentVersion: currentVersion, issuedAt: issuedAt, expiresAt: expiresAt, now: now,
+            limits: limits)
     }
 
     /// Whether the document has expired at `now` (from the instant `expiresAt` names on).

@@ -123,19 +123,9 @@ public struct PinSetDocument: Sendable {
     package func check(
         baseline: PinningPolicy, currentVersion: Int, now: Date, limits: Limits = .standard
     ) throws(PinSetDocumentError) {
-        let validity = expiresAt.timeIntervalSince(issuedAt)
-        guard validity <= limits.maximumValidity else {
-            throw .validityTooLong(
-                days: Int((validity / 86_400).rounded(.up)), maximumDays: Int((limits.maximumValidity / 86_400).rounded(.down)))
-        }
-        // Subtracted with overflow reported: an app's version in force near Int.min must not trap on a document.
-        let step = version.subtractingReportingOverflow(currentVersion)
-        guard version <= currentVersion || (!step.overflow && step.partialValue <= limits.maximumVersionStep) else {
-            throw .versionTooFar(version: version, current: currentVersion, maximumStep: limits.maximumVersionStep)
-        }
-        guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
-        guard !isExpired(at: now) else { throw .expired(expiresAt: expiresAt) }
-        guard issuedAt <= now.addingTimeInterval(Self.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
+        try PinSetDocumentError.checkAcceptance(
+            version: version, currentVersion: currentVersion, issuedAt: issuedAt, expiresAt: expiresAt, now: now,
+            limits: limits)
         if baseline.unpinnedHosts == .refuse, !baseline.documentsMayAllowUnpinnedHosts {
             if policy.unpinnedHosts == .allow { throw .relaxesStrictHosts }
             // A strict app reaches a host only with enforced pins: a report-only set would let every host it covers

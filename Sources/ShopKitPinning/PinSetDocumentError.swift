@@ -215,3 +215,27 @@ extension PinSetDocumentError {
         return date
     }
 }
+
+extension PinSetDocumentError {
+    /// Whether a signed document of `version`, valid from `issuedAt` to `expiresAt`, may replace the one in force
+    /// (`currentVersion`, the rollback floor) at `now`, checked alike for each kind: valid for at most
+    /// `limits.maximumValidity`, a version above the current one by at most `limits.maximumVersionStep`, not
+    /// expired, and not issued in the future (beyond `PinSetDocument.clockSkew`).
+    static func checkAcceptance(
+        version: Int, currentVersion: Int, issuedAt: Date, expiresAt: Date, now: Date, limits: PinSetDocument.Limits
+    ) throws(PinSetDocumentError) {
+        let validity = expiresAt.timeIntervalSince(issuedAt)
+        guard validity <= limits.maximumValidity else {
+            throw .validityTooLong(
+                days: Int((validity / 86_400).rounded(.up)), maximumDays: Int((limits.maximumValidity / 86_400).rounded(.down)))
+        }
+        // Subtracted with overflow reported: an app's version in force near Int.min must not trap on a document.
+        let step = version.subtractingReportingOverflow(currentVersion)
+        guard version <= currentVersion || (!step.overflow && step.partialValue <= limits.maximumVersionStep) else {
+            throw .versionTooFar(version: version, current: currentVersion, maximumStep: limits.maximumVersionStep)
+        }
+        guard version > currentVersion else { throw .notNewer(version: version, current: currentVersion) }
+        guard now < expiresAt else { throw .expired(expiresAt: expiresAt) }
+        guard issuedAt <= now.addingTimeInterval(PinSetDocument.clockSkew) else { throw .notYetValid(issuedAt: issuedAt) }
+    }
+}
