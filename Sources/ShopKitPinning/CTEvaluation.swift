@@ -64,7 +64,8 @@ public struct SCTAssessment: Sendable, Hashable {
     public let sct: SignedCertificateTimestamp
     /// Its log's description, nil when the log is not in the list.
     public let logDescription: String?
-    /// Its log's operator, nil when the log is not in the list.
+    /// The operator that ran its log when it was issued (``CTLogList/Log/operatorName(at:)``), which the
+    /// distinct-operator rule counts; nil when the log is not in the list.
     public let operatorName: String?
     /// Whether it counts toward the rules of its source (embedded, or TLS extension and OCSP).
     public let counted: Bool

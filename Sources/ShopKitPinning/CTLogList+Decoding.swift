@@ -34,6 +34,7 @@ struct CTLogListWire: Decodable {
         let mmd: Int?
         let state: StateWire?
         let interval: (start: String, end: String)?
+        let previousOperators: [PreviousOperatorWire]
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CTKey.self)
@@ -53,6 +54,19 @@ struct CTLogListWire: Decodable {
             } else {
                 interval = nil
             }
+            previousOperators = try container.decodeOptional([PreviousOperatorWire].self, forKey: "previous_operators") ?? []
+        }
+    }
+
+    /// `{"name": "…", "end_time": "…"}`.
+    struct PreviousOperatorWire: Decodable {
+        let name: String
+        let endTime: String
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CTKey.self)
+            name = try container.decode(String.self, forKey: "name")
+            endTime = try container.decode(String.self, forKey: "end_time")
         }
     }
 
@@ -164,9 +178,21 @@ extension CTLogListWire.LogWire {
             }
             temporalInterval = .init(start: start, end: end)
         }
+        var previous: [CTLogList.PreviousOperator] = []
+        for (index, wire) in previousOperators.enumerated() {
+            let at = "\(path).previous_operators[\(index)]"
+            guard !wire.name.isEmpty else { throw CTLogListError("the previous operator has no name", path: at + ".name") }
+            let end = try CTLogListWire.date(wire.endTime, path: at + ".end_time")
+            guard !previous.contains(where: { $0.end == end }) else {
+                throw CTLogListError(
+                    "a second previous operator ending at this instant: which one issued an SCT of that time is "
+                        + "ambiguous", path: at + ".end_time")
+            }
+            previous.append(.init(name: wire.name, end: end))
+        }
         return CTLogList.Log(
             description: description, logID: id, key: keyBytes, url: url, mmd: mmd, state: state,
-            temporalInterval: temporalInterval, operatorName: operatorName)
+            temporalInterval: temporalInterval, operatorName: operatorName, previousOperators: previous)
     }
 }
 

@@ -10,8 +10,9 @@ import Foundation
 ///
 /// Reading is strict: a member name repeated within one object, a log ID that is not the base64 of 32 bytes, a key
 /// that is not base64, an unknown log state, two logs with one ID or two operators with one name are refused with a
-/// ``CTLogListError`` naming the field. Members ShopKit does not read (`email`, `log_type`, `previous_operators`,
-/// a read-only log's `final_tree_head`, a tiled log's `monitoring_url`) are allowed, as the schema grows.
+/// ``CTLogListError`` naming the field. Members ShopKit does not read (`email`, `log_type`, a read-only log's
+/// `final_tree_head`, a tiled log's `monitoring_url`) are allowed, as the schema grows. A log's
+/// `previous_operators` are read: an SCT counts for the operator that ran its log when the SCT was issued.
 /// `tiled_logs` (static-CT-API logs) are read as logs of their operator, their `submission_url` as the URL.
 public struct CTLogList: Sendable, Hashable {
     /// One log operator and its logs.
@@ -88,12 +89,27 @@ public struct CTLogList: Sendable, Hashable {
         public func contains(_ notAfter: Date) -> Bool { notAfter >= start && notAfter < end }
     }
 
+    /// An operator that ran a log before its current one (`previous_operators`), until `end` (`end_time`).
+    public struct PreviousOperator: Sendable, Hashable {
+        /// `name`: the operator's name, compared by the distinct-operator rule like ``Operator/name``.
+        public var name: String
+        /// `end_time`: the instant it stopped running the log; SCTs issued before then are its SCTs.
+        public var end: Date
+
+        public init(name: String, end: Date) {
+            self.name = name
+            self.end = end
+        }
+    }
+
     /// One log.
     public struct Log: Sendable, Hashable {
         /// The log's state (``CTLogList/State``).
         public typealias State = CTLogList.State
         /// The log's temporal interval (``CTLogList/TemporalInterval``).
         public typealias TemporalInterval = CTLogList.TemporalInterval
+        /// An earlier operator of the log (``CTLogList/PreviousOperator``).
+        public typealias PreviousOperator = CTLogList.PreviousOperator
 
         /// `description`, e.g. "Example 'Argon2027h1' log".
         public var description: String
@@ -109,12 +125,22 @@ public struct CTLogList: Sendable, Hashable {
         public var state: State?
         /// `temporal_interval`, for a sharded log.
         public var temporalInterval: TemporalInterval?
-        /// The name of the log's operator.
+        /// The name of the log's operator now (the list entry it is under).
         public var operatorName: String
+        /// The operators that ran the log before ``operatorName``, in the list's order.
+        public var previousOperators: [PreviousOperator]
+
+        /// The operator that ran the log at `date`: the earliest previous operator whose `end` is after `date`,
+        /// else ``operatorName``. An SCT is its operator's at its timestamp (a log handed to another operator does not
+        /// make its older SCTs the new operator's).
+        public func operatorName(at date: Date) -> String {
+            previousOperators.filter { date < $0.end }.min { $0.end < $1.end }?.name ?? operatorName
+        }
 
         public init(
             description: String, logID: [UInt8], key: [UInt8], url: String? = nil, mmd: Int? = nil,
-            state: State? = nil, temporalInterval: TemporalInterval? = nil, operatorName: String
+            state: State? = nil, temporalInterval: TemporalInterval? = nil, operatorName: String,
+            previousOperators: [PreviousOperator] = []
         ) {
             self.description = description
             self.logID = logID
@@ -124,6 +150,7 @@ public struct CTLogList: Sendable, Hashable {
             self.state = state
             self.temporalInterval = temporalInterval
             self.operatorName = operatorName
+            self.previousOperators = previousOperators
         }
     }
 

@@ -57,7 +57,8 @@ extension CertificateTransparencyPolicy {
         func judged(_ reason: String?) -> Judged {
             Judged(
                 assessment: SCTAssessment(
-                    sct: sct, logDescription: log?.description, operatorName: log?.operatorName, counted: reason == nil,
+                    sct: sct, logDescription: log?.description, operatorName: log?.operatorName(at: sct.timestamp),
+                    counted: reason == nil,
                     reason: reason),
                 log: log)
         }
@@ -129,7 +130,8 @@ extension CertificateTransparencyPolicy {
                 let sct = item.assessment.sct
                 return Judged(
                     assessment: SCTAssessment(
-                        sct: sct, logDescription: log.description, operatorName: log.operatorName, counted: false,
+                        sct: sct, logDescription: log.description, operatorName: log.operatorName(at: sct.timestamp),
+                        counted: false,
                         reason: "another SCT from log \(String(reflecting: log.description)) already counted: each log "
                             + "counts once"),
                     log: log)
@@ -152,13 +154,13 @@ extension CertificateTransparencyPolicy {
         var problems: [String] = []
         let embedded = judged.filter { $0.assessment.sct.source == .embedded }
         if !embedded.isEmpty {
-            let counted = embedded.filter(\.counted).compactMap(\.log)
-            let logs = Set(counted.map(\.logID))
-            let operators = Set(counted.map(\.operatorName))
+            let counted = embedded.filter(\.counted)
+            let logs = Set(counted.compactMap(\.log?.logID))
+            let operators = Set(counted.compactMap(\.assessment.operatorName))
             let lifetime = leaf.notAfter.timeIntervalSince(leaf.notBefore)
             let needed = lifetime <= shortLifetime ? 2 : 3
             let days = Int((lifetime / 86_400).rounded(.up))
-            let hasCurrent = counted.contains { $0.state?.isCurrent == true }
+            let hasCurrent = counted.contains { $0.log?.state?.isCurrent == true }
             if logs.count >= needed, operators.count >= 2, hasCurrent { return .compliant }
             var missing: [String] = []
             if logs.count < needed {
@@ -172,9 +174,9 @@ extension CertificateTransparencyPolicy {
         }
         let delivered = judged.filter { $0.assessment.sct.source != .embedded }
         if !delivered.isEmpty {
-            let counted = delivered.filter(\.counted).compactMap(\.log)
-            let logs = Set(counted.map(\.logID))
-            let operators = Set(counted.map(\.operatorName))
+            let counted = delivered.filter(\.counted)
+            let logs = Set(counted.compactMap(\.log?.logID))
+            let operators = Set(counted.compactMap(\.assessment.operatorName))
             if logs.count >= 2, operators.count >= 2 { return .compliant }
             problems.append(
                 "the server's SCTs from the TLS extension or OCSP count from \(logs.count) log(s) of "

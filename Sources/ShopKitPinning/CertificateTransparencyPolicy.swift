@@ -26,7 +26,9 @@ import Foundation
 ///   them at least two distinct operators.
 /// - SCTs from the TLS extension or a stapled OCSP response: at least two from logs qualified, usable or read-only
 ///   now, of at least two distinct operators.
-/// Either set suffices. Pending and rejected logs never count.
+/// Either set suffices. Pending and rejected logs never count. An SCT's operator is the one that ran its log when
+/// the SCT was issued (a log's `previous_operators`), so a log handed from one operator to another cannot make one
+/// operator's SCTs count as two operators'.
 ///
 /// - Warning: `enforced` refuses connections to hosts whose certificates do not follow the policy; start with
 ///   `reportOnly`, read the reports, then enforce per host.

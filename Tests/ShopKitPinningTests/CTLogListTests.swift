@@ -96,6 +96,36 @@ import Testing
         #expect(list.operators[0].logs.count == 3)
     }
 
+    /// A log's `previous_operators` are read (the distinct-operator rule counts an SCT for the operator that ran
+    /// its log then), and mistakes in them name their field.
+    @Test func previousOperatorsAreRead() throws {
+        let handed = Self.changed(
+            #""previous_operators": []"#,
+            #""previous_operators": [{"name": "Earlier Operator", "end_time": "2025-06-01T00:00:00Z"}, "#
+                + #"{"name": "First Operator", "end_time": "2024-01-01T00:00:00Z"}]"#)
+        let list = try CTLogList(json: Data(handed.utf8))
+        let b = try #require(list.log(id: [UInt8](repeating: 2, count: 32)))
+        #expect(b.previousOperators == [
+            .init(name: "Earlier Operator", end: Self.date("2025-06-01T00:00:00Z")),
+            .init(name: "First Operator", end: Self.date("2024-01-01T00:00:00Z")),
+        ])
+        #expect(b.operatorName(at: Self.date("2023-12-31T23:59:59Z")) == "First Operator")
+        #expect(b.operatorName(at: Self.date("2024-01-01T00:00:00Z")) == "Earlier Operator")
+        #expect(b.operatorName(at: Self.date("2025-06-01T00:00:00Z")) == "ShopKit Test Operator One")
+        #expect(try CTLogList(json: Data(Self.chromeLike.utf8)).log(id: [UInt8](repeating: 2, count: 32))?.previousOperators == [])
+
+        let at = "operators[0].logs[1].previous_operators"
+        func previous(_ entries: String) -> String { Self.changed(#""previous_operators": []"#, #""previous_operators": "# + entries) }
+        Self.refuse(previous(#"[{"name": "", "end_time": "2025-06-01T00:00:00Z"}]"#), at + "[0].name", "no name")
+        Self.refuse(previous(#"[{"name": "X", "end_time": "June 2025"}]"#), at + "[0].end_time", "not a UTC time")
+        Self.refuse(previous(#"[{"name": "X"}]"#), at + "[0]", "missing field \"end_time\"")
+        Self.refuse(
+            previous(#"[{"name": "X", "end_time": "2025-06-01T00:00:00Z"}, {"name": "Y", "end_time": "2025-06-01T00:00:00Z"}]"#),
+            at + "[1].end_time", "ambiguous")
+        Self.refuse(previous("null"), "operators[0].logs[1].previous_operators", "is null")
+        Self.refuse(previous(#"{"name": "X"}"#), "operators[0].logs[1].previous_operators", "must be a JSON array")
+    }
+
     @Test func aDuplicateMemberIsRefused() {
         Self.refuse(Self.changed(#""mmd": 60,"#, #""mmd": 60, "mmd": 61,"#), "operators[0].tiled_logs[0]", "\"mmd\" appears twice")
         Self.refuse(Self.changed(#""version": "35.12","#, #""version": "35.12", "version": "36.0","#), nil, "appears twice")

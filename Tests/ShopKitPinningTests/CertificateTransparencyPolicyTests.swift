@@ -248,6 +248,53 @@ enum CTFixture {
         #expect(F.evaluate([F.sct(F.a), F.sct(F.c), F.sct(F.d)], policy: F.policy(list: startsThere)).verdict == .compliant)
     }
 
+    /// Log C, handed from operator One to operator Two at `handover`: its SCTs issued before then are One's.
+    static func handedOver(at handover: Date, previous: [CTLogList.PreviousOperator]? = nil) -> CertificateTransparencyPolicy {
+        F.policy(list: F.list { number, log in
+            if number == F.c {
+                log.previousOperators = previous ?? [.init(name: "ShopKit Test Operator One", end: handover)]
+            }
+        })
+    }
+
+    /// An SCT counts for the operator that ran its log when the SCT was issued, not for the log's operator now:
+    /// a log handed from One to Two makes its older SCTs One's, so One's two logs cannot pass as two operators.
+    @Test func anSCTCountsForTheOperatorThatRanItsLogWhenItWasIssued() throws {
+        let scts = [F.sct(F.a), F.sct(F.c)]
+        let before = Self.handedOver(at: F.sctDate + 1)
+        let evaluation = F.evaluate(scts, policy: before, days: 90)
+        #expect(Self.reason(evaluation) == "the server's certificate lacks SCTs from two distinct log operators; one operator (ShopKit Test Operator One) counted")
+        #expect(Self.assessment(evaluation, F.c)?.operatorName == "ShopKit Test Operator One")
+        #expect(Self.assessment(evaluation, F.c)?.counted == true)
+        // Delivered SCTs follow the same rule.
+        let delivered = F.evaluate([F.sct(F.a, .tlsExtension), F.sct(F.c, .ocsp)], policy: before)
+        #expect(Self.reason(delivered)?.contains("of one operator (ShopKit Test Operator One)") == true)
+
+        // Handed over at the SCT's own instant or before it: the SCT is Two's.
+        for handover in [F.sctDate, F.sctDate - 86_400] {
+            let after = F.evaluate(scts, policy: Self.handedOver(at: handover), days: 90)
+            #expect(after.verdict == .compliant, "\(handover)")
+            #expect(Self.assessment(after, F.c)?.operatorName == "ShopKit Test Operator Two")
+        }
+    }
+
+    /// With several previous operators, the one whose time ended first after the SCT was issued had it, in
+    /// whatever order the list gives them.
+    @Test func ofSeveralPreviousOperatorsTheOneRunningTheLogAtTheSCTCounts() throws {
+        let earliest = CTLogList.PreviousOperator(name: "ShopKit Test Operator Three", end: F.sctDate - 86_400)
+        let running = CTLogList.PreviousOperator(name: "ShopKit Test Operator One", end: F.sctDate + 86_400)
+        let later = CTLogList.PreviousOperator(name: "ShopKit Test Operator Four", end: F.sctDate + 2 * 86_400)
+        for order in [[earliest, running, later], [later, running, earliest], [running, later, earliest]] {
+            let evaluation = F.evaluate([F.sct(F.a), F.sct(F.c)], policy: Self.handedOver(at: F.sctDate, previous: order), days: 90)
+            #expect(Self.assessment(evaluation, F.c)?.operatorName == "ShopKit Test Operator One")
+            #expect(Self.reason(evaluation) != nil)
+        }
+        let log = try #require(Self.handedOver(at: F.sctDate, previous: [later, running, earliest]).logList.log(id: F.id(F.c)))
+        #expect(log.operatorName(at: F.sctDate - 2 * 86_400) == "ShopKit Test Operator Three")
+        #expect(log.operatorName(at: F.sctDate + 86_400) == "ShopKit Test Operator Four")
+        #expect(log.operatorName(at: F.sctDate + 2 * 86_400) == "ShopKit Test Operator Two")
+    }
+
     // MARK: SCTs from the TLS extension and OCSP
 
     @Test func twoDeliveredSCTsOfTwoOperatorsComplyWhateverTheLifetime() {
