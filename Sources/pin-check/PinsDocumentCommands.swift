@@ -59,67 +59,11 @@ struct SignPinsCommand: ParsableCommand {
                 .refused, "--in \(input): no \"audience\": add the identifier of the app the document is for, as its "
                     + "PinSetVerifier(audience:) names it (pin-check pins-document --audience)")
         }
-        guard !document.isExpired(at: Date()) else {
-            throw Failure(
-                .refused, "--in \(input): the document expired at \(PinSetDocument.timestamp(document.expiresAt)); "
-                    + "give it a later expiresAt (pin-check pins-document --valid-days) before signing")
-        }
-        // What every app refuses is not signed either (PinSetVerifier's default limits).
-        let validity = document.expiresAt.timeIntervalSince(document.issuedAt)
-        let maximum = Double(PinSetVerifier.defaultMaximumValidity.components.seconds)
-        guard validity <= maximum else {
-            throw Failure(
-                .refused, "--in \(input): valid for \(Int((validity / 86_400).rounded(.up))) days, but apps accept at most "
-                    + "\(Int(maximum / 86_400)) by default; give it an earlier expiresAt (pin-check pins-document --valid-days)")
-        }
-        guard document.issuedAt <= Date().addingTimeInterval(PinSetDocument.clockSkew) else {
-            throw Failure(
-                .refused, "--in \(input): issued at \(PinSetDocument.timestamp(document.issuedAt)), in the future; apps "
-                    + "refuse it until then: give it the time of signing")
-        }
-        // A key from standard input or a pipe has no name an app's PinSetVerifier knows ("stdin" is none): --kid.
-        guard kid != nil || !Self.isStreamed(key) else {
-            throw Failure(
-                .usage, "--key \(key) is read from standard input or a pipe, which names no key: give --kid, the id the "
-                    + "app's PinSetVerifier(publicKeys:) gives this key's public half")
-        }
-        let keyID = kid ?? ((key as NSString).lastPathComponent as NSString).deletingPathExtension
-        guard !keyID.isEmpty, keyID.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw Failure(
-                .usage, "--kid: the key id must be printable ASCII without spaces, as the app's PinSetVerifier names "
-                    + "its keys (got \(keyID.utf8.count) bytes that are not)")
-        }
-        // The checks are made on the descriptor read (no stat of the path before its open), and a pipe is read to
-        // its end: `--key /dev/stdin` takes a key decrypted on the fly.
-        let secret: SecureBytes
-        do { secret = try SecureBytes.readSecret(key, limit: 64 * 1024, privateToUser: true) } catch {
-            if case .readableByOthers(let mode) = error, Self.isStandardInput(key) {
-                // chmod on /dev/stdin changes nothing that matters: the file redirected into it is what others read.
-                throw Failure(
-                    .usage, "--key \(key): the file redirected to it has mode \(mode), which lets other users read the "
-                        + "signing key; chmod 600 that file (and keep it offline), or pipe the key in from the command "
-                        + "that decrypts it (decrypt … | pin-check sign-pins --key /dev/stdin --kid ID …), then sign again")
-            }
-            if case .readableByOthers(let mode) = error {
-                throw Failure(
-                    .usage, "--key \(key): mode \(mode) lets other users read the signing key; chmod 600 \(key) (and "
-                        + "keep it offline), then sign again")
-            }
-            throw Failure(.usage, "--key \(key): \(error)")
-        }
-        guard secret.count > 0 else {
-            throw Failure(.usage, "--key \(key): empty: the pipe closed before a key came, or the file is empty")
-        }
-        let signingKey: OpenSSLKey
-        do { signingKey = try OpenSSLKey.privateKey(pem: secret) } catch {
-            throw Failure(.usage, "--key \(key): not an unencrypted PEM private key (\(error))")
-        }
-        guard signingKey.isEd25519 else {
-            throw Failure(.usage, "--key \(key): a \(signingKey.keyDescription) key; sign with an Ed25519 key")
-        }
+        try checkSignable(issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: input, maker: "pins-document")
+        let (privateKey, keyID) = try signingKey(key, kid: kid, command: "sign-pins")
         let jws: String
         do {
-            jws = try CompactJWS.serialize(payload: json, keyID: keyID) { try signingKey.signEd25519($0) }
+            jws = try CompactJWS.serialize(payload: json, keyID: keyID) { try privateKey.signEd25519($0) }
         } catch {
             throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
         }

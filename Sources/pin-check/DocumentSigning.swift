@@ -1,0 +1,77 @@
+import Foundation
+import ShopKitOpenSSL
+import ShopKitPinning
+import ShopKitTLS
+
+/// What `sign-pins` and `sign-log-list` share: the rules every app applies to a document's dates, checked before
+/// anything is signed, and the signing key, read into wiped memory.
+
+/// Refuses to sign a document every app would refuse for its dates (`PinSetVerifier`'s default limits): expired,
+/// valid for longer than apps accept, or issued in the future. `maker` is the command that writes such documents
+/// (`pins-document`), named in the advice.
+func checkSignable(issuedAt: Date, expiresAt: Date, input: String, maker: String) throws(Failure) {
+    let now = Date()
+    guard now < expiresAt else {
+        throw Failure(
+            .refused, "--in \(input): the document expired at \(PinSetDocument.timestamp(expiresAt)); "
+                + "give it a later expiresAt (pin-check \(maker) --valid-days) before signing")
+    }
+    let validity = expiresAt.timeIntervalSince(issuedAt)
+    let maximum = Double(PinSetVerifier.defaultMaximumValidity.components.seconds)
+    guard validity <= maximum else {
+        throw Failure(
+            .refused, "--in \(input): valid for \(Int((validity / 86_400).rounded(.up))) days, but apps accept at most "
+                + "\(Int(maximum / 86_400)) by default; give it an earlier expiresAt (pin-check \(maker) --valid-days)")
+    }
+    guard issuedAt <= now.addingTimeInterval(PinSetDocument.clockSkew) else {
+        throw Failure(
+            .refused, "--in \(input): issued at \(PinSetDocument.timestamp(issuedAt)), in the future; apps "
+                + "refuse it until then: give it the time of signing")
+    }
+}
+
+/// The Ed25519 signing key at `path` (a file only its owner can read, or a pipe read to its end) and its key id
+/// (`kid`, or the file's name without extension). `command` (`sign-pins`) is named in the advice.
+func signingKey(_ path: String, kid: String?, command: String) throws(Failure) -> (key: OpenSSLKey, keyID: String) {
+    // A key from standard input or a pipe has no name an app's PinSetVerifier knows ("stdin" is none): --kid.
+    guard kid != nil || !SignPinsCommand.isStreamed(path) else {
+        throw Failure(
+            .usage, "--key \(path) is read from standard input or a pipe, which names no key: give --kid, the id the "
+                + "app's PinSetVerifier(publicKeys:) gives this key's public half")
+    }
+    let keyID = kid ?? ((path as NSString).lastPathComponent as NSString).deletingPathExtension
+    guard !keyID.isEmpty, keyID.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+        throw Failure(
+            .usage, "--kid: the key id must be printable ASCII without spaces, as the app's PinSetVerifier names "
+                + "its keys (got \(keyID.utf8.count) bytes that are not)")
+    }
+    // The checks are made on the descriptor read (no stat of the path before its open), and a pipe is read to
+    // its end: `--key /dev/stdin` takes a key decrypted on the fly.
+    let secret: SecureBytes
+    do { secret = try SecureBytes.readSecret(path, limit: 64 * 1024, privateToUser: true) } catch {
+        if case .readableByOthers(let mode) = error, SignPinsCommand.isStandardInput(path) {
+            // chmod on /dev/stdin changes nothing that matters: the file redirected into it is what others read.
+            throw Failure(
+                .usage, "--key \(path): the file redirected to it has mode \(mode), which lets other users read the "
+                    + "signing key; chmod 600 that file (and keep it offline), or pipe the key in from the command "
+                    + "that decrypts it (decrypt … | pin-check \(command) --key /dev/stdin --kid ID …), then sign again")
+        }
+        if case .readableByOthers(let mode) = error {
+            throw Failure(
+                .usage, "--key \(path): mode \(mode) lets other users read the signing key; chmod 600 \(path) (and "
+                    + "keep it offline), then sign again")
+        }
+        throw Failure(.usage, "--key \(path): \(error)")
+    }
+    guard secret.count > 0 else {
+        throw Failure(.usage, "--key \(path): empty: the pipe closed before a key came, or the file is empty")
+    }
+    let key: OpenSSLKey
+    do { key = try OpenSSLKey.privateKey(pem: secret) } catch {
+        throw Failure(.usage, "--key \(path): not an unencrypted PEM private key (\(error))")
+    }
+    guard key.isEd25519 else {
+        throw Failure(.usage, "--key \(path): a \(key.keyDescription) key; sign with an Ed25519 key")
+    }
+    return (key, keyID)
+}
