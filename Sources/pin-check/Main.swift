@@ -22,6 +22,12 @@ enum Main {
         switch arguments.first {
         case "sign-pins": run(SignPinsCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
         case "verify-pins": run(VerifyPinsCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
+        case "log-list": run(LogListCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
+        case "log-list-document":
+            run(LogListDocumentCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
+        case "sign-log-list": run(SignLogListCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
+        case "verify-log-list":
+            run(VerifyLogListCommand.self, arguments) { (command) throws(Failure) in try command.execute() }
         case "pins-document":
             let command = parse(PinsDocumentCommand.self, arguments)
             do throws(Failure) { Foundation.exit(try await command.execute()) } catch {
@@ -106,8 +112,8 @@ enum Main {
 enum ExitStatus: Int32 {
     /// A usage error: malformed HOST:PORT or pin, an unreadable or malformed file, options that do not go together.
     case usage = 64
-    /// `sign-pins`, `verify-pins`, `pins-document`, `--pins-document`: the document (or a host it is made from) is
-    /// refused.
+    /// `sign-pins`, `verify-pins`, `pins-document`, `--pins-document`, and the log-list commands: the document or
+    /// list (or a host it is made from) is refused.
     case refused = 65
     /// The check cannot run on this machine: OpenSSL or the system trust store cannot be set up, or `--demo`
     /// cannot find the source tree's `TestCerts/`.

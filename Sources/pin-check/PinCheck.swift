@@ -36,6 +36,8 @@ struct PinCheck: ParsableCommand {
 
             New backup key: pin-check backup-key --host HOST --out DIR (see pin-check backup-key --help).
             Signed pin updates: pin-check pins-document, sign-pins and verify-pins (see each one's --help).
+            CT log lists: pin-check log-list FILE checks one as apps load it; signed log-list updates:
+            pin-check log-list-document, sign-log-list and verify-log-list (see each one's --help).
 
             Exit status:
               0   trusted, hostname ok, and no pins given or one matches (with --pins-document: the document's

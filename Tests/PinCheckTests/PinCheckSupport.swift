@@ -115,7 +115,10 @@ enum PinCheckBinary {
     }
 
     /// The subcommands, which connect to nothing.
-    static let subcommands: Set<String> = ["sign-pins", "verify-pins", "pins-document", "backup-key"]
+    static let subcommands: Set<String> = [
+        "sign-pins", "verify-pins", "pins-document", "backup-key", "log-list", "log-list-document", "sign-log-list",
+        "verify-log-list",
+    ]
 
     /// `arguments` with `--timeout 60` when they check a server (the first is a host) and set no timeout: a loaded
     /// machine can hold a handshake past the default 10 s (seen under `SHOPKIT_LOAD=4` with AddressSanitizer). A test
