@@ -77,7 +77,7 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// The same, naming the kind of document (`"CT log-list document"`, as `CTLogListDocumentError` does) in the
     /// messages both kinds can get (the JWS, the signature, the payload, the version, the time and the audience);
     /// pin-check's hints only for pin-set documents, the one kind it signs.
-    package func description(document kind: String) -> String {
+    func description(document kind: String) -> String {
         var printable = ""
         for scalar in text(kind).unicodeScalars {
             if scalar.properties.generalCategory == .control {

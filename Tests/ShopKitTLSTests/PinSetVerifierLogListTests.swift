@@ -34,12 +34,12 @@ import Testing
 
     @Test func aPinSetDocumentIsNeverReadAsALogList() throws {
         let pins = try signer.sign(signer.document(version: 3, now: now), kid: "current")
-        #expect(throws: PinSetDocumentError.wrongLogListType("shopkit-pins+jws")) {
+        #expect(throws: CTLogListDocumentError(reason: .wrongLogListType("shopkit-pins+jws"))) {
             try signer.verifier.verifyLogList(pins, currentVersion: 0, now: now)
         }
         // Nor a log-list payload signed under the pin-set typ.
         let mislabelled = try signer.sign(document(), kid: "current")
-        #expect(throws: PinSetDocumentError.wrongLogListType("shopkit-pins+jws")) {
+        #expect(throws: CTLogListDocumentError(reason: .wrongLogListType("shopkit-pins+jws"))) {
             try signer.verifier.verifyLogList(mislabelled, currentVersion: 0, now: now)
         }
     }
@@ -53,26 +53,26 @@ import Testing
         // Nor a pin-set payload signed under the log-list typ.
         let mislabelled = try signLogList(signer.document(version: 3, now: now))
         #expect { try signer.verifier.verifyLogList(mislabelled, currentVersion: 0, now: now) } throws: { error in
-            guard case .malformedLogListDocument(let problem) = error as? PinSetDocumentError else { return false }
+            guard case .malformedLogListDocument(let problem) = (error as? CTLogListDocumentError)?.reason else { return false }
             return problem.hasPrefix("unknown field")
         }
     }
 
     @Test func rollbackExpiryAudienceAndSignatureAreChecked() throws {
         let jws = try signLogList(document(version: 5))
-        #expect(throws: PinSetDocumentError.notNewer(version: 5, current: 5)) {
+        #expect(throws: CTLogListDocumentError(reason: .notNewer(version: 5, current: 5))) {
             try signer.verifier.verifyLogList(jws, currentVersion: 5, now: now)
         }
         let expiring = try signLogList(document(expiresAt: now + 60))
-        #expect(throws: PinSetDocumentError.expired(expiresAt: now + 60)) {
+        #expect(throws: CTLogListDocumentError(reason: .expired(expiresAt: now + 60))) {
             try signer.verifier.verifyLogList(expiring, currentVersion: 0, now: now + 60)
         }
         let otherApp = try signLogList(document(audience: "com.example.other"))
-        #expect(throws: PinSetDocumentError.wrongAudience(document: "com.example.other", app: DocumentSigner.audience)) {
+        #expect(throws: CTLogListDocumentError(reason: .wrongAudience(document: "com.example.other", app: DocumentSigner.audience))) {
             try signer.verifier.verifyLogList(otherApp, currentVersion: 0, now: now)
         }
         let stranger = try signLogList(document(), key: try OpenSSLKey.generate(.ed25519))
-        #expect(throws: PinSetDocumentError.badSignature(keyID: "current")) {
+        #expect(throws: CTLogListDocumentError(reason: .badSignature(keyID: "current"))) {
             try signer.verifier.verifyLogList(stranger, currentVersion: 0, now: now)
         }
     }
