@@ -12,9 +12,11 @@ import Testing
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     static let logList = #"{"version":"1","log_list_timestamp":"2026-11-01T00:00:00Z","operators":[{"name":"One","logs":[{"description":"Log A","log_id":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=","key":"MFkw","state":{"usable":{"timestamp":"2025-01-01T00:00:00Z"}}}]}]}"#
 
-    func document(version: Int = 3, expiresAt: Date? = nil, audience: String? = DocumentSigner.audience) throws -> String {
+    func document(
+        version: Int = 3, issuedAt: Date? = nil, expiresAt: Date? = nil, audience: String? = DocumentSigner.audience
+    ) throws -> String {
         try CTLogListDocument.json(
-            version: version, issuedAt: now - 3600, expiresAt: expiresAt ?? now + 86_400, audience: audience,
+            version: version, issuedAt: issuedAt ?? now - 3600, expiresAt: expiresAt ?? now + 86_400, audience: audience,
             logList: Data(Self.logList.utf8))
     }
 
