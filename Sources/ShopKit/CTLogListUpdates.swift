@@ -37,8 +37,8 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         /// A document was applied: fetched, or loaded from the store by ``start()``.
         case applied(version: Int)
         /// A fetched document was refused (its log list not loading among the reasons:
-        /// `PinSetDocumentError.malformedLogListDocument`); the list in force did not change.
-        case refused(PinSetDocumentError)
+        /// `PinSetDocumentError.malformedLogListDocument` as the error's `reason`); the list in force did not change.
+        case refused(CTLogListDocumentError)
         /// The document could not be fetched (connection, TLS, HTTP status); the list in force did not change.
         case fetchFailed(any Error)
         /// The stored document cannot be used (unreadable, unsafe file, bad signature, invalid): the baseline list
@@ -58,10 +58,10 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         public var description: String {
             switch self {
             case .applied(let version): return "CT log-list document version \(version) applied"
-            case .refused(let error): return "CT log-list document refused, log list unchanged: \(Self.text(error))"
+            case .refused(let error): return "CT log-list document refused, log list unchanged: \(error)"
             case .fetchFailed(let error): return "CT log-list document fetch failed, log list unchanged: \(error)"
             case .storedDocumentUnusable(let error):
-                return "stored CT log-list document ignored, the baseline log list applies: \(Self.text(error))"
+                return "stored CT log-list document ignored, the baseline log list applies: \(error)"
             case .expired(let version):
                 return "CT log-list document version \(version) expired with no newer one: the baseline log list applies again"
             case .storeFailed(let error): return "CT log-list document applied but not stored: \(error)"
@@ -70,11 +70,6 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
                 return "CT log-list document version \(version) not applied: its version cannot be recorded as the "
                     + "rollback floor, log list unchanged: \(error)"
             }
-        }
-
-        /// An error's text, a document error's naming the log-list document.
-        private static func text(_ error: any Error) -> String {
-            (error as? PinSetDocumentError)?.description(document: "CT log-list document") ?? "\(error)"
         }
     }
 
@@ -167,12 +162,11 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
             let current = state.floor == document.version ? document.version - 1 : state.floor
             // Signed by the app's key and stored by it: no older document is applied again, even once it expired.
             state.floor = max(state.floor, document.version)
-            do throws(PinSetDocumentError) {
-                try document.check(currentVersion: current, now: now(), limits: verifier.limits)
+            do throws(CTLogListDocumentError) {
+                try verifier.checkLogList(document, currentVersion: current, now: now())
                 try apply(document, &state)
-            } catch .expired {
-                return .expired(version: document.version)
             } catch {
+                if case .expired = error.reason { return .expired(version: document.version) }
                 return .storedDocumentUnusable(error)
             }
             return .applied(version: document.version)
@@ -187,8 +181,9 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
     /// recorded is not applied (``Event/floorNotStored(version:_:)``). A document whose log list does not load is
     /// refused after its version was recorded: publish the next version.
     ///
-    /// - Throws: the fetch's error, the `PinSetDocumentError` that refused the document, or the `CredentialError` of
-    ///   a floor that cannot be stored; in every case the log list in force did not change.
+    /// - Throws: the fetch's error, the `CTLogListDocumentError` that refused the document (its `reason` says why),
+    ///   or the `CredentialError` of a floor that cannot be stored; in every case the log list in force did not
+    ///   change.
     @discardableResult
     public func update() async throws -> Int {
         await catchUpWithStoredFloor()
@@ -201,20 +196,20 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
         return try await commit(
             text, at: storePath,
             verify: { state in
-                Result { () throws(PinSetDocumentError) in
+                Result { () throws(CTLogListDocumentError) in
                     try verifier.verifyLogList(text, currentVersion: state.floor, now: now())
                 }
             },
             upToDate: { error, state in
-                guard case .notNewer(let version, _) = error, let inForce = state.document, inForce.version == version,
+                guard case .notNewer(let version, _) = error.reason, let inForce = state.document, inForce.version == version,
                     (try? verifier.signedLogListDocument(text))?.json == inForce.json
                 else { return nil }
                 return version
             },
-            apply: { document, state throws(PinSetDocumentError) in
+            apply: { document, state throws(CTLogListDocumentError) in
                 // Another update may have applied a newer document while the floor was written.
                 guard document.version > state.floor else {
-                    throw .notNewer(version: document.version, current: state.floor)
+                    throw CTLogListDocumentError(reason: .notNewer(version: document.version, current: state.floor))
                 }
                 try apply(document, &state)
             },
@@ -235,11 +230,13 @@ public final class CTLogListUpdates: SignedDocumentKeeping {
 
     /// Puts `document`'s log list in force on the transport (under the state lock) and tracks its expiry.
     ///
-    /// - Throws: `PinSetDocumentError.malformedLogListDocument` when a log of the list does not load (its key, or
-    ///   an id that is not its key's SHA-256); the list in force is kept.
-    private func apply(_ document: CTLogListDocument, _ state: inout DocumentInForce<CTLogListDocument>) throws(PinSetDocumentError) {
+    /// - Throws: `CTLogListDocumentError` (`reason` `PinSetDocumentError.malformedLogListDocument`) when a log of
+    ///   the list does not load (its key, or an id that is not its key's SHA-256); the list in force is kept.
+    private func apply(
+        _ document: CTLogListDocument, _ state: inout DocumentInForce<CTLogListDocument>
+    ) throws(CTLogListDocumentError) {
         do { try transport.replaceCertificateTransparencyLogList(document.logList, until: document.expiresAt) } catch {
-            throw .malformedLogListDocument("its log list does not load: \(error)")
+            throw CTLogListDocumentError(reason: .malformedLogListDocument("its log list does not load: \(error)"))
         }
         track(document, &state)
     }

@@ -61,8 +61,11 @@ struct RollbackFloor: Sendable {
 /// The events of a signed-document updater (``PinUpdates/Event``, ``CTLogListUpdates/Event``): each enum's cases
 /// witness these, so the flows both updaters share report in the updater's own words.
 protocol SignedDocumentEvent: Sendable {
+    /// What refuses a document of the updater's kind (`PinSetDocumentError`, `CTLogListDocumentError`), its
+    /// message naming that kind.
+    associatedtype DocumentError: Error
     static func applied(version: Int) -> Self
-    static func refused(_ error: PinSetDocumentError) -> Self
+    static func refused(_ error: DocumentError) -> Self
     static func fetchFailed(_ error: any Error) -> Self
     static func storedDocumentUnusable(_ error: any Error) -> Self
     static func expired(version: Int) -> Self
@@ -125,7 +128,7 @@ extension SignedDocumentKeeping {
     /// What ``start()`` of an updater reads: raises the floor to the stored one, and returns the document stored at
     /// `path` as `parse` reads it; nil when there is none or it cannot be used (reported, as an unreadable floor is).
     func readStoredDocument(
-        _ path: String, parse: (String) throws(PinSetDocumentError) -> Document
+        _ path: String, parse: (String) throws(Event.DocumentError) -> Document
     ) async -> Document? {
         let floorFile = rollbackFloor
         switch await onIO({ () throws(CredentialError) -> Int? in try floorFile.read() }) {
@@ -141,7 +144,7 @@ extension SignedDocumentKeeping {
             onEvent(.storedDocumentUnusable(error))
             return nil
         }
-        do throws(PinSetDocumentError) { return try parse(String(decoding: bytes, as: UTF8.self)) } catch {
+        do throws(Event.DocumentError) { return try parse(String(decoding: bytes, as: UTF8.self)) } catch {
             onEvent(.storedDocumentUnusable(error))
             return nil
         }
@@ -162,12 +165,12 @@ extension SignedDocumentKeeping {
     /// (`storedVersion` reads a stored document's version). Returns the version in force.
     func commit(
         _ text: String, at path: String,
-        verify: (inout DocumentInForce<Document>) -> Result<Document, PinSetDocumentError>,
-        upToDate: (PinSetDocumentError, DocumentInForce<Document>) -> Int?,
-        apply: (Document, inout DocumentInForce<Document>) throws(PinSetDocumentError) -> Void,
+        verify: (inout DocumentInForce<Document>) -> Result<Document, Event.DocumentError>,
+        upToDate: (Event.DocumentError, DocumentInForce<Document>) -> Int?,
+        apply: (Document, inout DocumentInForce<Document>) throws(Event.DocumentError) -> Void,
         storedVersion: @escaping @Sendable ([UInt8]) -> Int?
     ) async throws -> Int {
-        let (outcome, inForce) = state.withLockedValue { state -> (Result<Document, PinSetDocumentError>, Int?) in
+        let (outcome, inForce) = state.withLockedValue { state -> (Result<Document, Event.DocumentError>, Int?) in
             let outcome = verify(&state)
             guard case .failure(let error) = outcome else { return (outcome, nil) }
             return (outcome, upToDate(error, state))
@@ -190,7 +193,7 @@ extension SignedDocumentKeeping {
             throw error
         }
         let applied = state.withLockedValue { state in
-            Result { () throws(PinSetDocumentError) in try apply(document, &state) }
+            Result { () throws(Event.DocumentError) in try apply(document, &state) }
         }
         if case .failure(let error) = applied {
             onEvent(.refused(error))

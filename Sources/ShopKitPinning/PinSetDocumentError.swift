@@ -69,11 +69,15 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// One line of printable text: a document's own strings (a host, a pin, a field) can carry control characters,
     /// which a terminal would act on (an escape sequence) or a log would split (a newline); they are written as
     /// `\u{1B}` escapes.
-    public var description: String { description(document: "pin-set document") }
+    public var description: String { description(document: Self.pinSetKind) }
 
-    /// The same, naming the kind of document (`"CT log-list document"`) in the messages both kinds share (the JWS,
-    /// the signature, the version, the time and the audience): a log-list updater's reports name what was refused.
-    package func description(document kind: String) -> String {
+    /// What the messages call a pin-set document.
+    static let pinSetKind = "pin-set document"
+
+    /// The same, naming the kind of document (`"CT log-list document"`, as `CTLogListDocumentError` does) in the
+    /// messages both kinds can get (the JWS, the signature, the payload, the version, the time and the audience);
+    /// pin-check's hints only for pin-set documents, the one kind it signs.
+    func description(document kind: String) -> String {
         var printable = ""
         for scalar in text(kind).unicodeScalars {
             if scalar.properties.generalCategory == .control {
@@ -93,7 +97,7 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
             return "the \(kind)'s JWS header is invalid (publisher): \(problem)"
         case .algorithmNotAllowed(let alg):
             return "the \(kind) is signed with alg \(String(reflecting: alg)) (publisher): only EdDSA "
-                + "(Ed25519) is accepted; sign it with pin-check sign-pins"
+                + "(Ed25519) is accepted" + (kind == Self.pinSetKind ? "; sign it with pin-check sign-pins" : "")
         case .unsupportedCritical(let names):
             return "the \(kind)'s header marks \(names) critical (publisher): no JWS extension is supported"
         case .missingKeyID:
@@ -105,10 +109,10 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
             return "the \(kind)'s signature does not verify under key \(String(reflecting: kid)) "
                 + "(publisher, or a document altered in transit)"
         case .malformedDocument(let problem):
-            return "the pin-set document is invalid (publisher): \(problem)"
+            return "the \(kind) is invalid (publisher): \(problem)"
         case .nestedTooDeeply(let depth):
             return "the \(kind)'s JSON nests objects and arrays more than \(depth) levels deep (publisher): "
-                + (kind == "pin-set document"
+                + (kind == Self.pinSetKind
                     ? "a pin-set document needs four (document, pinSets, a set, its pins); write it as docs/pin-set-document.md shows"
                     : "no document needs that many")
         case .badPin(let host, let index, let problem):
@@ -155,7 +159,8 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
                 + "\(String(reflecting: app))"
         case .validityTooLong(let days, let maximum):
             return "the \(kind) is valid for \(days) days, more than the app's maximum of \(maximum) "
-                + "(publisher): publish one with an earlier expiresAt (pin-check pins-document --valid-days)"
+                + "(publisher): publish one with an earlier expiresAt"
+                + (kind == Self.pinSetKind ? " (pin-check pins-document --valid-days)" : "")
         case .versionTooFar(let version, let current, let step):
             return "the \(kind) has version \(version), more than \(step) above the version in force "
                 + "(\(current)) (publisher): versions count up by small steps; publish \(current + 1)"

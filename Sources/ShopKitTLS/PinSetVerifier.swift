@@ -122,20 +122,40 @@ public struct PinSetVerifier: Sendable {
     /// (`PinSetDocumentError.malformedLogListDocument`), another app's `audience`, a version not above
     /// `currentVersion` (the rollback floor of log-list documents) or more than `maximumVersionStep` above it, and a
     /// document valid for longer than `maximumValidity`, expired, or issued in the future at `now`.
+    ///
+    /// - Throws: `CTLogListDocumentError`, its `reason` the `PinSetDocumentError` case of the refusal, its message
+    ///   naming the CT log-list document.
     public func verifyLogList(
         _ jws: String, currentVersion: Int, now: Date
-    ) throws(PinSetDocumentError) -> CTLogListDocument {
+    ) throws(CTLogListDocumentError) -> CTLogListDocument {
         let document = try signedLogListDocument(jws)
-        try document.check(currentVersion: currentVersion, now: now, limits: limits)
+        try checkLogList(document, currentVersion: currentVersion, now: now)
         return document
     }
 
     /// The log-list document in `jws` when its signature verifies under one of the keys and names the app's
     /// audience (no version or time rule applied: what a stored document's reload starts from).
-    package func signedLogListDocument(_ jws: String) throws(PinSetDocumentError) -> CTLogListDocument {
-        let document = try CTLogListDocument(json: verifiedPayload(jws, kind: .ctLogList))
-        try checkAudience(document.audience)
-        return document
+    package func signedLogListDocument(_ jws: String) throws(CTLogListDocumentError) -> CTLogListDocument {
+        do throws(PinSetDocumentError) {
+            let document = try CTLogListDocument(json: verifiedPayload(jws, kind: .ctLogList))
+            try checkAudience(document.audience)
+            return document
+        } catch {
+            throw CTLogListDocumentError(reason: error)
+        }
+    }
+
+    /// Checks that a signed log-list `document` may replace the one in force (`currentVersion`, the rollback floor)
+    /// at `now`, under this verifier's limits: the rules ``verifyLogList(_:currentVersion:now:)`` applies after the
+    /// signature, and a stored document's reload applies alone.
+    package func checkLogList(
+        _ document: CTLogListDocument, currentVersion: Int, now: Date
+    ) throws(CTLogListDocumentError) {
+        do throws(PinSetDocumentError) {
+            try document.check(currentVersion: currentVersion, now: now, limits: limits)
+        } catch {
+            throw CTLogListDocumentError(reason: error)
+        }
     }
 
     /// The payload of `jws`, a JWS of `kind` whose signature verifies under the key its `kid` names.

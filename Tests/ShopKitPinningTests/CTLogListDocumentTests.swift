@@ -107,4 +107,16 @@ import Testing
         #expect(PinSetDocumentError.wrongType("shopkit-ct-log-list+jws").description.contains("it is a CT log-list document, never read as pins"))
         #expect(PinSetDocumentError.wrongLogListType("shopkit-pins+jws").description.contains("this is a pin-set document, never read as a log list"))
     }
+
+    /// The log-list document's error: the same reason, a message naming the CT log-list document, one printable line.
+    @Test func theLogListErrorNamesItsDocumentInOnePrintableLine() {
+        let error = CTLogListDocumentError(reason: .wrongAudience(document: "com.example.other\n\u{1B}[2J", app: "com.example.shop"))
+        #expect(error.description.hasPrefix("the CT log-list document is for audience \"com.example.other"))
+        #expect(error.description.contains(#"\u{1B}"#) && !error.description.contains("\u{1B}") && !error.description.contains("\n"))
+        #expect(PinSetDocumentError.wrongAudience(document: nil, app: "a").description.hasPrefix("the pin-set document is for"))
+        #expect(CTLogListDocumentError(reason: .expired(expiresAt: Self.now)) == CTLogListDocumentError(reason: .expired(expiresAt: Self.now)))
+        #expect(CTLogListDocumentError(reason: .validityTooLong(days: 201, maximumDays: 180)).description
+            == "the CT log-list document is valid for 201 days, more than the app's maximum of 180 (publisher): publish one "
+            + "with an earlier expiresAt")
+    }
 }

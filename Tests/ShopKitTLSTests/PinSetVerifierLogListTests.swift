@@ -12,9 +12,11 @@ import Testing
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     static let logList = #"{"version":"1","log_list_timestamp":"2026-11-01T00:00:00Z","operators":[{"name":"One","logs":[{"description":"Log A","log_id":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=","key":"MFkw","state":{"usable":{"timestamp":"2025-01-01T00:00:00Z"}}}]}]}"#
 
-    func document(version: Int = 3, expiresAt: Date? = nil, audience: String? = DocumentSigner.audience) throws -> String {
+    func document(
+        version: Int = 3, issuedAt: Date? = nil, expiresAt: Date? = nil, audience: String? = DocumentSigner.audience
+    ) throws -> String {
         try CTLogListDocument.json(
-            version: version, issuedAt: now - 3600, expiresAt: expiresAt ?? now + 86_400, audience: audience,
+            version: version, issuedAt: issuedAt ?? now - 3600, expiresAt: expiresAt ?? now + 86_400, audience: audience,
             logList: Data(Self.logList.utf8))
     }
 
@@ -34,12 +36,12 @@ import Testing
 
     @Test func aPinSetDocumentIsNeverReadAsALogList() throws {
         let pins = try signer.sign(signer.document(version: 3, now: now), kid: "current")
-        #expect(throws: PinSetDocumentError.wrongLogListType("shopkit-pins+jws")) {
+        #expect(throws: CTLogListDocumentError(reason: .wrongLogListType("shopkit-pins+jws"))) {
             try signer.verifier.verifyLogList(pins, currentVersion: 0, now: now)
         }
         // Nor a log-list payload signed under the pin-set typ.
         let mislabelled = try signer.sign(document(), kid: "current")
-        #expect(throws: PinSetDocumentError.wrongLogListType("shopkit-pins+jws")) {
+        #expect(throws: CTLogListDocumentError(reason: .wrongLogListType("shopkit-pins+jws"))) {
             try signer.verifier.verifyLogList(mislabelled, currentVersion: 0, now: now)
         }
     }
@@ -53,26 +55,26 @@ import Testing
         // Nor a pin-set payload signed under the log-list typ.
         let mislabelled = try signLogList(signer.document(version: 3, now: now))
         #expect { try signer.verifier.verifyLogList(mislabelled, currentVersion: 0, now: now) } throws: { error in
-            guard case .malformedLogListDocument(let problem) = error as? PinSetDocumentError else { return false }
+            guard case .malformedLogListDocument(let problem) = (error as? CTLogListDocumentError)?.reason else { return false }
             return problem.hasPrefix("unknown field")
         }
     }
 
     @Test func rollbackExpiryAudienceAndSignatureAreChecked() throws {
         let jws = try signLogList(document(version: 5))
-        #expect(throws: PinSetDocumentError.notNewer(version: 5, current: 5)) {
+        #expect(throws: CTLogListDocumentError(reason: .notNewer(version: 5, current: 5))) {
             try signer.verifier.verifyLogList(jws, currentVersion: 5, now: now)
         }
         let expiring = try signLogList(document(expiresAt: now + 60))
-        #expect(throws: PinSetDocumentError.expired(expiresAt: now + 60)) {
+        #expect(throws: CTLogListDocumentError(reason: .expired(expiresAt: now + 60))) {
             try signer.verifier.verifyLogList(expiring, currentVersion: 0, now: now + 60)
         }
         let otherApp = try signLogList(document(audience: "com.example.other"))
-        #expect(throws: PinSetDocumentError.wrongAudience(document: "com.example.other", app: DocumentSigner.audience)) {
+        #expect(throws: CTLogListDocumentError(reason: .wrongAudience(document: "com.example.other", app: DocumentSigner.audience))) {
             try signer.verifier.verifyLogList(otherApp, currentVersion: 0, now: now)
         }
         let stranger = try signLogList(document(), key: try OpenSSLKey.generate(.ed25519))
-        #expect(throws: PinSetDocumentError.badSignature(keyID: "current")) {
+        #expect(throws: CTLogListDocumentError(reason: .badSignature(keyID: "current"))) {
             try signer.verifier.verifyLogList(stranger, currentVersion: 0, now: now)
         }
     }

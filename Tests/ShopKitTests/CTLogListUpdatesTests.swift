@@ -105,10 +105,10 @@ import Testing
         let inForce = transport.certificateTransparencyLogList
 
         let pinSet = try signer.sign(signer.document(version: 4, now: clock.withLockedValue { $0 }), kid: "current")
-        let refused: [(String, PinSetDocumentError)] = [
-            (try document(2), .notNewer(version: 2, current: 3)),
-            (try document(4, expiresIn: 0), .expired(expiresAt: clock.withLockedValue { $0 })),
-            (pinSet, .wrongLogListType("shopkit-pins+jws")),
+        let refused: [(String, CTLogListDocumentError)] = [
+            (try document(2), CTLogListDocumentError(reason: .notNewer(version: 2, current: 3))),
+            (try document(4, expiresIn: 0), CTLogListDocumentError(reason: .expired(expiresAt: clock.withLockedValue { $0 }))),
+            (pinSet, CTLogListDocumentError(reason: .wrongLogListType("shopkit-pins+jws"))),
         ]
         for (text, expected) in refused {
             served.withLockedValue { $0 = text }
@@ -134,7 +134,7 @@ import Testing
         let unusable = #"{"log_list_timestamp":"2027-01-10T00:00:00Z","operators":[{"name":"One","logs":[{"description":"Log X","log_id":"AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=","key":"MFkw","state":{"usable":{"timestamp":"2025-01-01T00:00:00Z"}}}]}]}"#
         served.withLockedValue { $0 = try! document(3, logList: Data(unusable.utf8)) }
         await #expect { try await updates.update() } throws: { error in
-            guard case .malformedLogListDocument(let problem) = error as? PinSetDocumentError else { return false }
+            guard case .malformedLogListDocument(let problem) = (error as? CTLogListDocumentError)?.reason else { return false }
             return problem.contains("does not load")
         }
         #expect(transport.certificateTransparencyLogList == Self.baseline)
@@ -180,7 +180,7 @@ import Testing
         #expect(updates.documentInForce == nil)
         // The old document, replayed: below the floor the lost document left.
         served.withLockedValue { $0 = try! document(2) }
-        await #expect(throws: PinSetDocumentError.notNewer(version: 2, current: 3)) { try await updates.update() }
+        await #expect(throws: CTLogListDocumentError(reason: .notNewer(version: 2, current: 3))) { try await updates.update() }
         #expect(restarted.certificateTransparencyLogList == Self.baseline)
         served.withLockedValue { $0 = try! document(4) }
         #expect(try await updates.update() == 4)
