@@ -75,8 +75,8 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     static let pinSetKind = "pin-set document"
 
     /// The same, naming the kind of document (`"CT log-list document"`, as `CTLogListDocumentError` does) in the
-    /// messages both kinds can get (the JWS, the signature, the payload, the version, the time and the audience);
-    /// pin-check's hints only for pin-set documents, the one kind it signs.
+    /// messages both kinds can get (the JWS, the signature, the payload, the version, the time and the audience),
+    /// with pin-check's hints for that kind (`sign-pins` or `sign-log-list`).
     func description(document kind: String) -> String {
         var printable = ""
         for scalar in text(kind).unicodeScalars {
@@ -97,7 +97,7 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
             return "the \(kind)'s JWS header is invalid (publisher): \(problem)"
         case .algorithmNotAllowed(let alg):
             return "the \(kind) is signed with alg \(String(reflecting: alg)) (publisher): only EdDSA "
-                + "(Ed25519) is accepted" + (kind == Self.pinSetKind ? "; sign it with pin-check sign-pins" : "")
+                + "(Ed25519) is accepted; sign it with pin-check " + (kind == Self.pinSetKind ? "sign-pins" : "sign-log-list")
         case .unsupportedCritical(let names):
             return "the \(kind)'s header marks \(names) critical (publisher): no JWS extension is supported"
         case .missingKeyID:
@@ -159,8 +159,8 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
                 + "\(String(reflecting: app))"
         case .validityTooLong(let days, let maximum):
             return "the \(kind) is valid for \(days) days, more than the app's maximum of \(maximum) "
-                + "(publisher): publish one with an earlier expiresAt"
-                + (kind == Self.pinSetKind ? " (pin-check pins-document --valid-days)" : "")
+                + "(publisher): publish one with an earlier expiresAt (pin-check "
+                + (kind == Self.pinSetKind ? "pins-document" : "log-list-document") + " --valid-days)"
         case .versionTooFar(let version, let current, let step):
             return "the \(kind) has version \(version), more than \(step) above the version in force "
                 + "(\(current)) (publisher): versions count up by small steps; publish \(current + 1)"

@@ -273,5 +273,5 @@ func warnIfStale(_ list: CTLogList) {
 
 /// A document error's text, naming the log-list document.
 private func describe(_ error: any Error) -> String {
-    (error as? PinSetDocumentError)?.description(document: "CT log-list document") ?? "\(error)"
+    (error as? PinSetDocumentError).map { "\(CTLogListDocumentError(reason: $0))" } ?? "\(error)"
 }

@@ -117,6 +117,6 @@ import Testing
         #expect(CTLogListDocumentError(reason: .expired(expiresAt: Self.now)) == CTLogListDocumentError(reason: .expired(expiresAt: Self.now)))
         #expect(CTLogListDocumentError(reason: .validityTooLong(days: 201, maximumDays: 180)).description
             == "the CT log-list document is valid for 201 days, more than the app's maximum of 180 (publisher): publish one "
-            + "with an earlier expiresAt")
+            + "with an earlier expiresAt (pin-check log-list-document --valid-days)")
     }
 }
