@@ -159,6 +159,7 @@ struct SignLogListCommand: ParsableCommand {
         do { try Data((jws + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
             throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
         }
+        warnIfStale(document.logList)
         print(
             "signed \(input) (version \(document.version), \(document.logList.logs.count) logs, expires "
                 + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(out)")

@@ -58,6 +58,13 @@ struct PinCheckLogListTests {
         #expect(stale.status == 0)
         #expect(stale.stderr.contains("warning: the log list is dated 2020-01-01T00:00:00Z") && stale.stderr.contains("report-only"))
         #expect(try await PinCheckBinary.run(["log-list", "\(dir)/missing.json"]).status == 64)
+        // A document around it is made and signed with the same warning (apps take it, and act report-only).
+        let staleDocument = try await PinCheckBinary.run([
+            "log-list-document", "--list", old, "--version", "1", "--audience", Self.audience, "--out", "\(dir)/old-doc.json",
+        ])
+        #expect(staleDocument.status == 0 && staleDocument.stderr.contains("warning: the log list is dated 2020-01-01"))
+        let staleSigned = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/a.key", "--in", "\(dir)/old-doc.json", "--out", "\(dir)/old.jws"])
+        #expect(staleSigned.status == 0 && staleSigned.stderr.contains("warning: the log list is dated 2020-01-01"), "\(staleSigned.stderr)")
     }
 
     /// Made, signed and verified with the tool, the document is what the app's own verifier takes, carrying the
