@@ -1,10 +1,56 @@
+import ArgumentParser
 import Foundation
 import ShopKitOpenSSL
 import ShopKitPinning
 import ShopKitTLS
 
-/// What `sign-pins` and `sign-log-list` share: the rules every app applies to a document's dates, checked before
-/// anything is signed, and the signing key, read into wiped memory.
+/// What `sign-pins` and `sign-log-list` share: their options, the document's bytes, the rules every app applies to
+/// a document's dates, checked before anything is signed, and the signing key, read into wiped memory.
+
+/// `--key`, `--kid`, `--in` and `--out`.
+struct SigningOptions: ParsableArguments {
+    @Option(help: "The Ed25519 private key (PEM, unencrypted). Read into wiped memory, never printed.")
+    var key: String
+
+    @Option(help: "The key id for the JWS header (default: the key file's name without extension).")
+    var kid: String?
+
+    @Option(name: .customLong("in"), help: "The document to sign (JSON).")
+    var input: String
+
+    @Option(help: "Where to write the JWS.")
+    var out: String
+
+    /// The bytes of `--in`, a `kind` (`pin-set document`): the file's own bytes are what is checked and signed, so
+    /// text that is not UTF-8 is refused rather than decoded with replacement characters (which would sign other
+    /// bytes than the reviewed ones).
+    func document(kind: String) throws(Failure) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: input) else {
+            throw Failure(.usage, "--in \(input): cannot read the file (check the path and permissions)")
+        }
+        let json = Array(data)
+        guard String(validating: json, as: UTF8.self) != nil else {
+            throw Failure(.refused, "--in \(input): not UTF-8 text; a \(kind) is UTF-8 JSON")
+        }
+        return json
+    }
+
+    /// Signs `json` as a compact JWS of `kind` with `--key`, writes it to `--out`, and returns the key id in its
+    /// header. `command` (`sign-pins`) is named in the advice.
+    func sign(_ json: [UInt8], kind: CompactJWS.Kind, command: String) throws(Failure) -> String {
+        let (privateKey, keyID) = try signingKey(key, kid: kid, command: command)
+        let jws: String
+        do {
+            jws = try CompactJWS.serialize(payload: json, keyID: keyID, kind: kind) { try privateKey.signEd25519($0) }
+        } catch {
+            throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
+        }
+        do { try Data((jws + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
+            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
+        }
+        return keyID
+    }
+}
 
 /// Refuses to sign a document every app would refuse for its dates (`PinSetVerifier`'s default limits): expired,
 /// valid for longer than apps accept, or issued in the future. `maker` is the command that writes such documents

@@ -119,50 +119,27 @@ struct SignLogListCommand: ParsableCommand {
               73  the output cannot be written
             """)
 
-    @Option(help: "The Ed25519 private key (PEM, unencrypted). Read into wiped memory, never printed.")
-    var key: String
-
-    @Option(help: "The key id for the JWS header (default: the key file's name without extension).")
-    var kid: String?
-
-    @Option(name: .customLong("in"), help: "The log-list document (JSON), from log-list-document.")
-    var input: String
-
-    @Option(help: "Where to write the JWS.")
-    var out: String
+    @OptionGroup var signing: SigningOptions
 
     func execute() throws(Failure) -> Int32 {
-        // The file's own bytes are what is checked and signed.
-        guard let data = FileManager.default.contents(atPath: input) else {
-            throw Failure(.usage, "--in \(input): cannot read the file (check the path and permissions)")
-        }
-        let json = Array(data)
+        let json = try signing.document(kind: "log-list document")
         let document: CTLogListDocument
         do { document = try CTLogListDocument(json: json) } catch {
-            throw Failure(.refused, "--in \(input): \(describe(error))")
+            throw Failure(.refused, "--in \(signing.input): \(describe(error))")
         }
         guard document.audience != nil else {
             throw Failure(
-                .refused, "--in \(input): no \"audience\": add the identifier of the app the document is for, as its "
-                    + "PinSetVerifier(audience:) names it (pin-check log-list-document --audience)")
+                .refused, "--in \(signing.input): no \"audience\": add the identifier of the app the document is for, as "
+                    + "its PinSetVerifier(audience:) names it (pin-check log-list-document --audience)")
         }
-        try loadKeys(document.logList, label: "--in \(input)")
+        try loadKeys(document.logList, label: "--in \(signing.input)")
         try checkSignable(
-            issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: input, maker: "log-list-document")
-        let (privateKey, keyID) = try signingKey(key, kid: kid, command: "sign-log-list")
-        let jws: String
-        do {
-            jws = try CompactJWS.serialize(payload: json, keyID: keyID, kind: .ctLogList) { try privateKey.signEd25519($0) }
-        } catch {
-            throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
-        }
-        do { try Data((jws + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
-        }
+            issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: signing.input, maker: "log-list-document")
+        let keyID = try signing.sign(json, kind: .ctLogList, command: "sign-log-list")
         warnIfStale(document.logList)
         print(
-            "signed \(input) (version \(document.version), \(document.logList.logs.count) logs, expires "
-                + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(out)")
+            "signed \(signing.input) (version \(document.version), \(document.logList.logs.count) logs, expires "
+                + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(signing.out)")
         return 0
     }
 }

@@ -28,51 +28,25 @@ struct SignPinsCommand: ParsableCommand {
               73  the output cannot be written
             """)
 
-    @Option(help: "The Ed25519 private key (PEM, unencrypted). Read into wiped memory, never printed.")
-    var key: String
-
-    @Option(help: "The key id for the JWS header (default: the key file's name without extension).")
-    var kid: String?
-
-    @Option(name: .customLong("in"), help: "The pin-set document (JSON).")
-    var input: String
-
-    @Option(help: "Where to write the JWS.")
-    var out: String
+    @OptionGroup var signing: SigningOptions
 
     func execute() throws(Failure) -> Int32 {
-        // The file's own bytes are what is checked and signed: text decoded with replacement characters would sign
-        // other bytes than the reviewed ones.
-        guard let data = FileManager.default.contents(atPath: input) else {
-            throw Failure(.usage, "--in \(input): cannot read the file (check the path and permissions)")
-        }
-        let json = Array(data)
-        guard String(validating: json, as: UTF8.self) != nil else {
-            throw Failure(.refused, "--in \(input): not UTF-8 text; a pin-set document is UTF-8 JSON")
-        }
+        let json = try signing.document(kind: "pin-set document")
         let document: PinSetDocument
         do { document = try PinSetDocument(json: json) } catch {
-            throw Failure(.refused, "--in \(input): \(error)")
+            throw Failure(.refused, "--in \(signing.input): \(error)")
         }
         guard document.audience != nil else {
             throw Failure(
-                .refused, "--in \(input): no \"audience\": add the identifier of the app the document is for, as its "
-                    + "PinSetVerifier(audience:) names it (pin-check pins-document --audience)")
+                .refused, "--in \(signing.input): no \"audience\": add the identifier of the app the document is for, as "
+                    + "its PinSetVerifier(audience:) names it (pin-check pins-document --audience)")
         }
-        try checkSignable(issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: input, maker: "pins-document")
-        let (privateKey, keyID) = try signingKey(key, kid: kid, command: "sign-pins")
-        let jws: String
-        do {
-            jws = try CompactJWS.serialize(payload: json, keyID: keyID) { try privateKey.signEd25519($0) }
-        } catch {
-            throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
-        }
-        do { try Data((jws + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
-        }
+        try checkSignable(
+            issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: signing.input, maker: "pins-document")
+        let keyID = try signing.sign(json, kind: .pinSet, command: "sign-pins")
         print(
-            "signed \(input) (version \(document.version), \(document.policy.pinSets.count) hosts, expires "
-                + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(out)")
+            "signed \(signing.input) (version \(document.version), \(document.policy.pinSets.count) hosts, expires "
+                + "\(PinSetDocument.timestamp(document.expiresAt))) with key \(String(reflecting: keyID)): \(signing.out)")
         return 0
     }
 }
