@@ -5,7 +5,33 @@ import ShopKitPinning
 import ShopKitTLS
 
 /// What `sign-pins` and `sign-log-list` share: their options, the document's bytes, the rules every app applies to
-/// a document's dates, checked before anything is signed, and the signing key, read into wiped memory.
+/// a document's dates, checked before anything is signed, and the signing key, read into wiped memory; and what
+/// `verify-pins` and `verify-log-list` share: their options and the line that says a document is valid.
+
+/// `--pubkey`, `--current-version`, `--audience` and the document.
+struct VerifyingOptions: ParsableArguments {
+    @Option(name: .customLong("pubkey"), help: "A trusted Ed25519 public key, KID=FILE or FILE (PEM). Repeatable.")
+    var publicKeys: [String] = []
+
+    @Option(name: .customLong("current-version"), help: "Refuse a document not above this version (default 0).")
+    var currentVersion: Int = 0
+
+    @Option(help: "The app's identifier, as its PinSetVerifier(audience:) names it: the document's audience must be this.")
+    var audience: String
+
+    @Argument(help: "The signed document (compact JWS).")
+    var document: String
+
+    /// "DOC: valid, version N, signed by "kid", issued …, expires …, for "app"", for the verified JWS `text`.
+    func validLine(
+        _ text: String, kind: CompactJWS.Kind, version: Int, issuedAt: Date, expiresAt: Date, audience: String?
+    ) -> String {
+        let kid = (try? CompactJWS(parsing: text, kind: kind).keyID) ?? "?"
+        return "\(document): valid, version \(version), signed by \(String(reflecting: kid)), issued "
+            + "\(PinSetDocument.timestamp(issuedAt)), expires \(PinSetDocument.timestamp(expiresAt)), "
+            + "for \(String(reflecting: audience ?? ""))"
+    }
+}
 
 /// `--key`, `--kid`, `--in` and `--out`.
 struct SigningOptions: ParsableArguments {

@@ -161,31 +161,21 @@ struct VerifyLogListCommand: ParsableCommand {
               65  the document is refused (the message says why and whose input is at fault)
             """)
 
-    @Option(name: .customLong("pubkey"), help: "A trusted Ed25519 public key, KID=FILE or FILE (PEM). Repeatable.")
-    var publicKeys: [String] = []
-
-    @Option(name: .customLong("current-version"), help: "Refuse a document not above this version (default 0).")
-    var currentVersion: Int = 0
-
-    @Option(help: "The app's identifier, as its PinSetVerifier(audience:) names it: the document's audience must be this.")
-    var audience: String
-
-    @Argument(help: "The signed document (compact JWS).")
-    var document: String
+    @OptionGroup var verifying: VerifyingOptions
 
     func execute() throws(Failure) -> Int32 {
-        let verifier = try trustedKeys(publicKeys, audience: audience)
-        let text = try readText(document, option: "document")
+        let verifier = try trustedKeys(verifying.publicKeys, audience: verifying.audience)
+        let text = try readText(verifying.document, option: "document")
         let verified: CTLogListDocument
-        do { verified = try verifier.verifyLogList(text, currentVersion: currentVersion, now: Date()) } catch {
-            throw Failure(.refused, "\(document): \(describe(error))")
+        do { verified = try verifier.verifyLogList(text, currentVersion: verifying.currentVersion, now: Date()) } catch {
+            throw Failure(.refused, "\(verifying.document): \(error)")
         }
-        try loadKeys(verified.logList, label: document)
-        let kid = (try? CompactJWS(parsing: text, kind: .ctLogList).keyID) ?? "?"
+        try loadKeys(verified.logList, label: verifying.document)
         print(
-            "\(document): valid, version \(verified.version), signed by \(String(reflecting: kid)), issued "
-                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt)), "
-                + "for \(String(reflecting: verified.audience ?? ""))\n  " + summary(of: verified.logList, label: "log list"))
+            verifying.validLine(
+                text, kind: .ctLogList, version: verified.version, issuedAt: verified.issuedAt,
+                expiresAt: verified.expiresAt, audience: verified.audience)
+                + "\n  " + summary(of: verified.logList, label: "log list"))
         warnIfStale(verified.logList)
         return 0
     }

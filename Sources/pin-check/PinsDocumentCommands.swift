@@ -91,26 +91,16 @@ struct VerifyPinsCommand: ParsableCommand {
               65  the document is refused (the message says why and whose input is at fault)
             """)
 
-    @Option(name: .customLong("pubkey"), help: "A trusted Ed25519 public key, KID=FILE or FILE (PEM). Repeatable.")
-    var publicKeys: [String] = []
-
-    @Option(name: .customLong("current-version"), help: "Refuse a document not above this version (default 0).")
-    var currentVersion: Int = 0
-
-    @Option(help: "The app's identifier, as its PinSetVerifier(audience:) names it: the document's audience must be this.")
-    var audience: String
-
-    @Argument(help: "The signed document (compact JWS).")
-    var document: String
+    @OptionGroup var verifying: VerifyingOptions
 
     func execute() throws(Failure) -> Int32 {
         let (verified, text) = try verifiedDocument(
-            document, option: nil, publicKeys: publicKeys, audience: audience, currentVersion: currentVersion)
-        let kid = (try? CompactJWS(parsing: text).keyID) ?? "?"
+            verifying.document, option: nil, publicKeys: verifying.publicKeys, audience: verifying.audience,
+            currentVersion: verifying.currentVersion)
         var lines = [
-            "\(document): valid, version \(verified.version), signed by \(String(reflecting: kid)), issued "
-                + "\(PinSetDocument.timestamp(verified.issuedAt)), expires \(PinSetDocument.timestamp(verified.expiresAt)), "
-                + "for \(String(reflecting: verified.audience ?? ""))",
+            verifying.validLine(
+                text, kind: .pinSet, version: verified.version, issuedAt: verified.issuedAt,
+                expiresAt: verified.expiresAt, audience: verified.audience),
             verified.policy.unpinnedHosts == .refuse
                 ? "  strictHosts: true (hosts without a set are refused)"
                 : "  strictHosts: false (hosts without a set connect unpinned; an app built strict refuses this document)",
