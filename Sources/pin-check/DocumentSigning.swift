@@ -78,10 +78,15 @@ struct SigningOptions: ParsableArguments {
     }
 }
 
-/// Refuses to sign a document every app would refuse for its dates (`PinSetVerifier`'s default limits): expired,
-/// valid for longer than apps accept, or issued in the future. `maker` is the command that writes such documents
-/// (`pins-document`), named in the advice.
-func checkSignable(issuedAt: Date, expiresAt: Date, input: String, maker: String) throws(Failure) {
+/// Refuses to sign a document every app would refuse for its audience or its dates (`PinSetVerifier`'s default
+/// limits): no audience, expired, valid for longer than apps accept, or issued in the future. `maker` is the command
+/// that writes such documents (`pins-document`), named in the advice.
+func checkSignable(audience: String?, issuedAt: Date, expiresAt: Date, input: String, maker: String) throws(Failure) {
+    guard audience != nil else {
+        throw Failure(
+            .refused, "--in \(input): no \"audience\": add the identifier of the app the document is for, as its "
+                + "PinSetVerifier(audience:) names it (pin-check \(maker) --audience)")
+    }
     let now = Date()
     guard now < expiresAt else {
         throw Failure(

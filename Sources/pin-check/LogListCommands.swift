@@ -127,14 +127,10 @@ struct SignLogListCommand: ParsableCommand {
         do { document = try CTLogListDocument(json: json) } catch {
             throw Failure(.refused, "--in \(signing.input): \(describe(error))")
         }
-        guard document.audience != nil else {
-            throw Failure(
-                .refused, "--in \(signing.input): no \"audience\": add the identifier of the app the document is for, as "
-                    + "its PinSetVerifier(audience:) names it (pin-check log-list-document --audience)")
-        }
-        try loadKeys(document.logList, label: "--in \(signing.input)")
         try checkSignable(
-            issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: signing.input, maker: "log-list-document")
+            audience: document.audience, issuedAt: document.issuedAt, expiresAt: document.expiresAt,
+            input: signing.input, maker: "log-list-document")
+        try loadKeys(document.logList, label: "--in \(signing.input)")
         let keyID = try signing.sign(json, kind: .ctLogList, command: "sign-log-list")
         warnIfStale(document.logList)
         print(

@@ -36,13 +36,9 @@ struct SignPinsCommand: ParsableCommand {
         do { document = try PinSetDocument(json: json) } catch {
             throw Failure(.refused, "--in \(signing.input): \(error)")
         }
-        guard document.audience != nil else {
-            throw Failure(
-                .refused, "--in \(signing.input): no \"audience\": add the identifier of the app the document is for, as "
-                    + "its PinSetVerifier(audience:) names it (pin-check pins-document --audience)")
-        }
         try checkSignable(
-            issuedAt: document.issuedAt, expiresAt: document.expiresAt, input: signing.input, maker: "pins-document")
+            audience: document.audience, issuedAt: document.issuedAt, expiresAt: document.expiresAt,
+            input: signing.input, maker: "pins-document")
         let keyID = try signing.sign(json, kind: .pinSet, command: "sign-pins")
         print(
             "signed \(signing.input) (version \(document.version), \(document.policy.pinSets.count) hosts, expires "
