@@ -147,6 +147,9 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     @Option(name: .customLong("ca-file"), help: "PEM trust anchors replacing the system roots.")
     var caFile: String?
 
+    @Option(help: "Seconds each host's connection and handshake may take (default 10).")
+    var timeout: Double = 10
+
     @Option(help: "The document's version: above the version apps have now.")
     var version: Int
 
@@ -178,6 +181,9 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         guard version > 0, (1...maximumDays).contains(validDays) else {
             throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to \(maximumDays) (what apps accept by default)")
         }
+        guard timeout > 0, timeout <= 3600 else {
+            throw Failure(.usage, "--timeout must be more than 0 and at most 3600 seconds")
+        }
         let (strict, carriedAudience) = try carriedOver()
         guard let audience = audience ?? carriedAudience else {
             throw Failure(.usage, "give --audience APP (the app's identifier, as its PinSetVerifier(audience:) names it), or --previous DOCUMENT to keep its audience")
@@ -191,7 +197,8 @@ struct PinsDocumentCommand: AsyncParsableCommand {
         let anchors = try caFile.map { path throws(Failure) in try readText(path, option: "--ca-file") }
         var reports: [ServerReport?] = Array(repeating: nil, count: addresses.count)
         do {
-            try await FleetInspector(addresses: addresses, trustAnchorsPEM: anchors).run { index, report in
+            try await FleetInspector(addresses: addresses, trustAnchorsPEM: anchors, timeout: .seconds(timeout)).run {
+                index, report in
                 reports[index] = report
             }
         } catch {

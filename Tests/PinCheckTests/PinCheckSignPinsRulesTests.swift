@@ -78,6 +78,10 @@ struct PinCheckSignPinsRulesTests {
         }
         let noAudience = try await document(["--strict-hosts"])
         #expect(noAudience.0.status == 64)
+        for timeout in ["0", "-1", "3601", "nan"] {
+            let bad = try await document(["--strict-hosts", "--audience", "com.example.shop", "--timeout", timeout])
+            #expect(bad.0.status == 64, "--timeout \(timeout): \(bad.0.stderr)")
+        }
         #expect(noAudience.0.stderr.contains("--audience"), "\(noAudience.0.stderr)")
 
         let strictPrevious = #"{"version": 1, "issuedAt": "2026-01-01T00:00:00Z", "expiresAt": "2026-02-01T00:00:00Z", "strictHosts": true, "audience": "com.example.shop", "pinSets": [{"host": "localhost", "pins": ["\#(TestCertificates.pin("leaf-localhost-ecdsa"))", "\#(TestCertificates.pin("backup-intermediate"))"]}]}"#

@@ -120,11 +120,12 @@ enum PinCheckBinary {
         "verify-log-list",
     ]
 
-    /// `arguments` with `--timeout 60` when they check a server (the first is a host) and set no timeout: a loaded
+    /// `arguments` with `--timeout 60` when they check a server (the first is a host, or `pins-document`, which
+    /// connects to its hosts) and set no timeout: a loaded
     /// machine can hold a handshake past the default 10 s (seen under `SHOPKIT_LOAD=4` with AddressSanitizer). A test
     /// whose subject is the timeout sets its own.
     static func withWideTimeout(_ arguments: [String]) -> [String] {
-        guard let first = arguments.first, !first.hasPrefix("-"), !subcommands.contains(first),
+        guard let first = arguments.first, !first.hasPrefix("-"), !subcommands.contains(first) || first == "pins-document",
             !arguments.contains("--timeout")
         else { return arguments }
         return arguments + ["--timeout", "60"]

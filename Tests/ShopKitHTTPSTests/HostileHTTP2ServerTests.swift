@@ -13,7 +13,7 @@ import Testing
 @Suite(.timeLimit(.minutes(3))) struct HostileHTTP2ServerTests {
     /// A transport whose idle-read and request timers are far away: a failure must not come from them.
     static func farTimersTransport(pings: Bool = true) throws -> HTTPSTransport {
-        var timeouts = HTTPSTransport.Timeouts.wide(idleRead: .seconds(50), request: .seconds(55))
+        var timeouts = HTTPSTransport.Timeouts.wide(idleRead: .seconds(100), request: .seconds(110))
         if !pings { timeouts.http2PingInterval = nil }
         return HTTPSTransport(
             configuration: .init(timeouts: timeouts), security: try HTTPSTransport.makeSecurity(for: loopbackClientTLS))

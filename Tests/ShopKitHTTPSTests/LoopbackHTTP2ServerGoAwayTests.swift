@@ -57,7 +57,7 @@ import TestSupport
 
         // The server read past the refused stream's frames: stream 1 (below the last stream id) is answered, the
         // PING acknowledged, and the connection's window given back.
-        try await client.waitFor("the answer on stream 1, the PING's acknowledgement and a connection WINDOW_UPDATE", timeout: .seconds(10)) { frames in
+        try await client.waitFor("the answer on stream 1, the PING's acknowledgement and a connection WINDOW_UPDATE", timeout: .seconds(60)) { frames in
             frames.contains { $0.type == 0x0 && $0.streamID == 1 && $0.flags & 0x1 != 0 }
                 && frames.contains { $0.type == 0x6 && $0.flags & 0x1 != 0 }
                 && frames.contains { $0.type == 0x8 && $0.streamID == 0 }
