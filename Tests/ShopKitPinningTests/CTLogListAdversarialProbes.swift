@@ -266,4 +266,31 @@ struct PolicyCTLogListAdversarialProbes {
             #expect(b.operatorName(at: Date(timeIntervalSince1970: 1_600_000_000 + 10_000.5)) == "Op 10001")
         }
     }
+
+    // MARK: Staleness
+
+    /// A list older than 70 days, or dated more than a day ahead of the clock, makes `enforced` act `reportOnly`;
+    /// at the boundaries and for a list dated in year 10000 (which the reader takes).
+    @Test func staleListsNeverEnforce() throws {
+        let listDate = F.listDate
+        let scts = [F.sct(F.a)]  // one operator: not compliant
+        let cases: [(String, Date, Bool)] = [
+            ("69 days 23 h", listDate + 70 * 86_400 - 3600, false),
+            ("70 days + 1 s", listDate + 70 * 86_400 + 1, true),
+            ("dated 23 h ahead", listDate - 23 * 3600, false),
+            ("dated 1 day + 1 s ahead", listDate - 86_400 - 1, true),
+        ]
+        for (label, now, stale) in cases {
+            let evaluation = F.evaluate(scts, days: 90, now: now)
+            print("PROBE stale \(label): stale \(evaluation.logListStale), effective \(evaluation.effectiveMode), allows \(evaluation.allowsConnection)")
+            #expect(evaluation.logListStale == stale, "\(label)")
+            #expect(evaluation.allowsConnection == stale, "\(label)")
+        }
+        let json = CTLogListTests.chromeLike.replacingOccurrences(of: "\"log_list_timestamp\": \"2026-11-01T00:00:00Z\"", with: "\"log_list_timestamp\": \"10000-01-01T00:00:00Z\"")
+        if let far = try? CTLogList(json: Data(json.utf8)) {
+            let policy = CertificateTransparencyPolicy(defaultMode: .enforced, logList: far)
+            print("PROBE list dated 10000: read as \(far.timestamp.timeIntervalSince1970), stale now: \(policy.logListIsStale(at: F.now))")
+            #expect(policy.logListIsStale(at: F.now))
+        }
+    }
 }
