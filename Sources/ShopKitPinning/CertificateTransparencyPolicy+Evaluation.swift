@@ -48,7 +48,17 @@ extension CertificateTransparencyPolicy {
     struct Judged {
         let assessment: SCTAssessment
         let log: CTLogList.Log?
+        /// Whether its operator (at its time) counts toward the distinct-operator rule: a counted SCT, or one not
+        /// counted only because another SCT of its log was. Two SCTs of one log, from each side of its handover to
+        /// another operator, are two operators' SCTs whatever their order (Chrome counts operators over every SCT).
+        var countsOperator: Bool
         var counted: Bool { assessment.counted }
+
+        init(assessment: SCTAssessment, log: CTLogList.Log?) {
+            self.assessment = assessment
+            self.log = log
+            countsOperator = assessment.counted
+        }
     }
 
     /// Whether `sct` counts toward its source's rules, and if not why (the first reason found).
@@ -128,13 +138,15 @@ extension CertificateTransparencyPolicy {
             let group: UInt8 = item.assessment.sct.source == .embedded ? 0 : 1
             guard seen.insert([group] + log.logID).inserted else {
                 let sct = item.assessment.sct
-                return Judged(
+                var repeated = Judged(
                     assessment: SCTAssessment(
                         sct: sct, logDescription: log.description, operatorName: log.operatorName(at: sct.timestamp),
                         counted: false,
                         reason: "another SCT from log \(String(reflecting: log.description)) already counted: each log "
-                            + "counts once"),
+                            + "counts once (its operator at this SCT's time still counts as an operator)"),
                     log: log)
+                repeated.countsOperator = true
+                return repeated
             }
             return item
         }
@@ -156,7 +168,7 @@ extension CertificateTransparencyPolicy {
         if !embedded.isEmpty {
             let counted = embedded.filter(\.counted)
             let logs = Set(counted.compactMap(\.log?.logID))
-            let operators = Set(counted.compactMap(\.assessment.operatorName))
+            let operators = Set(embedded.filter(\.countsOperator).compactMap(\.assessment.operatorName))
             let lifetime = leaf.notAfter.timeIntervalSince(leaf.notBefore)
             let needed = lifetime <= shortLifetime ? 2 : 3
             let days = Int((lifetime / 86_400).rounded(.up))
@@ -176,7 +188,7 @@ extension CertificateTransparencyPolicy {
         if !delivered.isEmpty {
             let counted = delivered.filter(\.counted)
             let logs = Set(counted.compactMap(\.log?.logID))
-            let operators = Set(counted.compactMap(\.assessment.operatorName))
+            let operators = Set(delivered.filter(\.countsOperator).compactMap(\.assessment.operatorName))
             if logs.count >= 2, operators.count >= 2 { return .compliant }
             problems.append(
                 "the server's SCTs from the TLS extension or OCSP count from \(logs.count) log(s) of "

@@ -278,6 +278,24 @@ enum CTFixture {
         }
     }
 
+    /// Two SCTs of one log, from each side of its handover, are two operators' SCTs whatever order the server sends
+    /// them in (the log still counts once): the verdict never depends on the order.
+    @Test func aHandedOverLogsSCTsFromBothSidesCountTwoOperatorsInAnyOrder() {
+        let handover = F.sctDate + 3600
+        let policy = Self.handedOver(at: handover)
+        for source in [SignedCertificateTimestamp.Source.embedded, .tlsExtension] {
+            let before = F.sct(F.c, source, at: handover - 60), after = F.sct(F.c, source, at: handover + 60)
+            let other = F.sct(F.a, source)
+            for order in [[other, before, after], [other, after, before], [after, before, other], [before, other, after]] {
+                let evaluation = F.evaluate(order, policy: policy, days: 90, now: handover + 86_400)
+                #expect(evaluation.verdict == .compliant, "\(source) \(order.map(\.timestamp)): \(evaluation.verdict)")
+                #expect(evaluation.assessments.filter(\.counted).count == 2, "log C counts once")
+            }
+            // One side alone is One's: one operator.
+            #expect(F.evaluate([other, before], policy: policy, days: 90, now: handover + 86_400).verdict != .compliant)
+        }
+    }
+
     /// With several previous operators, the one whose time ended first after the SCT was issued had it, in
     /// whatever order the list gives them.
     @Test func ofSeveralPreviousOperatorsTheOneRunningTheLogAtTheSCTCounts() throws {
