@@ -125,17 +125,15 @@ struct CTLogListWire: Decodable {
         return CTLogList(timestamp: listTimestamp, version: version, operators: built)
     }
 
-    /// An RFC 3339 time in UTC (`2026-11-28T00:00:00Z`, fractional seconds allowed), as the schema writes them.
+    /// An RFC 3339 time in UTC (`2026-11-28T00:00:00Z`, fractional seconds allowed), as the schema writes them,
+    /// read strictly (``UTCTimestamp``: `2027-02-30` is refused, not read as March 2nd).
     static func date(_ text: String, path: String) throws(CTLogListError) -> Date {
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds]] {
-            let formatter = ISO8601DateFormatter()
-            formatter.formatOptions = options
-            if text.hasSuffix("Z"), text.utf8.allSatisfy({ $0 < 0x80 }), let date = formatter.date(from: text) {
-                return date
-            }
+        guard let date = UTCTimestamp.parse(text, fractionalSeconds: true) else {
+            throw CTLogListError(
+                "\(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ (a real date and time; "
+                    + "fractional seconds allowed)", path: path)
         }
-        throw CTLogListError(
-            "\(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ", path: path)
+        return date
     }
 
     /// Canonical standard base64 (with padding, no whitespace), or nil.
@@ -179,11 +177,12 @@ extension CTLogListWire.LogWire {
             temporalInterval = .init(start: start, end: end)
         }
         var previous: [CTLogList.PreviousOperator] = []
+        var ends: Set<Date> = []
         for (index, wire) in previousOperators.enumerated() {
             let at = "\(path).previous_operators[\(index)]"
             guard !wire.name.isEmpty else { throw CTLogListError("the previous operator has no name", path: at + ".name") }
             let end = try CTLogListWire.date(wire.endTime, path: at + ".end_time")
-            guard !previous.contains(where: { $0.end == end }) else {
+            guard ends.insert(end).inserted else {
                 throw CTLogListError(
                     "a second previous operator ending at this instant: which one issued an SCT of that time is "
                         + "ambiguous", path: at + ".end_time")

@@ -134,7 +134,7 @@ public struct CTLogList: Sendable, Hashable {
         /// else ``operatorName``. An SCT is its operator's at its timestamp (a log handed to another operator does not
         /// make its older SCTs the new operator's).
         public func operatorName(at date: Date) -> String {
-            previousOperators.filter { date < $0.end }.min { $0.end < $1.end }?.name ?? operatorName
+            previousOperators.lazy.filter { date < $0.end }.min { $0.end < $1.end }?.name ?? operatorName
         }
 
         public init(
@@ -182,7 +182,8 @@ public struct CTLogList: Sendable, Hashable {
     ///
     /// - Throws: ``CTLogListError`` naming the field at fault.
     public init(json: Data) throws(CTLogListError) {
-        switch JSONDuplicateCheck.scan(Array(json), maximumDepth: Self.maximumDepth) {
+        // Integers only, as in a signed document (a list read alone and one in a document are read alike).
+        switch JSONDuplicateCheck.scan(Array(json), integersOnly: true, maximumDepth: Self.maximumDepth) {
         case .unique: break
         case .tooDeep(let limit):
             throw CTLogListError("the JSON nests objects and arrays more than \(limit) levels deep; a log list needs nine")
@@ -242,8 +243,9 @@ public struct CTLogListError: Error, Sendable, Hashable, CustomStringConvertible
         self.path = path
     }
 
-    /// "the CT log list is invalid (publisher): operators[0].logs[1].log_id: …".
+    /// "the CT log list is invalid (publisher): operators[0].logs[1].log_id: …", on one printable line (the list's own
+    /// strings escaped as `\u{1B}`).
     public var description: String {
-        "the CT log list is invalid (publisher): " + (path.map { "\($0): " } ?? "") + message
+        printableOnOneLine("the CT log list is invalid (publisher): " + (path.map { "\($0): " } ?? "") + message)
     }
 }

@@ -67,8 +67,8 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     case versionTooFar(version: Int, current: Int, maximumStep: Int)
 
     /// One line of printable text: a document's own strings (a host, a pin, a field) can carry control characters,
-    /// which a terminal would act on (an escape sequence) or a log would split (a newline); they are written as
-    /// `\u{1B}` escapes.
+    /// which a terminal would act on (an escape sequence) or a log would split (a newline, U+2028) or reorder
+    /// (U+202E); they are written as `\u{1B}` escapes.
     public var description: String { description(document: Self.pinSetKind) }
 
     /// What the messages call a pin-set document.
@@ -77,17 +77,7 @@ public enum PinSetDocumentError: Error, Sendable, Equatable, CustomStringConvert
     /// The same, naming the kind of document (`"CT log-list document"`, as `CTLogListDocumentError` does) in the
     /// messages both kinds can get (the JWS, the signature, the payload, the version, the time and the audience),
     /// with pin-check's hints for that kind (`sign-pins` or `sign-log-list`).
-    func description(document kind: String) -> String {
-        var printable = ""
-        for scalar in text(kind).unicodeScalars {
-            if scalar.properties.generalCategory == .control {
-                printable += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            } else {
-                printable.unicodeScalars.append(scalar)
-            }
-        }
-        return printable
-    }
+    func description(document kind: String) -> String { printableOnOneLine(text(kind)) }
 
     private func text(_ kind: String) -> String {
         switch self {
@@ -205,15 +195,13 @@ extension PinSetDocumentError {
         return (issued, expires)
     }
 
-    /// A document time, exactly as documents write them (`YYYY-MM-DDTHH:MM:SSZ`, ASCII, UTC): the parser also
-    /// takes offsets, other digits and out-of-range fields (`+14:00`, `２０２７`, February 30, 24:00) and reads them as
-    /// another instant than a reviewer does; a time that does not print back as written is refused.
+    /// A document time, exactly as documents write them (`YYYY-MM-DDTHH:MM:SSZ`, ASCII, UTC, every field in range):
+    /// offsets, other digits and out-of-range fields (`+14:00`, `２０２７`, February 30, 24:00) are refused
+    /// (``UTCTimestamp``), never read as another instant than a reviewer reads.
     static func date(
         _ text: String, field: String, malformed: (String) -> PinSetDocumentError
     ) throws(PinSetDocumentError) -> Date {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        guard let date = formatter.date(from: text), Array(PinSetDocument.timestamp(date).utf8) == Array(text.utf8) else {
+        guard let date = UTCTimestamp.parse(text, fractionalSeconds: false) else {
             throw malformed(
                 "\(field) \(String(reflecting: text)) is not a UTC time written as YYYY-MM-DDTHH:MM:SSZ, such as 2027-01-01T00:00:00Z")
         }

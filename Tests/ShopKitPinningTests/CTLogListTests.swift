@@ -182,3 +182,35 @@ import Testing
         #expect(try CTLogList(json: Data(contentsOf: url)) == bundled)
     }
 }
+
+extension CTLogListTests {
+    /// Times are read strictly: a date that does not exist, 24:00, fields without their leading zeros, offsets and
+    /// five-digit years are refused (the reader never moves a time to another instant); fractions are read exactly.
+    @Test func timesAreReadStrictly() throws {
+        for text in [
+            "2027-02-30T00:00:00Z", "2026-02-29T00:00:00Z", "2027-01-01T24:00:00Z", "2027-1-1T0:0:0Z", "2027-01-01T00:00:60Z",
+            "10000-01-01T00:00:00Z", "2027-01-01T00:00:00+00:00", "2027-01-01 00:00:00Z", "2027-01-01T00:00:00.Z",
+            "2027-01-01T00:00:00.1234567891Z", "２０２７-01-01T00:00:00Z", "0000-01-01T00:00:00Z",
+        ] {
+            Self.refuse(Self.changed(#""log_list_timestamp": "2026-11-01T00:00:00Z""#, #""log_list_timestamp": "\#(text)""#),
+                "log_list_timestamp", "not a UTC time")
+        }
+        let leap = try CTLogList(json: Data(Self.changed(#""2026-11-01T00:00:00Z""#, #""2028-02-29T23:59:59.125Z""#).utf8))
+        #expect(leap.timestamp == Date(timeIntervalSince1970: 1_835_481_599.125))
+        #expect(Self.date("1970-01-01T00:00:00Z") == Date(timeIntervalSince1970: 0))
+        #expect(Self.date("2000-03-01T00:00:00Z") == Date(timeIntervalSince1970: 951_868_800))
+    }
+
+    /// A list's strings reach messages (a path, a member name): printed on one line, never as terminal controls.
+    @Test func anErrorIsOnePrintableLine() {
+        let error = CTLogListError("unknown state \"a\u{2028}b\u{1B}[2J\u{202E}\"", path: "operators[0]")
+        #expect(error.description.contains(#"a\u{2028}b\u{1B}[2J\u{202E}"#), "\(error)")
+        #expect(!error.description.unicodeScalars.contains { [0x2028, 0x1B, 0x202E].contains($0.value) })
+    }
+
+    /// Numbers are integers, in a list read alone as in a signed document: one list, one reading.
+    @Test func numbersAreIntegers() {
+        Self.refuse(Self.changed(#""mmd": 60,"#, #""mmd": 6e1,"#), nil, "a number that is not an integer")
+        Self.refuse(Self.changed(#""mmd": 60,"#, #""mmd": 60.0,"#), nil, "a number that is not an integer")
+    }
+}
