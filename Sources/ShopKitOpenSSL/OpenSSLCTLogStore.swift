@@ -32,8 +32,9 @@ package final class OpenSSLCTLogStore: @unchecked Sendable {
 
     /// The store for `logList`'s logs.
     ///
-    /// - Throws: `OpenSSLError` when a log's key is not a public key OpenSSL reads, or its `log_id` is not the
-    ///   SHA-256 of its key (the list is at fault: an SCT could never be checked against that log).
+    /// - Throws: `OpenSSLError` when a log's key is not a public key OpenSSL reads, or not one RFC 6962 allows
+    ///   (ECDSA P-256, RSA of 2048 bits or more), or its `log_id` is not the SHA-256 of its key as the list writes
+    ///   it (the list is at fault: an SCT could never be checked against that log).
     package init(_ logList: CTLogList) throws(OpenSSLError) {
         OpenSSLError.clearQueue()
         guard let store = CTLOG_STORE_new() else { throw OpenSSLError.drain("CTLOG_STORE_new") }
@@ -57,11 +58,38 @@ package final class OpenSSLCTLogStore: @unchecked Sendable {
         }
         for log in logs {
             let found = log.logID.withUnsafeBufferPointer { CTLOG_STORE_get0_log_by_id(store, $0.baseAddress, $0.count) }
-            guard found != nil else {
+            // OpenSSL finds a log by the digest of its own encoding of the key; the list's bytes must be that
+            // encoding, nothing after it or around it: one key, one text.
+            guard let found, try sha256(log.key) == log.logID else {
                 throw OpenSSLError(
                     operation: "CT log list",
                     queue: ["the log \"\(log.description)\" has a log_id that is not the SHA-256 of its key"])
             }
+            if let problem = Self.unfitKey(CTLOG_get0_public_key(found)) {
+                throw OpenSSLError(operation: "CT log list", queue: ["the log \"\(log.description)\" has \(problem)"])
+            }
+        }
+    }
+
+    /// Why `key` cannot be a CT log's key, nil when it can: RFC 6962 §2.1.4 allows ECDSA on NIST P-256 and RSA (of
+    /// at least 2048 bits, as browsers require), both with SHA-256; any other key (a 512-bit RSA key anyone can
+    /// factor, P-384, Ed25519, X25519) is refused with the list.
+    static func unfitKey(_ key: OpaquePointer?) -> String? {
+        guard let key else { return "no public key" }
+        switch EVP_PKEY_get_base_id(key) {
+        case EVP_PKEY_RSA:
+            let bits = EVP_PKEY_get_bits(key)
+            return bits >= 2048 ? nil : "an RSA key of \(bits) bits; a CT log's RSA key has at least 2048"
+        case EVP_PKEY_EC:
+            var buffer = [CChar](repeating: 0, count: 64)
+            var length = 0
+            guard EVP_PKEY_get_group_name(key, &buffer, buffer.count, &length) == 1 else {
+                return "an ECDSA key on an unnamed curve; a CT log's ECDSA key is on P-256 (RFC 6962 §2.1.4)"
+            }
+            let group = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return group == "prime256v1" ? nil : "an ECDSA key on \(group); a CT log's ECDSA key is on P-256 (RFC 6962 §2.1.4)"
+        default:
+            return "a \(CertificateInfoCache.keyDescription(key)) key; a CT log's key is ECDSA P-256 or RSA (RFC 6962 §2.1.4)"
         }
     }
 
