@@ -32,12 +32,16 @@ public struct CTLogListDocument: Sendable {
     /// The JSON the document was read from (what its signature covers).
     package let json: [UInt8]
 
+    /// How deep a document's JSON may nest: one level above a list's (``CTLogList/maximumDepth``), so every list
+    /// that can be read alone can be published in a document.
+    package static let maximumDepth = CTLogList.maximumDepth + 1
+
     /// Parses a document's JSON.
     ///
     /// - Throws: ``PinSetDocumentError/malformedLogListDocument(_:)`` naming the field at fault, or
     ///   ``PinSetDocumentError/nestedTooDeeply(maximumDepth:)``.
     package init(json: [UInt8]) throws(PinSetDocumentError) {
-        try PinSetDocumentError.checkJSON(json, maximumDepth: CTLogList.maximumDepth, malformed: { .malformedLogListDocument($0) })
+        try PinSetDocumentError.checkJSON(json, maximumDepth: Self.maximumDepth, malformed: { .malformedLogListDocument($0) })
         let wire: Wire
         do {
             wire = try JSONDecoder().decode(Wire.self, from: Data(json))

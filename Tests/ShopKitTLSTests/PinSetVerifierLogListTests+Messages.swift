@@ -32,7 +32,7 @@ extension PinSetVerifierLogListTests {
             ("pin-set typ", pins, 0, now, .wrongLogListType("shopkit-pins+jws")),
             ("JWT typ", try signed(header: header("EdDSA", "JWT"), payload: document()), 0, now, .wrongLogListType("JWT")),
             ("malformed payload", try signLogList("{}"), 0, now, .malformedLogListDocument(#"missing field "version""#)),
-            ("too deep", try signLogList(deep), 0, now, .nestedTooDeeply(maximumDepth: CTLogList.maximumDepth)),
+            ("too deep", try signLogList(deep), 0, now, .nestedTooDeeply(maximumDepth: CTLogListDocument.maximumDepth)),
             ("expired", try signLogList(document(expiresAt: now + 60)), 0, now + 60, .expired(expiresAt: now + 60)),
             ("not yet valid", try signLogList(document(issuedAt: now + 3600)), 0, now,
              .notYetValid(issuedAt: now + 3600)),
