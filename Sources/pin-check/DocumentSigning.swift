@@ -71,9 +71,7 @@ struct SigningOptions: ParsableArguments {
         } catch {
             throw Failure(.unavailable, "OpenSSL could not sign: \(error)")
         }
-        do { try Data((jws + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
-        }
+        try writeOutput(jws + "\n", to: out, inputs: [("--key", key), ("--in", input)])
         return keyID
     }
 }
@@ -151,4 +149,54 @@ func signingKey(_ path: String, kid: String?, command: String) throws(Failure) -
         throw Failure(.usage, "--key \(path): a \(key.keyDescription) key; sign with an Ed25519 key")
     }
     return (key, keyID)
+}
+
+/// Writes `text` to the file `out` (the `--out` option) atomically: a new file beside it, renamed over it, so a
+/// reader never sees half a document. Refused, with nothing written: an `out` that exists and is not a regular file
+/// (a directory, a pipe, a device, which a rename would replace), and an `out` that is one of the command's
+/// `inputs` (`--key`, `--in`, `--list`, …: a signing key or the reviewed document must never be overwritten).
+func writeOutput(_ text: String, to out: String, inputs: [(option: String, path: String)]) throws(Failure) {
+    var target = stat()
+    if stat(out, &target) == 0 {
+        guard (target.st_mode & S_IFMT) == S_IFREG else {
+            throw Failure(
+                .cannotCreate, "--out \(out): not a regular file (a directory, a pipe or a device); give the path of "
+                    + "a file to create or replace")
+        }
+        for input in inputs {
+            var other = stat()
+            if stat(input.path, &other) == 0, other.st_dev == target.st_dev, other.st_ino == target.st_ino {
+                throw Failure(
+                    .usage, "--out \(out) is the file \(input.option) reads (\(input.path)): nothing was written; give "
+                        + "another output path")
+            }
+        }
+    }
+    let directory = (out as NSString).deletingLastPathComponent
+    // A new name beside the output (so the rename stays on one file system), created exclusively, with the mode a
+    // new file gets under the umask: an output document is public.
+    let temporary = (directory.isEmpty ? "." : directory) + "/.pin-check-out-\(UUID().uuidString)"
+    let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o666)
+    guard descriptor >= 0 else {
+        throw Failure(.cannotCreate, "--out \(out): cannot create a file in its directory (\(String(cString: strerror(errno))))")
+    }
+    let bytes = Array(text.utf8)
+    var written = 0
+    var failure: Int32 = 0
+    while failure == 0, written < bytes.count {
+        let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+        if count < 0 {
+            if errno == EINTR { continue }
+            failure = errno
+        } else {
+            written += count
+        }
+    }
+    if failure == 0, fsync(descriptor) != 0 { failure = errno }
+    if close(descriptor) != 0, failure == 0 { failure = errno }
+    if failure == 0, rename(temporary, out) != 0 { failure = errno }
+    guard failure == 0 else {
+        unlink(temporary)
+        throw Failure(.cannotCreate, "--out \(out): \(String(cString: strerror(failure)))")
+    }
 }

@@ -72,8 +72,10 @@ struct LogListDocumentCommand: ParsableCommand {
 
     func execute() throws(Failure) -> Int32 {
         let maximumDays = Int(PinSetVerifier.defaultMaximumValidity.components.seconds / 86_400)
-        guard version > 0, (1...maximumDays).contains(validDays) else {
-            throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to \(maximumDays) (what apps accept by default)")
+        guard (1...PinSetDocument.maximumVersion).contains(version), (1...maximumDays).contains(validDays) else {
+            throw Failure(
+                .usage, "--version must be from 1 to \(PinSetDocument.maximumVersion) and --valid-days from 1 to "
+                    + "\(maximumDays) (what apps accept by default)")
         }
         guard !audience.isEmpty else {
             throw Failure(.usage, "--audience: give the app's identifier, as its PinSetVerifier(audience:) names it")
@@ -87,16 +89,16 @@ struct LogListDocumentCommand: ParsableCommand {
                 logList: data)
             _ = try CTLogListDocument(json: Array(json.utf8))
         } catch {
-            throw Failure(.refused, "--list \(list): \(describe(error))")
+            // The options are checked above and the list by checkedLogList: what is left is the list inside the
+            // document (a list dated after now, or nested one level too deep).
+            throw Failure(.refused, "--list \(list): as a document: \(describe(error))")
         }
         warnIfStale(logList)
         guard let out else {
             print(json)
             return 0
         }
-        do { try Data((json + "\n").utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
-        }
+        try writeOutput(json + "\n", to: out, inputs: [("--list", list)])
         return 0
     }
 }
@@ -114,9 +116,9 @@ struct SignLogListCommand: ParsableCommand {
 
             Exit status:
               0   signed
-              64  usage error (as for sign-pins)
+              64  usage error (as for sign-pins; an --out naming an input)
               65  the document is not a valid log-list document (the message names the field), or has expired
-              73  the output cannot be written
+              73  the output cannot be written (or is not a regular file: a directory, a pipe, a device)
             """)
 
     @OptionGroup var signing: SigningOptions
@@ -193,17 +195,17 @@ func checkedLogList(_ path: String, option: String?) throws(Failure) -> (list: C
 }
 
 /// Loads `list`'s keys into an OpenSSL CT log store, as the TLS layer does; when that fails, names the first log
-/// whose key does not load on its own.
+/// that does not load on its own, with OpenSSL's or the store's reason.
 func loadKeys(_ list: CTLogList, label: String) throws(Failure) {
     do { _ = try OpenSSLCTLogStore(list) } catch {
         for (index, entry) in list.operators.enumerated() {
             for log in entry.logs {
-                let alone = CTLogList(timestamp: list.timestamp, operators: [.init(name: entry.name, logs: [log])])
-                if (try? OpenSSLCTLogStore(alone)) == nil {
+                do {
+                    _ = try OpenSSLCTLogStore(CTLogList(timestamp: list.timestamp, operators: [.init(name: entry.name, logs: [log])]))
+                } catch {
                     throw Failure(
                         .refused, "\(label): operators[\(index)], log \(String(reflecting: log.description)): its key "
-                            + "does not load in OpenSSL, or its log_id is not the SHA-256 of its key (the list is at "
-                            + "fault; an app refuses the whole list): \(error)")
+                            + "does not load as a CT log's key (the list is at fault; an app refuses the whole list): \(error)")
                 }
             }
         }
@@ -217,7 +219,8 @@ func summary(of list: CTLogList, label: String) -> String {
     for log in list.logs { states[log.state?.name ?? "no state", default: 0] += 1 }
     let order = ["qualified", "usable", "readonly", "retired", "pending", "rejected", "no state"]
     let counts = order.compactMap { name in states[name].map { "\($0) \(name)" } }
-    return "\(label): log list of \(PinSetDocument.timestamp(list.timestamp)), version \(list.version ?? "(none)"): "
+    return "\(label): log list of \(PinSetDocument.timestamp(list.timestamp)), version "
+        + "\(list.version.map(printableOnOneLine) ?? "(none)"): "
         + "\(list.operators.count) operators, \(list.logs.count) logs"
         + (counts.isEmpty ? "" : " (\(counts.joined(separator: ", ")))")
 }

@@ -23,9 +23,9 @@ struct SignPinsCommand: ParsableCommand {
               0   signed
               64  usage error (unreadable file, a key that is not an unencrypted Ed25519 PEM key, a key file
                   other users can read, a key path that is neither a file nor a pipe, an empty key, a key from
-                  standard input or a pipe without --kid)
+                  standard input or a pipe without --kid, an --out naming an input)
               65  the document is not a valid pin-set document (the message names the field), or has expired
-              73  the output cannot be written
+              73  the output cannot be written (or is not a regular file: a directory, a pipe, a device)
             """)
 
     @OptionGroup var signing: SigningOptions
@@ -178,8 +178,10 @@ struct PinsDocumentCommand: AsyncParsableCommand {
     func execute() async throws(Failure) -> Int32 {
         // No longer than apps accept by default (PinSetVerifier's maximum validity).
         let maximumDays = Int(PinSetVerifier.defaultMaximumValidity.components.seconds / 86_400)
-        guard version > 0, (1...maximumDays).contains(validDays) else {
-            throw Failure(.usage, "--version must be above 0 and --valid-days from 1 to \(maximumDays) (what apps accept by default)")
+        guard (1...PinSetDocument.maximumVersion).contains(version), (1...maximumDays).contains(validDays) else {
+            throw Failure(
+                .usage, "--version must be from 1 to \(PinSetDocument.maximumVersion) and --valid-days from 1 to "
+                    + "\(maximumDays) (what apps accept by default)")
         }
         guard timeout > 0, timeout <= 3600 else {
             throw Failure(.usage, "--timeout must be more than 0 and at most 3600 seconds")
@@ -231,9 +233,11 @@ struct PinsDocumentCommand: AsyncParsableCommand {
             print(json, terminator: "")
             return 0
         }
-        do { try Data(json.utf8).write(to: URL(fileURLWithPath: out), options: .atomic) } catch {
-            throw Failure(.cannotCreate, "--out \(out): \(error.localizedDescription)")
-        }
+        // --previous may be the output: it is read whole before, and replacing the document in force with its
+        // successor is the rotation's own step (the README's walkthrough does it).
+        let inputs = [("--hosts-file", hostsFile)] + (caFile.map { [("--ca-file", $0)] } ?? [])
+            + publicKeys.map { ("--pubkey", $0.split(separator: "=", maxSplits: 1).last.map(String.init) ?? $0) }
+        try writeOutput(json, to: out, inputs: inputs)
         return 0
     }
 

@@ -41,7 +41,7 @@ struct PinCheckLogListTests {
         let badKey = try Self.list(in: dir, "bad-key.json") { Self.firstLog(&$0) { $0["key"] = Data("not a key".utf8).base64EncodedString() } }
         let refused = try await PinCheckBinary.run(["log-list", badKey])
         #expect(refused.status == 65)
-        #expect(refused.stderr.contains("log \"ShopKit Test Log A\": its key does not load in OpenSSL"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("log \"ShopKit Test Log A\": its key does not load as a CT log"), "\(refused.stderr)")
         // A log_id that is not its key's SHA-256.
         let badID = try Self.list(in: dir, "bad-id.json") { Self.firstLog(&$0) { $0["log_id"] = Data(repeating: 7, count: 32).base64EncodedString() } }
         let wrongID = try await PinCheckBinary.run(["log-list", badID])
@@ -152,7 +152,7 @@ struct PinCheckLogListTests {
                 "bad-key.json", issuedAt: now, expiresAt: now + 86_400,
                 logList: Data(contentsOf: URL(fileURLWithPath: Self.list(in: dir, "bad-key-list.json") {
                     Self.firstLog(&$0) { $0["key"] = Data("not a key".utf8).base64EncodedString() }
-                }))), "its key does not load in OpenSSL"),
+                }))), "its key does not load as a CT log"),
         ]
         for (path, words) in cases {
             let signed = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/a.key", "--in", path, "--out", "\(dir)/out.jws"])
@@ -176,5 +176,55 @@ struct PinCheckLogListTests {
         #expect(made.status == 65)
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/doc.json"))
         #expect(try await PinCheckBinary.run(["log-list-document", "--list", Self.testList, "--version", "0", "--audience", Self.audience]).status == 64)
+    }
+
+    /// `--out` never destroys what the command reads (the signing key, the document, the list) and never replaces
+    /// what is not a regular file; nothing is written, and the message says why.
+    @Test func theOutputNeverReplacesAnInputOrSomethingThatIsNotAFile() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        _ = try await PinCheckBinary.run(["log-list-document", "--list", Self.testList, "--version", "1", "--audience", Self.audience, "--out", "\(dir)/ct.json"])
+        let key = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/a.key"))
+        let document = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/ct.json"))
+        for (command, out) in [("sign-log-list", "\(dir)/a.key"), ("sign-log-list", "\(dir)/ct.json"), ("sign-pins", "\(dir)/a.key")] {
+            let input = command == "sign-pins" ? "\(dir)/pins.json" : "\(dir)/ct.json"
+            let outcome = try await PinCheckBinary.run([command, "--key", "\(dir)/a.key", "--in", input, "--out", out])
+            #expect(outcome.status == 64, "\(command) --out \(out): \(outcome.stderr)")
+            #expect(outcome.stderr.contains("is the file --"), "\(outcome.stderr)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/a.key")) == key)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/ct.json")) == document)
+        let overList = try await PinCheckBinary.run([
+            "log-list-document", "--list", "\(dir)/ct.json", "--version", "1", "--audience", Self.audience, "--out", "\(dir)/ct.json",
+        ])
+        #expect(overList.status != 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/ct.json")) == document)
+
+        // A directory and a pipe: 73, left as they are.
+        #expect(mkfifo("\(dir)/fifo", 0o600) == 0)
+        for out in [dir, "\(dir)/fifo"] {
+            let outcome = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/a.key", "--in", "\(dir)/ct.json", "--out", out])
+            #expect(outcome.status == 73, "\(out): \(outcome.stderr)")
+            #expect(outcome.stderr.contains("not a regular file"), "\(outcome.stderr)")
+        }
+        var fifo = stat()
+        #expect(stat("\(dir)/fifo", &fifo) == 0 && (fifo.st_mode & S_IFMT) == S_IFIFO, "the pipe was replaced")
+        // A directory that does not exist: 73, with the system's words.
+        let missing = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/a.key", "--in", "\(dir)/ct.json", "--out", "\(dir)/no/such.jws"])
+        #expect(missing.status == 73)
+        #expect(missing.stderr.contains("No such file or directory"), "\(missing.stderr)")
+        // Nothing left behind beside the outputs.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir).allSatisfy { !$0.hasPrefix(".pin-check-out-") })
+    }
+
+    /// A list's version is the publisher's text: printed escaped, never as terminal controls.
+    @Test func aListsVersionIsPrintedEscaped() async throws {
+        let dir = try await PinCheckSignPinsTests.workspace()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = try Self.list(in: dir, "odd-version.json") { $0["version"] = "1.0\u{1B}[2J\u{2028}forged" }
+        let checked = try await PinCheckBinary.run(["log-list", path])
+        #expect(checked.status == 0)
+        #expect(checked.stdout.contains(#"version 1.0\u{1B}[2J\u{2028}forged: 3 operators"#), "\(checked.stdout)")
+        #expect(!checked.stdout.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x2028 })
     }
 }
