@@ -2,8 +2,9 @@ import Foundation
 
 /// The one reader of the times signed documents and CT log lists write: RFC 3339 in UTC,
 /// `YYYY-MM-DDTHH:MM:SSZ`, every field its fixed number of ASCII digits and in range (a month's last day, leap
-/// years; no 24:00, no leap second), fractional seconds only where the format allows them. Nothing is normalized:
-/// `2027-02-30` is refused, not read as March 2nd. Linear in the text's length, without a date formatter.
+/// years; no 24:00, no leap second; years 1970 to 9999, so no reader's calendar before the Gregorian one can
+/// differ), fractional seconds only where the format allows them. Nothing is normalized: `2027-02-30` is refused,
+/// not read as March 2nd. Linear in the text's length, without a date formatter.
 enum UTCTimestamp {
     /// The instant `text` names, or nil when it is not such a time; `.5` fractions only if `fractionalSeconds`.
     static func parse(_ text: String, fractionalSeconds: Bool) -> Date? {
@@ -22,7 +23,7 @@ enum UTCTimestamp {
         guard separators.allSatisfy({ bytes[$0.0] == $0.1.asciiValue }),
             let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
             let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-            year >= 1, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+            year >= 1970, (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
             hour < 24, minute < 60, second < 60
         else { return nil }
         var fraction = 0.0
