@@ -141,6 +141,20 @@ func signingKey(_ path: String, kid: String?, command: String) throws(Failure) -
     guard secret.count > 0 else {
         throw Failure(.usage, "--key \(path): empty: the pipe closed before a key came, or the file is empty")
     }
+    // One key, one signer: OpenSSL would take the first of several blocks and ignore the rest, so a file of two
+    // keys (or a key and a certificate) signs with whichever came first.
+    let blocks = secret.withUnsafeBytes { bytes in
+        let marker = Array("-----BEGIN ".utf8)
+        guard bytes.count >= marker.count else { return 0 }
+        return (0...(bytes.count - marker.count)).count(where: { start in
+            marker.indices.allSatisfy { bytes[start + $0] == marker[$0] }
+        })
+    }
+    guard blocks <= 1 else {
+        throw Failure(
+            .usage, "--key \(path): \(blocks) PEM blocks; give a file holding the one signing key (the key that signs "
+                + "must be the one meant)")
+    }
     let key: OpenSSLKey
     do { key = try OpenSSLKey.privateKey(pem: secret) } catch {
         throw Failure(.usage, "--key \(path): not an unencrypted PEM private key (\(error))")

@@ -164,6 +164,12 @@ struct PinCheckLogListTests {
         let ecdsa = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/ec.key", "--in", try document("ok.json", issuedAt: now, expiresAt: now + 86_400), "--out", "\(dir)/out.jws"])
         #expect(ecdsa.status == 64)
         #expect(ecdsa.stderr.contains("sign with an Ed25519 key"))
+        // A file of two keys: which one signs would be OpenSSL's pick (the first); refused.
+        let two = try String(contentsOfFile: "\(dir)/b.key", encoding: .utf8) + String(contentsOfFile: "\(dir)/a.key", encoding: .utf8)
+        #expect(FileManager.default.createFile(atPath: "\(dir)/two.key", contents: Data(two.utf8), attributes: [.posixPermissions: 0o600]))
+        let twoKeys = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/two.key", "--kid", "a", "--in", "\(dir)/ok.json", "--out", "\(dir)/out.jws"])
+        #expect(twoKeys.status == 64)
+        #expect(twoKeys.stderr.contains("2 PEM blocks"), "\(twoKeys.stderr)")
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: "\(dir)/a.key")
         let shared = try await PinCheckBinary.run(["sign-log-list", "--key", "\(dir)/a.key", "--in", "\(dir)/ok.json", "--out", "\(dir)/out.jws"])
         #expect(shared.status == 64)
