@@ -110,9 +110,18 @@ func checkSignable(audience: String?, issuedAt: Date, expiresAt: Date, input: St
 func signingKey(_ path: String, kid: String?, command: String) throws(Failure) -> (key: OpenSSLKey, keyID: String) {
     // A key from standard input or a pipe has no name an app's PinSetVerifier knows ("stdin" is none): --kid.
     guard kid != nil || !SignPinsCommand.isStreamed(path) else {
+        var status = stat()
+        let kind: String
+        if SignPinsCommand.isStandardInput(path) {
+            kind = "standard input"
+        } else if stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFIFO {
+            kind = "a pipe"
+        } else {
+            kind = "not a regular file (a device, a socket or a directory)"
+        }
         throw Failure(
-            .usage, "--key \(path) is read from standard input or a pipe, which names no key: give --kid, the id the "
-                + "app's PinSetVerifier(publicKeys:) gives this key's public half")
+            .usage, "--key \(path) is \(kind), which names no key: give --kid, the id the app's "
+                + "PinSetVerifier(publicKeys:) gives this key's public half")
     }
     let keyID = kid ?? ((path as NSString).lastPathComponent as NSString).deletingPathExtension
     guard !keyID.isEmpty, keyID.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
