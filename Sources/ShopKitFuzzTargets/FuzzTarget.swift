@@ -34,12 +34,15 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case pinSetDocument = "pin-set-document"
     /// An SCT list in its TLS encoding (a certificate's embedded SCTs, the TLS extension's body).
     case sctList = "sct-list"
+    /// A CT log list (Chrome's v3 JSON), read alone and inside a log-list document.
+    case ctLogList = "ct-log-list"
 
     /// The largest input worth trying (`-max_len`): bigger inputs only make each run slower.
     package var maxLength: Int {
         switch self {
         case .spkiPin, .hostPattern, .retryAfter: return 512
         case .pinsFile, .keyringItem, .pinSetDocument, .sctList: return 4_096
+        case .ctLogList: return 8_192
         case .pem, .der, .httpResponse, .http1ResponseDecoder, .http1Connection, .http2Connection: return 16_384
         case .tokenFile: return 1_024
         }
@@ -62,6 +65,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .http2Connection: HTTP2ConnectionTarget.run(bytes)
         case .pinSetDocument: PinSetDocumentTarget.run(bytes)
         case .sctList: SCTListTarget.run(bytes)
+        case .ctLogList: CTLogListTarget.run(bytes)
         }
     }
 }
